@@ -1,0 +1,250 @@
+import { join } from 'node:path'
+import { parseDuration, parseDurationList } from './lib/duration.js'
+
+/** Embedded defaults, each with the reason it was chosen. */
+export const DEFAULTS = {
+  /** The port the image exposes and the README documents. */
+  port: 8080,
+  /** Loopback by default so a laptop install is not reachable from the network; the image sets 0.0.0.0. */
+  host: '127.0.0.1',
+  /** Relative to the working directory, so `npm start` keeps everything in ./data. */
+  dataDir: './data',
+  /** NORMAL is durable across process crashes in WAL mode; FULL adds power-loss durability at ~2x commit cost. */
+  synchronous: 'normal' as 'normal' | 'full',
+  /** info: one line per start/stop and per operator-relevant event, not per delivery. */
+  logLevel: 'info',
+  /** SPEC §2: 1s, 10s, 1m, 10m, 1h, 6h, 24h = 8 attempts in total. */
+  retrySchedule: [1_000, 10_000, 60_000, 600_000, 3_600_000, 21_600_000, 86_400_000],
+  /** SPEC §2: notifications are more urgent and less valuable late: 6 attempts over ~1h11m. */
+  notificationRetrySchedule: [1_000, 10_000, 60_000, 600_000, 3_600_000],
+  /** SPEC §6: 256 KiB covers real event payloads and bounds memory per request. */
+  maxBody: 256 * 1024,
+  /** Metrics need a viewer key unless explicitly opened. */
+  metricsPublic: false,
+  /** SPEC §2 retention: successful deliveries are only interesting for about a week. */
+  retentionSuccessMs: 7 * 86_400_000,
+  /** SPEC §2 retention: dead and cancelled deliveries stay a month so they can be recovered. */
+  retentionDeadMs: 30 * 86_400_000,
+  /** SPEC §2 retention: inbox messages older than a quarter are rarely opened. */
+  retentionInboxMs: 90 * 86_400_000,
+  /** Events with no remaining deliveries are kept this long (for GET /v1/events/:id and dedup). */
+  retentionEventsMs: 7 * 86_400_000,
+  /** SPEC §3: a rotated secret keeps verifying for a day so receivers can roll over. */
+  secretGraceMs: 86_400_000,
+  /** SPEC §3: default webhook request timeout. */
+  requestTimeoutMs: 15_000,
+  /** SPEC §5: disable an endpoint after this long without a success (and >= 10 failures). */
+  disableAfterMs: 5 * 86_400_000,
+  /** SPEC §9: SIGTERM drains in-flight requests within this deadline. */
+  shutdownTimeoutMs: 10_000,
+  /** Global cap on in-flight deliveries; 256 sockets keep 2 cores busy without exhausting fds. */
+  concurrency: 256,
+  /** Only scheduled retries wait on this timer; new work wakes the dispatcher on commit. */
+  pollIntervalMs: 250,
+  /** SPEC §6: end-user tokens live a day unless asked otherwise. */
+  userTokenTtlMs: 86_400_000,
+}
+
+/** The validated, frozen runtime configuration. */
+export interface Config {
+  readonly port: number
+  readonly host: string
+  readonly dataDir: string
+  readonly dbPath: string
+  readonly adminKey: string | null
+  readonly allowNetworks: readonly string[]
+  readonly retrySchedule: readonly number[]
+  readonly notificationRetrySchedule: readonly number[]
+  readonly synchronous: 'normal' | 'full'
+  readonly logLevel: string
+  readonly smtpUrl: string | null
+  readonly emailFrom: string
+  readonly mandatoryTopics: readonly string[]
+  readonly maxBody: number
+  readonly metricsPublic: boolean
+  readonly retentionSuccessMs: number
+  readonly retentionDeadMs: number
+  readonly retentionInboxMs: number
+  readonly retentionEventsMs: number
+  readonly secretGraceMs: number
+  readonly requestTimeoutMs: number
+  readonly disableAfterMs: number
+  readonly shutdownTimeoutMs: number
+  readonly concurrency: number
+  readonly pollIntervalMs: number
+  readonly tokenSecret: string | null
+}
+
+/** Thrown for a bad setting; the message names the variable. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** One documented setting: environment variable, flag, default text and description. */
+export interface SettingDoc {
+  env: string
+  flag: string
+  default: string
+  description: string
+}
+
+/** Every setting, in README order; the CLI's --help and the README table come from this list. */
+export const SETTINGS: readonly SettingDoc[] = [
+  { env: 'POSTBOX_PORT', flag: '--port', default: '8080', description: 'HTTP port' },
+  { env: 'POSTBOX_HOST', flag: '--host', default: '127.0.0.1', description: 'Bind address (the Docker image sets 0.0.0.0)' },
+  { env: 'POSTBOX_DATA_DIR', flag: '--data-dir', default: './data', description: 'Directory for the database, the generated admin key and the token secret' },
+  { env: 'POSTBOX_DB', flag: '--db', default: '<data dir>/postbox.db', description: 'SQLite database file' },
+  { env: 'POSTBOX_ADMIN_KEY', flag: '--admin-key', default: '(generated)', description: 'First admin key, used only when no admin key exists yet' },
+  { env: 'POSTBOX_ALLOW_NETWORKS', flag: '--allow-networks', default: '(none)', description: 'Comma list of CIDRs that webhooks may reach despite being non-public, e.g. 127.0.0.0/8,::1/128' },
+  { env: 'POSTBOX_RETRY_SCHEDULE', flag: '--retry-schedule', default: '1s,10s,1m,10m,1h,6h,24h', description: 'Webhook retry delays; attempts = delays + 1' },
+  { env: 'POSTBOX_NOTIFICATION_RETRY_SCHEDULE', flag: '--notification-retry-schedule', default: '1s,10s,1m,10m,1h', description: 'Inbox and email retry delays' },
+  { env: 'POSTBOX_SYNCHRONOUS', flag: '--synchronous', default: 'normal', description: 'SQLite synchronous mode: normal or full (full survives power loss)' },
+  { env: 'POSTBOX_LOG_LEVEL', flag: '--log-level', default: 'info', description: 'trace, debug, info, warn, error, fatal or silent' },
+  { env: 'POSTBOX_SMTP_URL', flag: '--smtp-url', default: '(unset)', description: 'SMTP server for the email channel, e.g. smtp://user:pass@host:587' },
+  { env: 'POSTBOX_EMAIL_FROM', flag: '--email-from', default: 'postbox@localhost', description: 'From address of notification emails' },
+  { env: 'POSTBOX_MANDATORY_TOPICS', flag: '--mandatory-topics', default: '(none)', description: 'Comma list of topics (exact, or prefixes ending in ".") that skip preferences, quiet hours and digests' },
+  { env: 'POSTBOX_MAX_BODY', flag: '--max-body', default: '262144', description: 'Largest accepted request body in bytes' },
+  { env: 'POSTBOX_METRICS_PUBLIC', flag: '--metrics-public', default: 'false', description: 'Serve /metrics without a key' },
+  { env: 'POSTBOX_RETENTION_SUCCESS', flag: '--retention-success', default: '7d', description: 'Keep successful deliveries and their attempts this long' },
+  { env: 'POSTBOX_RETENTION_DEAD', flag: '--retention-dead', default: '30d', description: 'Keep dead and cancelled deliveries this long' },
+  { env: 'POSTBOX_RETENTION_INBOX', flag: '--retention-inbox', default: '90d', description: 'Keep inbox messages this long' },
+  { env: 'POSTBOX_RETENTION_EVENTS', flag: '--retention-events', default: '7d', description: 'Keep events with no remaining deliveries this long' },
+  { env: 'POSTBOX_SECRET_GRACE', flag: '--secret-grace', default: '24h', description: 'How long a rotated signing secret keeps being sent' },
+  { env: 'POSTBOX_REQUEST_TIMEOUT', flag: '--request-timeout', default: '15s', description: 'Default webhook request timeout (endpoints may set 1s-60s)' },
+  { env: 'POSTBOX_DISABLE_AFTER', flag: '--disable-after', default: '5d', description: 'Disable an endpoint with no success for this long and at least 10 failures' },
+  { env: 'POSTBOX_SHUTDOWN_TIMEOUT', flag: '--shutdown-timeout', default: '10s', description: 'Deadline to drain in-flight requests on SIGTERM/SIGINT' },
+  { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries' },
+  { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
+  { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens; generated into <data dir>/token-secret.txt when unset' },
+]
+
+type Source = Record<string, string | undefined>
+
+/** Turns `--flag value` / `--flag=value` arguments into the matching POSTBOX_* variables. */
+export function flagsToEnv(argv: readonly string[]): Source {
+  const out: Source = {}
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (!arg.startsWith('--')) continue
+    const eq = arg.indexOf('=')
+    const flag = eq === -1 ? arg : arg.slice(0, eq)
+    const setting = SETTINGS.find((s) => s.flag === flag)
+    if (!setting) continue
+    if (eq !== -1) out[setting.env] = arg.slice(eq + 1)
+    else if (setting.env === 'POSTBOX_METRICS_PUBLIC' && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'))) out[setting.env] = 'true'
+    else out[setting.env] = argv[++i]
+  }
+  return out
+}
+
+/** Loads, validates and freezes the configuration; flags win over environment variables. */
+export function loadConfig(env: Source = process.env, argv: readonly string[] = []): Config {
+  const src: Source = { ...env, ...flagsToEnv(argv) }
+  const get = (name: string): string | undefined => {
+    const v = src[name]
+    return v === undefined || v.trim() === '' ? undefined : v.trim()
+  }
+  const int = (name: string, def: number, min: number, max: number): number => {
+    const v = get(name)
+    if (v === undefined) return def
+    if (!/^\d+$/.test(v)) throw new ConfigError(name, `expected a whole number, got "${v}"`)
+    const n = Number(v)
+    if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
+    return n
+  }
+  const duration = (name: string, def: number, min = 0): number => {
+    const v = get(name)
+    if (v === undefined) return def
+    const ms = parseDuration(v)
+    if (ms === null) throw new ConfigError(name, `expected a duration such as 500ms, 10s, 5m, 6h or 7d, got "${v}"`)
+    if (ms < min) throw new ConfigError(name, `must be at least ${min}ms`)
+    return ms
+  }
+  const schedule = (name: string, def: number[]): number[] => {
+    const v = get(name)
+    if (v === undefined) return def
+    const list = parseDurationList(v)
+    if (list === null) throw new ConfigError(name, `expected a comma list of durations such as 500ms,2s,1m, got "${v}"`)
+    if (list.length > 50) throw new ConfigError(name, 'at most 50 retry delays')
+    return list
+  }
+  const bool = (name: string, def: boolean): boolean => {
+    const v = get(name)
+    if (v === undefined) return def
+    if (/^(true|1|yes|on)$/i.test(v)) return true
+    if (/^(false|0|no|off)$/i.test(v)) return false
+    throw new ConfigError(name, `expected true or false, got "${v}"`)
+  }
+  const list = (name: string): string[] =>
+    (get(name) ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0)
+
+  const synchronous = (get('POSTBOX_SYNCHRONOUS') ?? DEFAULTS.synchronous).toLowerCase()
+  if (synchronous !== 'normal' && synchronous !== 'full') {
+    throw new ConfigError('POSTBOX_SYNCHRONOUS', `expected normal or full, got "${synchronous}"`)
+  }
+  const logLevel = (get('POSTBOX_LOG_LEVEL') ?? DEFAULTS.logLevel).toLowerCase()
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) {
+    throw new ConfigError('POSTBOX_LOG_LEVEL', `expected trace, debug, info, warn, error, fatal or silent, got "${logLevel}"`)
+  }
+  const allowNetworks = list('POSTBOX_ALLOW_NETWORKS')
+  for (const cidr of allowNetworks) {
+    if (!isCidrShaped(cidr)) throw new ConfigError('POSTBOX_ALLOW_NETWORKS', `"${cidr}" is not a CIDR such as 127.0.0.0/8 or ::1/128`)
+  }
+  const smtpUrl = get('POSTBOX_SMTP_URL') ?? null
+  if (smtpUrl !== null && !/^smtps?:\/\/[^\s]+$/i.test(smtpUrl)) {
+    throw new ConfigError('POSTBOX_SMTP_URL', 'expected smtp://host:port or smtps://user:pass@host:port')
+  }
+  const emailFrom = get('POSTBOX_EMAIL_FROM') ?? 'postbox@localhost'
+  if (!/^[^\s@<>]+@[^\s@<>]+$/.test(emailFrom) && !/^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(emailFrom)) {
+    throw new ConfigError('POSTBOX_EMAIL_FROM', `"${emailFrom}" is not an email address`)
+  }
+  const dataDir = get('POSTBOX_DATA_DIR') ?? DEFAULTS.dataDir
+  const config: Config = {
+    port: int('POSTBOX_PORT', DEFAULTS.port, 0, 65535),
+    host: get('POSTBOX_HOST') ?? DEFAULTS.host,
+    dataDir,
+    dbPath: get('POSTBOX_DB') ?? join(dataDir, 'postbox.db'),
+    adminKey: get('POSTBOX_ADMIN_KEY') ?? null,
+    allowNetworks,
+    retrySchedule: schedule('POSTBOX_RETRY_SCHEDULE', DEFAULTS.retrySchedule),
+    notificationRetrySchedule: schedule('POSTBOX_NOTIFICATION_RETRY_SCHEDULE', DEFAULTS.notificationRetrySchedule),
+    synchronous,
+    logLevel,
+    smtpUrl,
+    emailFrom,
+    mandatoryTopics: list('POSTBOX_MANDATORY_TOPICS'),
+    maxBody: int('POSTBOX_MAX_BODY', DEFAULTS.maxBody, 1024, 64 * 1024 * 1024),
+    metricsPublic: bool('POSTBOX_METRICS_PUBLIC', DEFAULTS.metricsPublic),
+    retentionSuccessMs: duration('POSTBOX_RETENTION_SUCCESS', DEFAULTS.retentionSuccessMs, 60_000),
+    retentionDeadMs: duration('POSTBOX_RETENTION_DEAD', DEFAULTS.retentionDeadMs, 60_000),
+    retentionInboxMs: duration('POSTBOX_RETENTION_INBOX', DEFAULTS.retentionInboxMs, 60_000),
+    retentionEventsMs: duration('POSTBOX_RETENTION_EVENTS', DEFAULTS.retentionEventsMs, 60_000),
+    secretGraceMs: duration('POSTBOX_SECRET_GRACE', DEFAULTS.secretGraceMs),
+    requestTimeoutMs: duration('POSTBOX_REQUEST_TIMEOUT', DEFAULTS.requestTimeoutMs, 1000),
+    disableAfterMs: duration('POSTBOX_DISABLE_AFTER', DEFAULTS.disableAfterMs, 60_000),
+    shutdownTimeoutMs: duration('POSTBOX_SHUTDOWN_TIMEOUT', DEFAULTS.shutdownTimeoutMs),
+    concurrency: int('POSTBOX_CONCURRENCY', DEFAULTS.concurrency, 1, 10_000),
+    pollIntervalMs: duration('POSTBOX_POLL_INTERVAL', DEFAULTS.pollIntervalMs, 10),
+    tokenSecret: get('POSTBOX_TOKEN_SECRET') ?? null,
+  }
+  if (config.requestTimeoutMs > 60_000) throw new ConfigError('POSTBOX_REQUEST_TIMEOUT', 'must be at most 60s')
+  return Object.freeze(config)
+}
+
+function isCidrShaped(text: string): boolean {
+  const m = /^([0-9a-fA-F:.]+)\/(\d{1,3})$/.exec(text)
+  if (!m) return false
+  const bits = Number(m[2])
+  return m[1]!.includes(':') ? bits <= 128 : bits <= 32 && /^\d{1,3}(\.\d{1,3}){3}$/.test(m[1]!)
+}
+
+/** A configuration for tests and library mode: defaults, with overrides. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return Object.freeze({ ...loadConfig({}), ...overrides })
+}

@@ -1,0 +1,24 @@
+import type { AttemptRecord, Channel, ClaimedDelivery, Outcome } from '../store/deliveries.js'
+
+/** What a channel reports for one claimed delivery. */
+export interface ChannelResult {
+  outcome: Outcome
+  /** The attempt to log; omit when nothing was sent. */
+  attempt?: AttemptRecord
+  /** Extra facts for endpoint health (webhook channel only). */
+  health?: { breakerFailure: boolean; disable: 'gone' | null; success: boolean }
+}
+
+/**
+ * A way of sending one claimed delivery: webhook, inbox or email. The dispatcher owns claiming
+ * and settling; a sender only does the I/O and maps what happened to an Outcome (computing
+ * retry times with retry-policy.ts). It must resolve, never reject, and honour `signal`.
+ */
+export interface ChannelSender {
+  /** Request timeout for this channel's rows without an endpoint; sets the lease. */
+  readonly timeoutMs?: number
+  send(delivery: ClaimedDelivery, signal: AbortSignal): Promise<ChannelResult>
+}
+
+/** Senders by channel name; the dispatcher routes each claimed row through it. */
+export type ChannelRegistry = ReadonlyMap<Channel, ChannelSender>

@@ -1,0 +1,18 @@
+/** Encodes a list cursor (the last row's sort key) as an opaque base64url string. */
+export function encodeCursor(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url')
+}
+
+/** Decodes a cursor made by `encodeCursor`; null when it is malformed. */
+export function decodeCursor(cursor: string | undefined | null): string | null {
+  if (!cursor) return null
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return null
+  const key = Buffer.from(cursor, 'base64url').toString('utf8')
+  return /^[\x21-\x7e]{1,200}$/.test(key) ? key : null
+}
+
+/** One page of a newest-first list. */
+export interface Page<T> {
+  data: T[]
+  next_cursor: string | null
+}

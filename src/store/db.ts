@@ -1,0 +1,104 @@
+import Database from 'better-sqlite3'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { MIGRATIONS } from './migrations.js'
+
+/** A better-sqlite3 connection; only code under src/store/ touches it. */
+export type Db = Database.Database
+
+/** Options for `openDatabase`. */
+export interface OpenOptions {
+  synchronous?: 'normal' | 'full'
+  readonly?: boolean
+}
+
+/** Thrown when the database file was written by a newer Postbox. */
+export class SchemaTooNewError extends Error {
+  constructor(
+    readonly found: number,
+    readonly supported: number,
+  ) {
+    super(`database schema version ${found} is newer than this Postbox supports (${supported}); upgrade Postbox`)
+    this.name = 'SchemaTooNewError'
+  }
+}
+
+/** The schema version this code writes: the last statement of schema.sql. */
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+let schemaText: string | null = null
+
+/** Reads schema.sql, found by walking up from this file (works from src/ and from dist/src/). */
+export function readSchemaSql(): string {
+  if (schemaText !== null) return schemaText
+  let dir = dirname(fileURLToPath(import.meta.url))
+  for (let i = 0; i < 5; i++) {
+    const candidate = join(dir, 'schema.sql')
+    if (existsSync(candidate)) {
+      schemaText = readFileSync(candidate, 'utf8')
+      return schemaText
+    }
+    dir = dirname(dir)
+  }
+  throw new Error('schema.sql not found next to the Postbox package')
+}
+
+/**
+ * Opens (creating if needed) a Postbox database, sets the pragmas and brings the schema to
+ * SCHEMA_VERSION. busy_timeout is set before anything that may wait on a lock, WAL before the
+ * first write.
+ */
+export function openDatabase(path: string, opts: OpenOptions = {}): Db {
+  if (path !== ':memory:' && !opts.readonly) mkdirSync(dirname(path), { recursive: true })
+  const db = new Database(path, { readonly: opts.readonly ?? false })
+  try {
+    db.pragma('busy_timeout = 5000')
+    if (!opts.readonly) db.pragma('journal_mode = WAL')
+    db.pragma(`synchronous = ${opts.synchronous === 'full' ? 'FULL' : 'NORMAL'}`)
+    db.pragma('foreign_keys = ON')
+    db.pragma('temp_store = MEMORY')
+    // ~4 MB of WAL between automatic checkpoints; the file is truncated back to 64 MB at most.
+    db.pragma('wal_autocheckpoint = 1000')
+    db.pragma('journal_size_limit = 67108864')
+    db.pragma('cache_size = -32000')
+    if (!opts.readonly) migrate(db)
+    else assertVersionSupported(db)
+    return db
+  } catch (err) {
+    db.close()
+    throw err
+  }
+}
+
+/** Returns the database's PRAGMA user_version. */
+export function schemaVersion(db: Db): number {
+  return db.pragma('user_version', { simple: true }) as number
+}
+
+function assertVersionSupported(db: Db): void {
+  const v = schemaVersion(db)
+  if (v > SCHEMA_VERSION) throw new SchemaTooNewError(v, SCHEMA_VERSION)
+}
+
+/**
+ * Brings the schema up to date: a new file gets schema.sql, an older one gets each forward
+ * step after its user_version, each step in its own transaction. A newer file is refused.
+ */
+export function migrate(db: Db): { from: number; to: number } {
+  const from = schemaVersion(db)
+  assertVersionSupported(db)
+  if (from === SCHEMA_VERSION) return { from, to: from }
+  const empty = (db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'`).get() as { n: number }).n === 0
+  if (from === 0 && empty) {
+    db.transaction(() => db.exec(readSchemaSql()))()
+    return { from, to: schemaVersion(db) }
+  }
+  for (let v = from; v < SCHEMA_VERSION; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!)
+      db.pragma(`user_version = ${v + 1}`)
+    })()
+  }
+  return { from, to: SCHEMA_VERSION }
+}

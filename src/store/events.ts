@@ -1,0 +1,64 @@
+import type { Db } from './db.js'
+import { decodeCursor, encodeCursor, type Page } from '../lib/cursor.js'
+
+/** A stored event, mapped to camelCase. */
+export interface EventRow {
+  id: string
+  clientId: string | null
+  type: string
+  orderingKey: string | null
+  body: string
+  createdAt: number
+}
+
+const COLUMNS = `id, client_id AS clientId, type, ordering_key AS orderingKey, body, created_at AS createdAt`
+
+const SQL = {
+  insert: `INSERT INTO events (id, client_id, type, ordering_key, body, created_at)
+    VALUES (@id, @clientId, @type, @orderingKey, @body, @createdAt)`,
+  get: `SELECT ${COLUMNS} FROM events WHERE id = ?`,
+  byClientId: `SELECT ${COLUMNS} FROM events WHERE client_id = ?`,
+  body: `SELECT body FROM events WHERE id = ?`,
+} as const
+
+/** The events table: inserts and lookups. */
+export interface EventsStore {
+  insert(row: EventRow): void
+  get(id: string): EventRow | null
+  byClientId(clientId: string): EventRow | null
+  body(id: string): string | null
+  list(opts: { limit: number; cursor?: string | null; type?: string }): Page<EventRow>
+}
+
+/** Creates the events store over a connection. */
+export function createEventsStore(db: Db): EventsStore {
+  const insert = db.prepare(SQL.insert)
+  const get = db.prepare(SQL.get)
+  const byClientId = db.prepare(SQL.byClientId)
+  const body = db.prepare(SQL.body).pluck()
+  return {
+    insert: (row) => void insert.run(row),
+    get: (id) => (get.get(id) as EventRow | undefined) ?? null,
+    byClientId: (clientId) => (byClientId.get(clientId) as EventRow | undefined) ?? null,
+    body: (id) => (body.get(id) as string | undefined) ?? null,
+    list({ limit, cursor, type }) {
+      const where: string[] = []
+      const params: unknown[] = []
+      const after = decodeCursor(cursor)
+      if (after) {
+        where.push('id < ?')
+        params.push(after)
+      }
+      if (type) {
+        where.push('type = ?')
+        params.push(type)
+      }
+      const rows = db
+        .prepare(`SELECT ${COLUMNS} FROM events ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`)
+        .all(...params, limit + 1) as EventRow[]
+      const more = rows.length > limit
+      const data = more ? rows.slice(0, limit) : rows
+      return { data, next_cursor: more ? encodeCursor(data[data.length - 1]!.id) : null }
+    },
+  }
+}

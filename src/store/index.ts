@@ -1,0 +1,69 @@
+import { openDatabase, type Db, type OpenOptions } from './db.js'
+import { createDeliveriesStore, type DeliveriesStore } from './deliveries.js'
+import { createEventsStore, type EventsStore } from './events.js'
+
+/**
+ * Every table family behind one object. Services receive a Store and call its plain functions;
+ * no SQLite type leaks past it except `db`, which only store code and backup use.
+ */
+export interface Store {
+  readonly db: Db
+  readonly path: string
+  readonly deliveries: DeliveriesStore
+  readonly events: EventsStore
+  /**
+   * Runs `fn` in one IMMEDIATE transaction. When it enqueued due work, the wake listeners run
+   * after the commit (never before: a dispatcher must not look for rows it cannot see yet).
+   */
+  tx<T>(fn: () => T): T
+  /** Registers a listener called after a commit that created due rows; returns an unsubscribe. */
+  onDue(listener: () => void): () => void
+  /** Closes the connection (after a WAL checkpoint). */
+  close(): void
+}
+
+/** Opens the database at `path` and builds every table store over it. */
+export function openStore(path: string, opts: OpenOptions = {}): Store {
+  const db = openDatabase(path, opts)
+  const listeners = new Set<() => void>()
+  let dueInTx = false
+  let depth = 0
+  const markDue = (): void => {
+    if (depth > 0) dueInTx = true
+    else for (const l of listeners) l()
+  }
+  const store: Store = {
+    db,
+    path,
+    deliveries: createDeliveriesStore(db, markDue),
+    events: createEventsStore(db),
+    tx<T>(fn: () => T): T {
+      depth++
+      let result: T
+      try {
+        result = db.transaction(fn).immediate()
+      } finally {
+        depth--
+      }
+      if (depth === 0 && dueInTx) {
+        dueInTx = false
+        for (const l of listeners) l()
+      }
+      return result
+    },
+    onDue(listener) {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+    close() {
+      if (!db.open) return
+      try {
+        db.pragma('wal_checkpoint(TRUNCATE)')
+      } catch {
+        // a busy checkpoint is not a reason to fail a close
+      }
+      db.close()
+    },
+  }
+  return store
+}

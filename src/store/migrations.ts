@@ -1,0 +1,116 @@
+/**
+ * Forward-only schema steps. MIGRATIONS[v] takes a database from user_version v to v + 1.
+ * schema.sql is the truth for new files; test/schema-migration.test.ts checks that a file
+ * created at version 1 and migrated ends up with exactly the schema of a fresh one.
+ */
+export const MIGRATIONS: readonly string[] = [
+  /* v0 → v1: the webhook engine: events, endpoints, deliveries, attempts, API keys. */
+  `
+-- ───────────────────────── events ─────────────────────────
+CREATE TABLE events (
+  id            TEXT PRIMARY KEY,            -- evt_…
+  client_id     TEXT UNIQUE,                 -- the client's id or Idempotency-Key, for dedup
+  type          TEXT NOT NULL,
+  ordering_key  TEXT,
+  body          TEXT NOT NULL,               -- the envelope, serialised once, sent byte for byte
+  created_at    INTEGER NOT NULL
+);
+CREATE INDEX events_created ON events (created_at);
+
+-- ───────────────────────── endpoints ─────────────────────────
+CREATE TABLE endpoints (
+  id                    TEXT PRIMARY KEY,    -- ep_…
+  url                   TEXT NOT NULL,
+  description           TEXT NOT NULL DEFAULT '',
+  event_types           TEXT,                -- JSON array of patterns; NULL = every type
+  headers               TEXT NOT NULL DEFAULT '{}',
+  method                TEXT NOT NULL DEFAULT 'POST',
+  timeout_ms            INTEGER NOT NULL DEFAULT 15000,
+  max_concurrency       INTEGER NOT NULL DEFAULT 16,
+  rate_limit            REAL,                -- requests per second; NULL = unlimited
+  ordered               INTEGER NOT NULL DEFAULT 0,
+  retry_schedule        TEXT,                -- JSON array of ms; NULL = the global schedule
+  signature             TEXT NOT NULL DEFAULT 'standard',
+  secret                TEXT NOT NULL,
+  previous_secrets      TEXT NOT NULL DEFAULT '[]', -- JSON [{secret, expires_at}] still in grace
+  metadata              TEXT NOT NULL DEFAULT '{}',
+  disabled              INTEGER NOT NULL DEFAULT 0,
+  disabled_reason       TEXT,
+  deleted_at            INTEGER,             -- soft delete: deliveries keep their endpoint
+  last_success_at       INTEGER,
+  last_failure_at       INTEGER,
+  consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+  failures_since_success INTEGER NOT NULL DEFAULT 0,
+  paused_until          INTEGER,             -- circuit breaker: no claims before this time
+  pause_count           INTEGER NOT NULL DEFAULT 0,
+  created_at            INTEGER NOT NULL,
+  updated_at            INTEGER NOT NULL
+);
+
+-- ───────────────────────── deliveries (the queue) ─────────────────────────
+-- One table for every channel: webhook rows carry event_id + endpoint_id, notification rows
+-- carry notification_id + recipient. The claim protocol is the same for all of them.
+CREATE TABLE deliveries (
+  id               TEXT PRIMARY KEY,         -- dlv_…
+  channel          TEXT NOT NULL,            -- webhook | inbox | email
+  dedup_key        TEXT NOT NULL UNIQUE,     -- (event, endpoint) or (notification, recipient, channel)
+  event_id         TEXT REFERENCES events (id),
+  endpoint_id      TEXT REFERENCES endpoints (id),
+  notification_id  TEXT,
+  recipient        TEXT,
+  event_type       TEXT NOT NULL,            -- event type, or the notification topic
+  ordering_key     TEXT,
+  payload          TEXT,                     -- channel-specific JSON (rendered notification)
+  group_key        TEXT,                     -- digest group: recipient|channel|window
+  status           TEXT NOT NULL DEFAULT 'pending',
+  attempts         INTEGER NOT NULL DEFAULT 0,
+  max_attempts     INTEGER NOT NULL,
+  next_attempt_at  INTEGER NOT NULL,
+  claim_token      TEXT,
+  lease_until      INTEGER,
+  last_status_code INTEGER,
+  last_error       TEXT,
+  created_at       INTEGER NOT NULL,
+  updated_at       INTEGER NOT NULL,
+  completed_at     INTEGER
+);
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at, id) WHERE status = 'pending';
+CREATE INDEX deliveries_leases ON deliveries (lease_until) WHERE status = 'in_flight';
+CREATE INDEX deliveries_order_barrier ON deliveries (endpoint_id, ordering_key, id)
+  WHERE status IN ('pending', 'in_flight') AND ordering_key IS NOT NULL;
+CREATE INDEX deliveries_event ON deliveries (event_id);
+CREATE INDEX deliveries_endpoint ON deliveries (endpoint_id, status, created_at);
+CREATE INDEX deliveries_notification ON deliveries (notification_id);
+CREATE INDEX deliveries_finished ON deliveries (status, completed_at) WHERE status IN ('success', 'dead', 'cancelled');
+CREATE INDEX deliveries_group ON deliveries (group_key) WHERE group_key IS NOT NULL;
+
+CREATE TABLE attempts (
+  id             INTEGER PRIMARY KEY,
+  delivery_id    TEXT NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
+  attempt        INTEGER NOT NULL,           -- 1-based
+  started_at     INTEGER NOT NULL,
+  duration_ms    INTEGER NOT NULL,
+  outcome        TEXT NOT NULL,              -- success | retry | dead | snooze
+  status_code    INTEGER,
+  error          TEXT,
+  response_body  TEXT                        -- truncated to 16 KiB
+);
+CREATE INDEX attempts_delivery ON attempts (delivery_id, id);
+
+-- ───────────────────────── API keys ─────────────────────────
+CREATE TABLE api_keys (
+  id            TEXT PRIMARY KEY,            -- key_…
+  name          TEXT NOT NULL,
+  role          TEXT NOT NULL,               -- admin | publisher | viewer
+  hash          TEXT NOT NULL UNIQUE,        -- hex SHA-256 of the key; the key itself is never stored
+  prefix        TEXT NOT NULL,               -- first characters, to recognise a key in lists
+  created_at    INTEGER NOT NULL,
+  last_used_at  INTEGER,
+  revoked_at    INTEGER
+);
+`,
+  /* v1 → v2: notifications: directory, subscriptions, preferences, templates, inbox. */
+  `
+
+`,
+]
