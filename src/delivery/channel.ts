@@ -22,3 +22,8 @@ export interface ChannelSender {
 
 /** Senders by channel name; the dispatcher routes each claimed row through it. */
 export type ChannelRegistry = ReadonlyMap<Channel, ChannelSender>
+
+/** Receives one call per finished attempt; the metrics layer implements it. */
+export interface DispatchObserver {
+  attempt(channel: Channel, outcome: 'success' | 'retry' | 'dead' | 'snooze' | 'release' | 'missed', durationMs: number): void
+}
