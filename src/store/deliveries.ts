@@ -5,8 +5,11 @@ import { decodeCursor, encodeCursor, type Page } from '../lib/cursor.js'
 
 /** Where a delivery is in its lifecycle (SPEC §2). */
 export type DeliveryStatus = 'pending' | 'in_flight' | 'success' | 'dead' | 'cancelled'
-/** The channels that share the delivery queue. */
-export type Channel = 'webhook' | 'inbox' | 'email'
+/**
+ * The channels that share the delivery queue. `webhook` rows go to an endpoint; `notify-webhook`
+ * rows are a notification's webhook channel, which publishes a `notification.<topic>` event.
+ */
+export type Channel = 'webhook' | 'inbox' | 'email' | 'notify-webhook'
 
 /** A delivery row, mapped to camelCase. */
 export interface Delivery {
