@@ -35,6 +35,7 @@ CREATE TABLE endpoints (
   deleted_at            INTEGER,             -- soft delete: deliveries keep their endpoint
   last_success_at       INTEGER,
   last_failure_at       INTEGER,
+  failing_since         INTEGER,             -- first failure since the last success (auto-disable window)
   consecutive_failures  INTEGER NOT NULL DEFAULT 0,
   failures_since_success INTEGER NOT NULL DEFAULT 0,
   paused_until          INTEGER,             -- circuit breaker: no claims before this time
@@ -74,9 +75,10 @@ CREATE INDEX deliveries_due ON deliveries (next_attempt_at, id) WHERE status = '
 CREATE INDEX deliveries_leases ON deliveries (lease_until) WHERE status = 'in_flight';
 CREATE INDEX deliveries_order_barrier ON deliveries (endpoint_id, ordering_key, id)
   WHERE status IN ('pending', 'in_flight') AND ordering_key IS NOT NULL;
-CREATE INDEX deliveries_event ON deliveries (event_id);
-CREATE INDEX deliveries_endpoint ON deliveries (endpoint_id, status, created_at);
-CREATE INDEX deliveries_notification ON deliveries (notification_id);
+CREATE INDEX deliveries_event ON deliveries (event_id) WHERE event_id IS NOT NULL;
+-- No status column here: claim and settle change status, and every index on it costs a delete + insert.
+CREATE INDEX deliveries_endpoint ON deliveries (endpoint_id, id) WHERE endpoint_id IS NOT NULL;
+CREATE INDEX deliveries_notification ON deliveries (notification_id) WHERE notification_id IS NOT NULL;
 CREATE INDEX deliveries_finished ON deliveries (status, completed_at) WHERE status IN ('success', 'dead', 'cancelled');
 CREATE INDEX deliveries_group ON deliveries (group_key) WHERE group_key IS NOT NULL;
 

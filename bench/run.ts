@@ -5,6 +5,9 @@
  */
 const suites: [string, string][] = [
   ['store', './store.js'],
+  ['webhooks', './webhooks.js'],
+  ['notify', './notify.js'],
+  ['api', './api.js'],
 ]
 
 const only = process.argv[2]

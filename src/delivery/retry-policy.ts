@@ -1,6 +1,6 @@
 import type { Rng } from '../lib/clock.js'
 
-/** The longest delay Postbox ever schedules, and the cap on Retry-After (SPEC §2). */
+/** The cap on what a receiver's Retry-After can ask for (SPEC §2); it never shortens the schedule. */
 export const MAX_RETRY_DELAY_MS = 86_400_000
 
 /** Total attempts a schedule allows: the first try plus one per delay. */
@@ -15,8 +15,10 @@ export function jitterFactor(rng: Rng): number {
 
 /**
  * The delay before the next attempt after attempt number `attempt` (1-based) failed, or null
- * when the schedule is exhausted. Retry-After (ms) raises the delay, never lowers it, and the
- * result is capped at 24 h.
+ * when the schedule is exhausted. Retry-After (ms) raises the delay, never lowers it, and is
+ * capped at 24 h. The cap applies only to Retry-After: the configured schedule keeps its full
+ * jitter (the default last step, 24 h, spans 19.2 h-28.8 h), so a receiver cannot push retries
+ * out beyond a day but an operator's own schedule is taken as written.
  */
 export function nextRetryDelay(
   schedule: readonly number[],
@@ -27,7 +29,8 @@ export function nextRetryDelay(
   const base = schedule[attempt - 1]
   if (base === undefined) return null
   const jittered = Math.round(base * jitterFactor(rng))
-  return Math.min(Math.max(jittered, retryAfterMs ?? 0), MAX_RETRY_DELAY_MS)
+  if (retryAfterMs === null || retryAfterMs <= jittered) return jittered
+  return Math.max(jittered, Math.min(retryAfterMs, MAX_RETRY_DELAY_MS))
 }
 
 /** The absolute time of the next attempt, or null when the schedule is exhausted. */

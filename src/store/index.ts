@@ -1,6 +1,12 @@
 import { openDatabase, type Db, type OpenOptions } from './db.js'
 import { createDeliveriesStore, type DeliveriesStore } from './deliveries.js'
 import { createEventsStore, type EventsStore } from './events.js'
+import { createDirectoryStore, type DirectoryStore } from './directory.js'
+import { createNotificationsStore, type NotificationsStore } from './notifications.js'
+import { createInboxStore, type InboxStore } from './inbox.js'
+import { createEndpointsStore, type EndpointsStore } from './endpoints.js'
+import { createKeysStore, type KeysStore } from './keys.js'
+import { createStatsStore, type StatsStore } from './stats.js'
 
 /**
  * Every table family behind one object. Services receive a Store and call its plain functions;
@@ -11,6 +17,12 @@ export interface Store {
   readonly path: string
   readonly deliveries: DeliveriesStore
   readonly events: EventsStore
+  readonly directory: DirectoryStore
+  readonly notifications: NotificationsStore
+  readonly inbox: InboxStore
+  readonly endpoints: EndpointsStore
+  readonly keys: KeysStore
+  readonly stats: StatsStore
   /**
    * Runs `fn` in one IMMEDIATE transaction. When it enqueued due work, the wake listeners run
    * after the commit (never before: a dispatcher must not look for rows it cannot see yet).
@@ -37,6 +49,12 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
     path,
     deliveries: createDeliveriesStore(db, markDue),
     events: createEventsStore(db),
+    directory: createDirectoryStore(db),
+    notifications: createNotificationsStore(db),
+    inbox: createInboxStore(db),
+    endpoints: createEndpointsStore(db),
+    keys: createKeysStore(db),
+    stats: createStatsStore(db),
     tx<T>(fn: () => T): T {
       depth++
       let result: T

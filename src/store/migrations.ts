@@ -39,6 +39,7 @@ CREATE TABLE endpoints (
   deleted_at            INTEGER,             -- soft delete: deliveries keep their endpoint
   last_success_at       INTEGER,
   last_failure_at       INTEGER,
+  failing_since         INTEGER,             -- first failure since the last success (auto-disable window)
   consecutive_failures  INTEGER NOT NULL DEFAULT 0,
   failures_since_success INTEGER NOT NULL DEFAULT 0,
   paused_until          INTEGER,             -- circuit breaker: no claims before this time
@@ -78,9 +79,10 @@ CREATE INDEX deliveries_due ON deliveries (next_attempt_at, id) WHERE status = '
 CREATE INDEX deliveries_leases ON deliveries (lease_until) WHERE status = 'in_flight';
 CREATE INDEX deliveries_order_barrier ON deliveries (endpoint_id, ordering_key, id)
   WHERE status IN ('pending', 'in_flight') AND ordering_key IS NOT NULL;
-CREATE INDEX deliveries_event ON deliveries (event_id);
-CREATE INDEX deliveries_endpoint ON deliveries (endpoint_id, status, created_at);
-CREATE INDEX deliveries_notification ON deliveries (notification_id);
+CREATE INDEX deliveries_event ON deliveries (event_id) WHERE event_id IS NOT NULL;
+-- No status column here: claim and settle change status, and every index on it costs a delete + insert.
+CREATE INDEX deliveries_endpoint ON deliveries (endpoint_id, id) WHERE endpoint_id IS NOT NULL;
+CREATE INDEX deliveries_notification ON deliveries (notification_id) WHERE notification_id IS NOT NULL;
 CREATE INDEX deliveries_finished ON deliveries (status, completed_at) WHERE status IN ('success', 'dead', 'cancelled');
 CREATE INDEX deliveries_group ON deliveries (group_key) WHERE group_key IS NOT NULL;
 
@@ -111,6 +113,106 @@ CREATE TABLE api_keys (
 `,
   /* v1 → v2: notifications: directory, subscriptions, preferences, templates, inbox. */
   `
+-- ───────────────────────── directory ─────────────────────────
+CREATE TABLE users (
+  id          TEXT PRIMARY KEY,
+  email       TEXT,
+  name        TEXT,
+  locale      TEXT,
+  timezone    TEXT,
+  roles       TEXT NOT NULL DEFAULT '[]',
+  teams       TEXT NOT NULL DEFAULT '[]',
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+);
+CREATE INDEX users_email ON users (email COLLATE NOCASE);
 
+CREATE TABLE user_groups (
+  kind     TEXT NOT NULL,                    -- role | team
+  name     TEXT NOT NULL,
+  user_id  TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  PRIMARY KEY (kind, name, user_id)
+) WITHOUT ROWID;
+CREATE INDEX user_groups_user ON user_groups (user_id);
+
+CREATE TABLE subscriptions (
+  topic       TEXT NOT NULL,
+  principal   TEXT NOT NULL,                 -- user:<id> | role:<r> | team:<t>
+  enabled     INTEGER NOT NULL DEFAULT 1,
+  created_at  INTEGER NOT NULL,
+  PRIMARY KEY (topic, principal)
+) WITHOUT ROWID;
+
+CREATE TABLE preferences (
+  user_id      TEXT NOT NULL,                -- a user id or *
+  topic        TEXT NOT NULL,                -- a topic or *
+  channel      TEXT NOT NULL,                -- inbox | email | webhook | *
+  enabled      INTEGER NOT NULL DEFAULT 1,
+  digest       TEXT NOT NULL DEFAULT 'none', -- none | daily | weekly
+  quiet_hours  TEXT,                         -- JSON {tz, start, end} or NULL
+  updated_at   INTEGER NOT NULL,
+  PRIMARY KEY (user_id, topic, channel)
+) WITHOUT ROWID;
+
+CREATE TABLE templates (
+  id          INTEGER PRIMARY KEY,
+  topic       TEXT NOT NULL,
+  channel     TEXT NOT NULL,
+  locale      TEXT NOT NULL,
+  version     INTEGER NOT NULL,
+  subject     TEXT NOT NULL DEFAULT '',
+  body        TEXT NOT NULL DEFAULT '',
+  format      TEXT NOT NULL DEFAULT 'text',  -- text | markdown | html
+  active      INTEGER NOT NULL DEFAULT 1,
+  created_at  INTEGER NOT NULL,
+  UNIQUE (topic, channel, locale, version)
+);
+
+-- ───────────────────────── notifications and inbox ─────────────────────────
+CREATE TABLE notifications (
+  id          TEXT PRIMARY KEY,              -- ntf_…
+  topic       TEXT NOT NULL,
+  dedup_key   TEXT UNIQUE,
+  request     TEXT NOT NULL,                 -- the accepted request as JSON
+  recipients  INTEGER NOT NULL,
+  deliveries  INTEGER NOT NULL,
+  created_at  INTEGER NOT NULL
+);
+
+CREATE TABLE inbox_messages (
+  id               TEXT PRIMARY KEY,         -- msg_…
+  user_id          TEXT NOT NULL,
+  notification_id  TEXT,
+  delivery_id      TEXT UNIQUE,              -- makes a re-sent inbox delivery idempotent
+  topic            TEXT NOT NULL,
+  title            TEXT NOT NULL,
+  body             TEXT NOT NULL DEFAULT '',
+  severity         TEXT NOT NULL DEFAULT 'info',
+  action_url       TEXT,
+  payload          TEXT,
+  seen             INTEGER NOT NULL DEFAULT 0,
+  read             INTEGER NOT NULL DEFAULT 0,
+  archived         INTEGER NOT NULL DEFAULT 0,
+  created_at       INTEGER NOT NULL
+);
+CREATE INDEX inbox_user ON inbox_messages (user_id, archived, id);
+CREATE INDEX inbox_created ON inbox_messages (created_at);
+
+-- unread_count per user, maintained in the same transaction as every state change.
+CREATE TABLE inbox_counters (
+  user_id       TEXT PRIMARY KEY,
+  unread_count  INTEGER NOT NULL DEFAULT 0,
+  last_seq      INTEGER NOT NULL DEFAULT 0   -- the stream's per-user event id
+);
+
+-- The live stream's durable log: the last 1,000 events per user, for Last-Event-ID replay.
+CREATE TABLE inbox_stream (
+  user_id     TEXT NOT NULL,
+  seq         INTEGER NOT NULL,
+  kind        TEXT NOT NULL,                 -- notification | state | unread_count
+  data        TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  PRIMARY KEY (user_id, seq)
+) WITHOUT ROWID;
 `,
 ]

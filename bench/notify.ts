@@ -1,0 +1,150 @@
+/**
+ * Notify benchmark.
+ * 1. Fan-out: one notification to a role of 1,000 users on the inbox channel, timed from
+ *    `send()` until all 1,000 inbox rows are committed (pipeline transaction + the real
+ *    dispatcher claiming, the inbox channel writing, settling). Baseline: a bare INSERT of
+ *    1,000 inbox rows in one transaction, same pragmas.
+ * 2. Inbox read: list (first page of 50) + exact unread count for a user with 10,000
+ *    messages. Baseline: the same page query prepared by hand plus a naive count(*) of unread.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { testConfig } from '../src/config.js'
+import { systemClock } from '../src/lib/clock.js'
+import { silentLogger } from '../src/log.js'
+import { openStore } from '../src/store/index.js'
+import { openDatabase } from '../src/store/db.js'
+import type { Channel } from '../src/store/deliveries.js'
+import type { ChannelResult, ChannelSender } from '../src/delivery/channel.js'
+import { createDispatcher } from '../src/delivery/dispatcher.js'
+import { createNotifyService } from '../src/notify/service.js'
+
+const USERS = 1_000
+const FANOUT_RUNS = 15
+const MESSAGES = 10_000
+const READ_RUNS = 2_000
+
+const stats = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return { median: s[Math.floor(s.length / 2)]!, p95: s[Math.floor(s.length * 0.95)]! }
+}
+const ms = (x: number) => `${x.toFixed(2)} ms`
+
+async function fanout(dir: string): Promise<{ total: number[]; pipeline: number[] }> {
+  const store = openStore(join(dir, 'fanout.db'))
+  const config = testConfig({ dataDir: dir })
+  const log = silentLogger()
+  const notify = createNotifyService({ store, config, clock: systemClock, rng: Math.random, log, tokenKey: 'k', publishEvent: () => {} })
+  store.tx(() => {
+    for (let i = 0; i < USERS; i++) store.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
+  })
+  let done = 0
+  let target = 0
+  let finished: (() => void) | null = null
+  const counting: ChannelSender = {
+    timeoutMs: notify.channels.inbox.timeoutMs,
+    async send(d, signal): Promise<ChannelResult> {
+      const r = await notify.channels.inbox.send(d, signal)
+      if (++done === target) finished?.()
+      return r
+    },
+  }
+  const channels = new Map<Channel, ChannelSender>([['inbox', counting]])
+  const dispatcher = createDispatcher({ store, config, clock: systemClock, rng: Math.random, log, channels })
+  dispatcher.start()
+  const times: number[] = []
+  const pipeline: number[] = []
+  for (let run = 0; run < FANOUT_RUNS; run++) {
+    done = 0
+    target = USERS
+    const all = new Promise<void>((resolve) => (finished = resolve))
+    const t = performance.now()
+    notify.notifications.send({ topic: 'bench.fanout', recipients: ['role:everyone'], title: `run ${run}` })
+    pipeline.push(performance.now() - t)
+    await all
+    times.push(performance.now() - t)
+    await new Promise((r) => setTimeout(r, 20)) // let the last settle commit
+  }
+  await dispatcher.stop(1000)
+  store.close()
+  return { total: times, pipeline }
+}
+
+function bareInsert(dir: string): number[] {
+  const db = openDatabase(join(dir, 'bare.db'))
+  const insert = db.prepare(`INSERT INTO inbox_messages (id, user_id, notification_id, delivery_id, topic, title, body, severity, created_at)
+    VALUES (?, ?, 'ntf_x', ?, 'bench.fanout', 'title', '', 'info', ?)`)
+  const many = db.transaction((run: number) => {
+    for (let i = 0; i < USERS; i++) insert.run(`msg_${run}_${i}`, `u${i}`, `dlv_${run}_${i}`, Date.now())
+  })
+  const times: number[] = []
+  for (let run = 0; run < FANOUT_RUNS; run++) {
+    const t = performance.now()
+    many.immediate(run)
+    times.push(performance.now() - t)
+  }
+  db.close()
+  return times
+}
+
+function inboxRead(dir: string): { ours: number[]; raw: number[] } {
+  const store = openStore(join(dir, 'read.db'))
+  const now = Date.now()
+  store.tx(() => {
+    for (let i = 0; i < MESSAGES; i++) {
+      store.inbox.insertMessage(
+        { userId: 'heavy', notificationId: null, deliveryId: `d${i}`, topic: i % 3 ? 'a' : 'b', title: `m${i}`, body: 'x', severity: 'info', actionUrl: null, payload: null },
+        now + i,
+      )
+    }
+    for (let i = 0; i < 500; i++) store.inbox.insertMessage({ userId: 'other', notificationId: null, deliveryId: `o${i}`, topic: 'a', title: 'o', body: '', severity: 'info', actionUrl: null, payload: null }, now)
+  })
+  const read = store.inbox.list('heavy', { status: 'all', archived: false, limit: 5000 }).data.slice(0, 4000).map((m) => m.id)
+  store.inbox.changeState('heavy', read, 'read', now)
+  const notify = createNotifyService({ store, config: testConfig({ dataDir: dir }), clock: systemClock, rng: Math.random, log: silentLogger(), tokenKey: 'k', publishEvent: () => {} })
+  const inbox = notify.inbox('heavy')
+  const ours: number[] = []
+  for (let i = 0; i < READ_RUNS; i++) {
+    const t = performance.now()
+    const page = inbox.list({ limit: 50 })
+    const n = inbox.unreadCount()
+    ours.push(performance.now() - t)
+    if (page.data.length !== 50 || n !== 6000 || page.unread_count !== 6000) throw new Error(`unexpected page ${page.data.length} / ${n}`)
+  }
+  const db = openDatabase(store.path, { readonly: true })
+  const pageSql = db.prepare(`SELECT * FROM inbox_messages WHERE user_id = ? AND archived = 0 ORDER BY id DESC LIMIT 51`)
+  const countSql = db.prepare(`SELECT count(*) FROM inbox_messages WHERE user_id = ? AND archived = 0 AND read = 0`).pluck()
+  const raw: number[] = []
+  for (let i = 0; i < READ_RUNS; i++) {
+    const t = performance.now()
+    pageSql.all('heavy')
+    countSql.get('heavy')
+    raw.push(performance.now() - t)
+  }
+  db.close()
+  notify.close()
+  store.close()
+  return { ours, raw }
+}
+
+/** Runs the notify benchmarks and prints their figures with the baselines and ratios. */
+export async function run(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-notify-'))
+  try {
+    const f = await fanout(dir)
+    const fan = stats(f.total)
+    const pipe = stats(f.pipeline)
+    const bare = stats(bareInsert(dir))
+    console.log(`fan-out to a role of ${USERS} users (inbox): median ${ms(fan.median)}, p95 ${ms(fan.p95)} (target <= 50 ms)`)
+    console.log(`  of which the pipeline transaction (recipients, preferences, render, 1,000 enqueues): median ${ms(pipe.median)}`)
+    console.log(`  baseline bare INSERT of ${USERS} inbox rows in one tx: median ${ms(bare.median)}; ratio ${(fan.median / bare.median).toFixed(1)}x`)
+    const { ours, raw } = inboxRead(dir)
+    const o = stats(ours)
+    const r = stats(raw)
+    console.log(`inbox list (50) + unread count, user with ${MESSAGES} messages: median ${ms(o.median)}, p95 ${ms(o.p95)} (target <= 5 ms)`)
+    console.log(`  baseline hand-written page query + naive count(*): median ${ms(r.median)}; ratio ${(o.median / r.median).toFixed(2)}x`)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

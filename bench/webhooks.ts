@@ -1,0 +1,188 @@
+/**
+ * Webhook benchmark.
+ *
+ * 1. Throughput: N events fanned out to one loopback endpoint, from the first enqueue to the last
+ *    settled success, next to a raw undici POST loop with the same concurrency against the same
+ *    receiver in the same run (the ceiling: no SQLite, no signing, no attempt log).
+ * 2. Latency: events sent one per transaction at ~150/s; the receiver measures enqueue → receipt.
+ *
+ * The receiver runs in a worker thread so it does not share Postbox's event loop; both sides
+ * stamp times with performance.timeOrigin + performance.now(), which is comparable across threads.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
+import { Agent } from 'undici'
+import { testConfig } from '../src/config.js'
+import { systemClock } from '../src/lib/clock.js'
+import { silentLogger } from '../src/log.js'
+import { openStore } from '../src/store/index.js'
+import { createDispatcher } from '../src/delivery/dispatcher.js'
+import { createWebhookSender } from '../src/delivery/http-sender.js'
+import { createWebhookService } from '../src/webhooks/service.js'
+
+const EVENTS = 20_000
+const CONCURRENCY = 64
+const LATENCY_RATE = 150
+const LATENCY_SECONDS = 6
+
+const RECEIVER = `
+const { parentPort } = require('node:worker_threads')
+const http = require('node:http')
+let count = 0
+let latencies = []
+const server = http.createServer((req, res) => {
+  const chunks = []
+  req.on('data', (c) => chunks.push(c))
+  req.on('end', () => {
+    const at = performance.timeOrigin + performance.now()
+    count++
+    try {
+      const t = JSON.parse(Buffer.concat(chunks).toString()).data.t
+      if (typeof t === 'number') latencies.push(at - t)
+    } catch {}
+    res.writeHead(200, { 'content-type': 'text/plain' })
+    res.end('ok')
+  })
+})
+server.keepAliveTimeout = 60000
+server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }))
+parentPort.on('message', (m) => {
+  if (m === 'stats') { parentPort.postMessage({ count, latencies }); latencies = []; count = 0 }
+  if (m === 'close') server.close(() => process.exit(0))
+})
+`
+
+const now = (): number => performance.timeOrigin + performance.now()
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
+
+function startReceiver(): Promise<{ url: string; stats(): Promise<{ count: number; latencies: number[] }>; close(): Promise<void> }> {
+  const worker = new Worker(RECEIVER, { eval: true })
+  return new Promise((resolve) => {
+    worker.once('message', ({ port }: { port: number }) => {
+      resolve({
+        url: `http://127.0.0.1:${port}/hook`,
+        stats: () =>
+          new Promise((r) => {
+            worker.once('message', r)
+            worker.postMessage('stats')
+          }),
+        close: async () => {
+          worker.postMessage('close')
+          await new Promise((r) => worker.once('exit', r))
+        },
+      })
+    })
+  })
+}
+
+async function rawLoop(url: string, n: number): Promise<number> {
+  const agent = new Agent({ keepAliveTimeout: 30_000 })
+  const u = new URL(url)
+  const body = JSON.stringify({ id: 'evt_x', type: 'bench.event', timestamp: new Date().toISOString(), data: { i: 0, pad: 'x'.repeat(64) } })
+  let next = 0
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) {
+        next++
+        const res = await agent.request({ origin: u.origin, path: u.pathname, method: 'POST', headers: { 'content-type': 'application/json' }, body })
+        await res.body.text()
+      }
+    }),
+  )
+  const ms = performance.now() - t0
+  await agent.close()
+  return (n / ms) * 1000
+}
+
+function postboxStack(dir: string, name: string) {
+  const store = openStore(join(dir, `${name}.db`))
+  let successes = 0
+  const config = testConfig({ allowNetworks: ['127.0.0.0/8'], concurrency: CONCURRENCY })
+  const log = silentLogger()
+  const deps = { store, config, clock: systemClock, rng: Math.random, log }
+  const webhooks = createWebhookService(deps)
+  const sender = createWebhookSender(deps)
+  const observer = { attempt: (_c: string, outcome: string) => void (outcome === 'success' && successes++) }
+  const dispatcher = createDispatcher({ ...deps, channels: new Map([['webhook', sender]]), observer })
+  return {
+    store,
+    successes: () => successes,
+    webhooks,
+    dispatcher,
+    async close() {
+      await dispatcher.stop(1000)
+      await sender.close()
+      store.close()
+    },
+  }
+}
+
+/** Waits until `n` successes were reported and settled (the observer fires just before the settle). */
+async function waitForSuccess(pb: { successes(): number; store: ReturnType<typeof openStore> }, n: number): Promise<void> {
+  while (pb.successes() < n) await new Promise((r) => setTimeout(r, 1))
+  while ((pb.store.deliveries.countByStatus().success ?? 0) < n) await new Promise((r) => setImmediate(r))
+}
+
+async function postboxThroughput(dir: string, url: string, n: number): Promise<number> {
+  const pb = postboxStack(dir, 'throughput')
+  pb.webhooks.endpoints.create({ url, max_concurrency: CONCURRENCY })
+  pb.dispatcher.start()
+  const t0 = performance.now()
+  for (let i = 0; i < n; i += 500) {
+    pb.webhooks.events.sendMany(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
+    await new Promise((r) => setImmediate(r))
+  }
+  await waitForSuccess(pb, n)
+  const ms = performance.now() - t0
+  await pb.close()
+  return (n / ms) * 1000
+}
+
+async function postboxLatency(dir: string, url: string): Promise<number> {
+  const pb = postboxStack(dir, 'latency')
+  pb.webhooks.endpoints.create({ url })
+  pb.dispatcher.start()
+  const total = LATENCY_RATE * LATENCY_SECONDS
+  const interval = 1000 / LATENCY_RATE
+  const start = performance.now()
+  for (let i = 0; i < total; i++) {
+    const due = start + i * interval
+    const wait = due - performance.now()
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+    pb.webhooks.events.send({ type: 'bench.latency', data: { i, t: now() } })
+  }
+  await waitForSuccess(pb, total)
+  await pb.close()
+  return total
+}
+
+const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+
+/** Runs the webhook benchmark and prints deliveries/s (with the ratio to raw undici) and latency percentiles. */
+export async function run(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-webhooks-'))
+  const rx = await startReceiver()
+  try {
+    await rawLoop(rx.url, 2000) // warm-up for both sides' JIT and sockets
+    await rx.stats()
+    const raw = await rawLoop(rx.url, EVENTS)
+    await rx.stats()
+    const ours = await postboxThroughput(dir, rx.url, EVENTS)
+    const got = await rx.stats()
+    if (got.count !== EVENTS) throw new Error(`receiver got ${got.count} of ${EVENTS}`)
+    const sent = await postboxLatency(dir, rx.url)
+    const lat = (await rx.stats()).latencies.sort((a, b) => a - b)
+    if (lat.length !== sent) throw new Error(`latency samples ${lat.length} of ${sent}`)
+    console.log(`events: ${fmt(EVENTS)} to one loopback endpoint, concurrency ${CONCURRENCY}; receiver in a worker thread`)
+    console.log('| measure | postbox | raw undici loop | ratio |')
+    console.log('| --- | ---: | ---: | ---: |')
+    console.log(`| deliveries/s, enqueue → receiver → settled | ${fmt(ours)} | ${fmt(raw)} | ${(ours / raw).toFixed(2)} |`)
+    console.log(`latency enqueue → receipt at ${LATENCY_RATE} events/s (${fmt(sent)} events): p50 ${pct(lat, 50).toFixed(2)} ms, p90 ${pct(lat, 90).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms, max ${lat[lat.length - 1]!.toFixed(2)} ms`)
+  } finally {
+    await rx.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

@@ -1,0 +1,41 @@
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { createApiKey, hashKey, isKeyShaped } from './api/auth.js'
+import { ConfigError, type Config } from './config.js'
+import type { Log } from './log.js'
+import type { Store } from './store/index.js'
+
+/** The file a generated first admin key is written to, inside the data directory. */
+export const ADMIN_KEY_FILE = 'admin-key.txt'
+
+/** What `ensureAdminKey` did. */
+export type AdminKeyBootstrap = { action: 'none' } | { action: 'from_env'; id: string } | { action: 'generated'; id: string; file: string }
+
+/**
+ * First-start rules of SPEC §6. With no active admin key: POSTBOX_ADMIN_KEY becomes the first
+ * admin key when set; otherwise a key is generated and written to `<data dir>/admin-key.txt`
+ * with mode 0600. Only the path is logged, never the key.
+ */
+export function ensureAdminKey(store: Store, config: Config, log: Log, now: number): AdminKeyBootstrap {
+  if (store.keys.countActiveAdmins() > 0) return { action: 'none' }
+  if (config.adminKey !== null) {
+    if (!isKeyShaped(config.adminKey)) {
+      throw new ConfigError('POSTBOX_ADMIN_KEY', 'must be "pbk_" followed by 20 to 200 characters of A-Z a-z 0-9 _ -')
+    }
+    if (store.keys.byHash(hashKey(config.adminKey))) throw new ConfigError('POSTBOX_ADMIN_KEY', 'this key already exists with another role or was revoked')
+    const { row } = store.tx(() => createApiKey(store, { name: 'admin', role: 'admin', key: config.adminKey! }, now))
+    log.info({ keyId: row.id }, 'created the first admin key from POSTBOX_ADMIN_KEY')
+    return { action: 'from_env', id: row.id }
+  }
+  mkdirSync(config.dataDir, { recursive: true })
+  const file = join(config.dataDir, ADMIN_KEY_FILE)
+  const { row } = store.tx(() => {
+    const created = createApiKey(store, { name: 'admin', role: 'admin' }, now)
+    // Written inside the transaction: if the file cannot be written, the key is not created.
+    writeFileSync(file, `${created.key}\n`, { mode: 0o600 })
+    chmodSync(file, 0o600)
+    return created
+  })
+  log.info({ keyId: row.id, file }, 'generated the first admin key; read it from the file')
+  return { action: 'generated', id: row.id, file }
+}

@@ -1,0 +1,104 @@
+import { OpenAPIHono } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+import { ZodError } from 'zod'
+import { AppError, errors, isStorageUnavailable, type ErrorStatus } from '../errors.js'
+import { authenticate } from './auth.js'
+import { jsonBodyGuard } from './body.js'
+import { validationHook, zodDetails } from './common.js'
+import type { ApiDeps, ApiEnv } from './deps.js'
+import { deliveryRoutes } from './deliveries.js'
+import { endpointRoutes } from './endpoints.js'
+import { eventRoutes } from './events.js'
+import { keyRoutes } from './keys.js'
+import { opsRoutes } from './ops.js'
+import { notificationRoutes } from './notifications.js'
+import { directoryRoutes } from './directory.js'
+import { inboxRoutes } from './inbox.js'
+
+/** The version reported in the OpenAPI document. */
+export const API_VERSION = '1.0.0'
+
+/** Paths that authenticate themselves (end-user tokens), not with an API key. */
+const SELF_AUTH = /^\/v1\/inbox(\/|$)/
+
+/**
+ * Builds the HTTP API: one body guard (limit before parsing, JSON only), API-key auth on /v1,
+ * the resource routers, /openapi.json from the same zod schemas, and ONE error handler that
+ * renders every failure as `{"error": {code, message, details}}`.
+ */
+export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
+  const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook })
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'pbk_ API key' })
+
+  app.use('*', async (c, next) => {
+    c.set('deps', deps)
+    await next()
+  })
+  const auth = authenticate()
+  app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? next() : auth(c, next)))
+  app.use('*', jsonBodyGuard(deps.config.maxBody))
+
+  app.route('/', opsRoutes())
+  app.route('/', keyRoutes())
+  app.route('/', endpointRoutes())
+  app.route('/', eventRoutes(deps))
+  app.route('/', deliveryRoutes())
+  if (deps.notify) app.route('/', notificationRoutes())
+  if (deps.notify) app.route('/', directoryRoutes())
+  if (deps.notify) app.route('/', inboxRoutes())
+
+  // Generated once, on first request, from the same zod schemas that validate requests.
+  let openapi: unknown = null
+  app.get('/openapi.json', (c) => {
+    openapi ??= app.getOpenAPI31Document({
+      openapi: '3.1.0',
+      info: { title: 'Postbox API', version: API_VERSION, description: 'Durable webhooks and notifications (SPEC §6).' },
+    })
+    return c.json(openapi as object)
+  })
+
+  app.notFound(() => {
+    throw errors.notFound('Route')
+  })
+  app.onError((err, c) => renderError(err, c, deps))
+  return app
+}
+
+/** Maps any thrown value to the one error format; unknown errors are logged and hidden. */
+export function renderError(err: unknown, c: Context, deps: Pick<ApiDeps, 'log'>): Response {
+  const e = toAppError(err)
+  if (e.status === 500) deps.log.error({ err, method: c.req.method, path: c.req.path }, 'unhandled error')
+  else if (e.status === 503) deps.log.warn({ err: String(err), path: c.req.path }, 'storage unavailable')
+  const body: { error: { code: string; message: string; details?: unknown } } = { error: { code: e.code, message: e.message } }
+  if (e.details !== undefined) body.error.details = e.code === 'validation_failed' ? normalizeIssues(e.details) : e.details
+  return c.json(body, e.status)
+}
+
+function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err
+  if (err instanceof ZodError) return errors.validation(zodDetails(err))
+  if (isStorageUnavailable(err)) return errors.unavailable()
+  if (err instanceof HTTPException) {
+    const status = err.status as number
+    if (status === 400) return errors.invalidJson()
+    if (status === 404) return errors.notFound('Route')
+    if (status === 413) return errors.payloadTooLarge(0)
+    if (status === 415) return errors.unsupportedMediaType()
+    if (status === 401) return errors.unauthorized()
+    if (status === 403) return errors.forbidden()
+    if (status >= 400 && status < 500) return new AppError('bad_request', status as ErrorStatus, err.message || 'Bad request')
+  }
+  return new AppError('internal', 500, 'Internal error')
+}
+
+/** Services report field issues as `{path, message}`; the API always answers `{field, message, in?}`. */
+function normalizeIssues(details: unknown): unknown {
+  if (!Array.isArray(details)) return details
+  return details.map((d: unknown) => {
+    if (typeof d !== 'object' || d === null) return d
+    // Services only ever validate request bodies (queries and params are checked by the routes).
+    const { path, field, in: where, ...rest } = d as { path?: unknown; field?: unknown; in?: unknown }
+    return { field: typeof field === 'string' ? field : typeof path === 'string' && path !== '' ? path : '(root)', ...rest, in: where ?? 'body' }
+  })
+}

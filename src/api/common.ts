@@ -1,0 +1,80 @@
+import { OpenAPIHono, z, type Hook } from '@hono/zod-openapi'
+import type { ZodError } from 'zod'
+import { errors } from '../errors.js'
+import type { ApiEnv } from './deps.js'
+
+/** One field problem in a `validation_failed` error's `details`. */
+export interface FieldIssue {
+  field: string
+  message: string
+  in?: string
+}
+
+/** Turns a ZodError into the `details` list of `validation_failed`: one entry per field. */
+export function zodDetails(err: ZodError, target?: string): FieldIssue[] {
+  return err.issues.slice(0, 50).map((i) => ({
+    field: i.path.length ? i.path.map(String).join('.') : '(root)',
+    message: i.message,
+    ...(target ? { in: target } : {}),
+  }))
+}
+
+/** The OpenAPIHono `defaultHook`: every failed zod validation becomes 400 `validation_failed`. */
+export const validationHook: Hook<unknown, ApiEnv, string, undefined> = (result) => {
+  if (!result.success) throw errors.validation(zodDetails(result.error, result.target === 'json' ? 'body' : result.target))
+  return undefined
+}
+
+/** A router for one resource family; mount it with `app.route('/', router)`. */
+export function newRouter(): OpenAPIHono<ApiEnv> {
+  return new OpenAPIHono<ApiEnv>({ defaultHook: validationHook })
+}
+
+/** The error body every non-2xx response carries. */
+export const ErrorBody = z
+  .object({
+    error: z.object({
+      code: z.string().openapi({ example: 'validation_failed' }),
+      message: z.string(),
+      details: z.unknown().optional(),
+    }),
+  })
+  .openapi('Error')
+
+/** `?limit=&cursor=` of every list. */
+export const PageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).optional().openapi({ param: { name: 'limit', in: 'query' }, example: 50 }),
+  cursor: z.string().max(400).optional().openapi({ param: { name: 'cursor', in: 'query' } }),
+})
+
+/** A `:id` path parameter. */
+export const IdParam = z.object({
+  id: z.string().min(1).max(200).openapi({ param: { name: 'id', in: 'path' } }),
+})
+
+/** The default list size. */
+export const DEFAULT_LIMIT = 50
+
+/** JSON request body spec for createRoute. */
+export function jsonBody<T extends z.ZodType>(schema: T, required = true) {
+  return { content: { 'application/json': { schema } }, required }
+}
+
+/** JSON response spec for createRoute. */
+export function jsonResponse<T extends z.ZodType>(schema: T, description: string) {
+  return { content: { 'application/json': { schema } }, description }
+}
+
+/** The error responses every authenticated route may give, for the OpenAPI document. */
+export const errorResponses = {
+  400: jsonResponse(ErrorBody, 'invalid_json or validation_failed'),
+  401: jsonResponse(ErrorBody, 'unauthorized or invalid_token'),
+  403: jsonResponse(ErrorBody, 'forbidden'),
+  404: jsonResponse(ErrorBody, 'not_found'),
+  413: jsonResponse(ErrorBody, 'payload_too_large'),
+  415: jsonResponse(ErrorBody, 'unsupported_media_type'),
+  503: jsonResponse(ErrorBody, 'unavailable'),
+} as const
+
+/** The bearer-key security requirement for the OpenAPI document. */
+export const bearerSecurity = [{ bearer: [] }]

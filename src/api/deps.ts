@@ -1,0 +1,42 @@
+import type { Config } from '../config.js'
+import type { Log } from '../log.js'
+import type { Clock } from '../lib/clock.js'
+import type { Store } from '../store/index.js'
+import type { KeyRole } from '../store/keys.js'
+import type { NotifyService } from '../notify/service.js'
+import type { WebhookService } from '../webhooks/types.js'
+
+/** What the API needs to render /metrics; implemented by src/metrics.ts. */
+export interface MetricsSource {
+  readonly contentType: string
+  render(): Promise<string>
+}
+
+/** Everything the HTTP layer is built from; `createApp(deps)` takes it. */
+export interface ApiDeps {
+  readonly store: Store
+  readonly config: Config
+  readonly log: Log
+  readonly clock: Clock
+  readonly webhooks: WebhookService
+  /** The notification service (SPEC §7); the notify routes are mounted only when present. */
+  readonly notify?: NotifyService
+  readonly metrics?: MetricsSource
+  /** Group-commit window for POST /v1/events; 0 (default) = coalesce one event-loop turn. */
+  readonly groupCommitMaxBatch?: number
+}
+
+/** The authenticated caller, set on the context by the auth middleware. */
+export interface AuthedKey {
+  id: string
+  name: string
+  role: KeyRole
+}
+
+/** The Hono environment of every Postbox route file. */
+export interface ApiEnv {
+  Variables: {
+    deps: ApiDeps
+    apiKey: AuthedKey
+  }
+}

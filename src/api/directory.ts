@@ -1,0 +1,134 @@
+import { createRoute, z } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import { errors } from '../errors.js'
+import type { NotifyService } from '../notify/service.js'
+import {
+  PreferenceIn,
+  PreferenceOut,
+  SubscriptionIn,
+  SubscriptionOut,
+  TemplateIn,
+  TemplateOut,
+  TokenIn,
+  TokenOut,
+  Topic,
+  UserIn,
+  UserOut,
+} from '../notify/schemas.js'
+import { requireRole } from './auth.js'
+import { bearerSecurity, errorResponses, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
+import type { ApiEnv } from './deps.js'
+
+const admin = requireRole('admin')
+const viewer = requireRole('viewer')
+const base = { security: bearerSecurity, tags: ['directory'] }
+const Deleted = z.object({ deleted: z.literal(true) }).openapi('Deleted')
+const listOf = <T extends z.ZodType>(item: T, name: string) =>
+  z.object({ data: z.array(item), next_cursor: z.string().nullable() }).openapi(name)
+const TopicQuery = z.object({ topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }) })
+
+/** The notify service of the app; 503 when the app was built without one. */
+export function notifyOf(c: Context<ApiEnv>): NotifyService {
+  const notify = c.var.deps.notify as NotifyService | undefined
+  if (!notify) throw errors.unavailable('Notifications are not configured')
+  return notify
+}
+
+const routes = {
+  putUser: createRoute({
+    ...base, method: 'put', path: '/v1/users/{id}', summary: 'Create or update a user (admin)', middleware: [admin] as const,
+    request: { params: IdParam, body: jsonBody(UserIn) },
+    responses: { 200: jsonResponse(UserOut, 'updated'), 201: jsonResponse(UserOut, 'created'), ...errorResponses },
+  }),
+  getUser: createRoute({
+    ...base, method: 'get', path: '/v1/users/{id}', summary: 'A user', middleware: [viewer] as const,
+    request: { params: IdParam },
+    responses: { 200: jsonResponse(UserOut, 'the user'), ...errorResponses },
+  }),
+  deleteUser: createRoute({
+    ...base, method: 'delete', path: '/v1/users/{id}', summary: 'Delete a user with their subscriptions and preferences (admin)',
+    middleware: [admin] as const,
+    request: { params: IdParam },
+    responses: { 200: jsonResponse(Deleted, 'deleted'), ...errorResponses },
+  }),
+  issueToken: createRoute({
+    ...base, method: 'post', path: '/v1/users/{id}/tokens', summary: 'Issue an end-user inbox token (admin)', middleware: [admin] as const,
+    request: { params: IdParam, body: jsonBody(TokenIn, false) },
+    responses: { 201: jsonResponse(TokenOut, 'the token, signed by the server'), ...errorResponses },
+  }),
+  userPreferences: createRoute({
+    ...base, method: 'get', path: '/v1/users/{id}/preferences', summary: "A user's preferences", middleware: [viewer] as const,
+    request: { params: IdParam },
+    responses: { 200: jsonResponse(listOf(PreferenceOut, 'PreferenceList'), 'the rows of that user'), ...errorResponses },
+  }),
+  putSubscription: createRoute({
+    ...base, method: 'put', path: '/v1/subscriptions', summary: 'Subscribe a principal to a topic (admin)', middleware: [admin] as const,
+    request: { body: jsonBody(SubscriptionIn) },
+    responses: { 200: jsonResponse(SubscriptionOut, 'subscribed'), ...errorResponses },
+  }),
+  deleteSubscription: createRoute({
+    ...base, method: 'delete', path: '/v1/subscriptions', summary: 'Unsubscribe a principal from a topic (admin)', middleware: [admin] as const,
+    request: { body: jsonBody(SubscriptionIn) },
+    responses: { 200: jsonResponse(Deleted, 'deleted'), ...errorResponses },
+  }),
+  listSubscriptions: createRoute({
+    ...base, method: 'get', path: '/v1/subscriptions', summary: 'List subscriptions, optionally of one topic', middleware: [viewer] as const,
+    request: { query: TopicQuery },
+    responses: { 200: jsonResponse(listOf(SubscriptionOut, 'SubscriptionList'), 'subscriptions'), ...errorResponses },
+  }),
+  putPreference: createRoute({
+    ...base, method: 'put', path: '/v1/preferences', summary: 'Set a preference row (admin)', middleware: [admin] as const,
+    request: { body: jsonBody(PreferenceIn) },
+    responses: { 200: jsonResponse(PreferenceOut, 'stored'), ...errorResponses },
+  }),
+  putTemplate: createRoute({
+    ...base, method: 'put', path: '/v1/templates', summary: 'Add a template version (admin)', middleware: [admin] as const,
+    request: { body: jsonBody(TemplateIn) },
+    responses: { 201: jsonResponse(TemplateOut, 'the new version'), ...errorResponses },
+  }),
+  listTemplates: createRoute({
+    ...base, method: 'get', path: '/v1/templates', summary: 'List templates, every version', middleware: [viewer] as const,
+    request: { query: TopicQuery },
+    responses: { 200: jsonResponse(listOf(TemplateOut, 'TemplateList'), 'templates'), ...errorResponses },
+  }),
+}
+
+type Out<T extends z.ZodType> = z.infer<T>
+
+/** Users, tokens, subscriptions, preferences and templates (SPEC §6 "Notifications and directory"). */
+export function directoryRoutes() {
+  const r = newRouter()
+  r.openapi(routes.putUser, (c) => {
+    const { user, created } = notifyOf(c).users.put(c.req.valid('param').id, c.req.valid('json'))
+    return c.json(user as Out<typeof UserOut>, created ? 201 : 200)
+  })
+  r.openapi(routes.getUser, (c) => c.json(notifyOf(c).users.get(c.req.valid('param').id) as Out<typeof UserOut>, 200))
+  r.openapi(routes.deleteUser, (c) => {
+    notifyOf(c).users.delete(c.req.valid('param').id)
+    return c.json({ deleted: true as const }, 200)
+  })
+  r.openapi(routes.issueToken, (c) => {
+    const body = c.req.valid('json') ?? {}
+    return c.json(notifyOf(c).tokens.issue(c.req.valid('param').id, body.ttl_seconds), 201)
+  })
+  r.openapi(routes.userPreferences, (c) => {
+    const data = notifyOf(c).preferences.list(c.req.valid('param').id) as Out<typeof PreferenceOut>[]
+    return c.json({ data, next_cursor: null }, 200)
+  })
+  r.openapi(routes.putSubscription, (c) => c.json(notifyOf(c).subscriptions.put(c.req.valid('json')) as Out<typeof SubscriptionOut>, 200))
+  r.openapi(routes.deleteSubscription, (c) => {
+    notifyOf(c).subscriptions.delete(c.req.valid('json'))
+    return c.json({ deleted: true as const }, 200)
+  })
+  r.openapi(routes.listSubscriptions, (c) => {
+    const data = notifyOf(c).subscriptions.list(c.req.valid('query').topic) as Out<typeof SubscriptionOut>[]
+    return c.json({ data, next_cursor: null }, 200)
+  })
+  r.openapi(routes.putPreference, (c) => c.json(notifyOf(c).preferences.put(c.req.valid('json')) as Out<typeof PreferenceOut>, 200))
+  r.openapi(routes.putTemplate, (c) => c.json(notifyOf(c).templates.put(c.req.valid('json')) as Out<typeof TemplateOut>, 201))
+  r.openapi(routes.listTemplates, (c) => {
+    const data = notifyOf(c).templates.list(c.req.valid('query').topic) as Out<typeof TemplateOut>[]
+    return c.json({ data, next_cursor: null }, 200)
+  })
+  return r
+}

@@ -1,0 +1,153 @@
+import { createRoute, z } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import { streamSSE } from 'hono/streaming'
+import { errors } from '../errors.js'
+import type { StreamEvent } from '../store/inbox.js'
+import type { UserInbox } from '../notify/service.js'
+import { InboxIds, InboxList, InboxQuery, InboxUpdated, UnreadCount } from '../notify/schemas.js'
+import { bearerToken } from './auth.js'
+import { errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
+import type { ApiEnv } from './deps.js'
+import { notifyOf } from './directory.js'
+
+const base = { security: [{ userToken: [] }], tags: ['inbox'] }
+const TokenQuery = z.object({ token: z.string().max(2048).optional().openapi({ param: { name: 'token', in: 'query' } }) })
+const StreamQuery = TokenQuery.extend({
+  since: z.string().regex(/^\d{1,15}$/).optional().openapi({ param: { name: 'since', in: 'query' }, description: 'Replay events after this id' }),
+})
+
+/**
+ * The caller's inbox from a user token (`Authorization: Bearer pbu_…` or `?token=` for
+ * EventSource). Every inbox operation is scoped to the token's user, so another user's ids
+ * are simply not found.
+ */
+function inboxOf(c: Context<ApiEnv>): { userId: string; inbox: UserInbox } {
+  const notify = notifyOf(c)
+  const token = bearerToken(c.req.header('authorization')) ?? c.req.query('token')
+  if (token === undefined) throw errors.unauthorized('Missing user token')
+  const claims = token === '' ? null : notify.tokens.verify(token)
+  if (!claims) throw errors.invalidToken('Invalid or expired user token')
+  return { userId: claims.userId, inbox: notify.inbox(claims.userId) }
+}
+
+const stateRoute = (name: string, summary: string) =>
+  createRoute({
+    ...base, method: 'post', path: `/v1/inbox/${name}`, summary,
+    request: { query: TokenQuery, body: jsonBody(InboxIds) },
+    responses: { 200: jsonResponse(InboxUpdated, 'how many of your messages changed'), ...errorResponses },
+  })
+
+const routes = {
+  list: createRoute({
+    ...base, method: 'get', path: '/v1/inbox', summary: 'Your inbox, newest first',
+    request: { query: InboxQuery },
+    responses: { 200: jsonResponse(InboxList, 'a page and the exact unread count'), ...errorResponses },
+  }),
+  unreadCount: createRoute({
+    ...base, method: 'get', path: '/v1/inbox/unread-count', summary: 'Your unread count',
+    request: { query: TokenQuery },
+    responses: { 200: jsonResponse(UnreadCount, 'exact over the whole non-archived inbox'), ...errorResponses },
+  }),
+  read: stateRoute('read', 'Mark messages read'),
+  unread: stateRoute('unread', 'Mark messages unread'),
+  seen: stateRoute('seen', 'Mark messages seen'),
+  archive: stateRoute('archive', 'Archive messages'),
+  unarchive: stateRoute('unarchive', 'Unarchive messages'),
+  readAll: createRoute({
+    ...base, method: 'post', path: '/v1/inbox/read-all', summary: 'Mark everything read',
+    request: { query: TokenQuery },
+    responses: { 200: jsonResponse(InboxUpdated, 'how many messages changed'), ...errorResponses },
+  }),
+  stream: createRoute({
+    ...base, method: 'get', path: '/v1/inbox/stream',
+    summary: 'Live updates over SSE: notification, state and unread_count events; Last-Event-ID or ?since= replays',
+    request: { query: StreamQuery },
+    responses: {
+      200: { content: { 'text/event-stream': { schema: z.string() } }, description: 'an event stream' },
+      ...errorResponses,
+    },
+  }),
+}
+
+/** The end-user inbox routes of SPEC §6, authenticated by user token. */
+export function inboxRoutes() {
+  const r = newRouter()
+  r.openAPIRegistry.registerComponent('securitySchemes', 'userToken', { type: 'http', scheme: 'bearer', description: 'pbu_ end-user token' })
+  r.openapi(routes.list, (c) => {
+    const q = c.req.valid('query')
+    const { inbox } = inboxOf(c)
+    const page = inbox.list({
+      status: q.status ?? 'all',
+      archived: q.archived === 'true',
+      ...(q.topic !== undefined ? { topic: q.topic } : {}),
+      limit: q.limit ?? 50,
+      cursor: q.cursor ?? null,
+    })
+    return c.json(page as z.infer<typeof InboxList>, 200)
+  })
+  r.openapi(routes.unreadCount, (c) => c.json({ unread_count: inboxOf(c).inbox.unreadCount() }, 200))
+  for (const name of ['read', 'unread', 'seen', 'archive', 'unarchive'] as const) {
+    r.openapi(routes[name], (c) => c.json(inboxOf(c).inbox[name](c.req.valid('json').ids), 200))
+  }
+  r.openapi(routes.readAll, (c) => c.json(inboxOf(c).inbox.readAll(), 200))
+  r.openapi(routes.stream, (c) => streamInbox(c, c.req.valid('query').since) as never)
+  return r
+}
+
+/** Writes one logged event as an SSE message. */
+const toSse = (e: StreamEvent) => ({ id: String(e.seq), event: e.kind, data: JSON.stringify(e.data) })
+
+/**
+ * The SSE stream: subscribe to the live hub first, then replay the durable log after
+ * Last-Event-ID / ?since=, then forward live events, skipping any the replay already sent
+ * (seq is per-user increasing, so one comparison dedupes the overlap).
+ */
+function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Response {
+  const { userId, inbox } = inboxOf(c)
+  const notify = notifyOf(c)
+  const lastEventId = c.req.header('last-event-id')
+  const since = /^\d{1,15}$/.test(lastEventId ?? '') ? Number(lastEventId) : sinceQuery !== undefined ? Number(sinceQuery) : null
+  return streamSSE(c, async (stream) => {
+    const queue: StreamEvent[] = []
+    let wake: (() => void) | null = null
+    let closed = false
+    const notifyLoop = () => {
+      const w = wake
+      wake = null
+      w?.()
+    }
+    const unsubscribe = notify.stream.subscribe(userId, (e) => {
+      queue.push(e)
+      notifyLoop()
+    })
+    const keepalive = setInterval(() => void stream.write(': keepalive\n\n').catch(() => {}), notify.streamKeepaliveMs)
+    stream.onAbort(() => {
+      closed = true
+      notifyLoop()
+    })
+    try {
+      await stream.write(': connected\n\n')
+      let last = -1
+      if (since !== null) {
+        last = since
+        for (const e of inbox.replay(since)) {
+          await stream.writeSSE(toSse(e))
+          last = e.seq
+        }
+      }
+      while (!closed && !stream.aborted) {
+        while (queue.length > 0) {
+          const e = queue.shift()!
+          if (e.seq <= last) continue
+          await stream.writeSSE(toSse(e))
+          last = e.seq
+        }
+        if (closed || stream.aborted) break
+        await new Promise<void>((resolve) => (wake = resolve))
+      }
+    } finally {
+      clearInterval(keepalive)
+      unsubscribe()
+    }
+  })
+}

@@ -1,0 +1,100 @@
+import { createRoute, z } from '@hono/zod-openapi'
+import { AppError, errors } from '../errors.js'
+import { createApiKey, forgetCachedKeys, keyJson, requireRole } from './auth.js'
+import { bearerSecurity, DEFAULT_LIMIT, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
+
+const Role = z.enum(['admin', 'publisher', 'viewer'])
+
+const KeyCreate = z
+  .object({
+    name: z.string().min(1).max(200).optional().openapi({ example: 'billing-service' }),
+    role: Role,
+  })
+  .openapi('KeyCreate')
+
+const KeyOut = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    role: Role,
+    prefix: z.string(),
+    created_at: z.string(),
+    last_used_at: z.string().nullable(),
+    revoked: z.boolean(),
+    revoked_at: z.string().nullable(),
+  })
+  .openapi('Key')
+
+const KeyCreated = KeyOut.extend({ key: z.string().openapi({ description: 'The key itself; shown only once' }) }).openapi('KeyCreated')
+const KeyList = z.object({ data: z.array(KeyOut), next_cursor: z.string().nullable() }).openapi('KeyList')
+const Revoked = z.object({ revoked: z.literal(true) }).openapi('KeyRevoked')
+
+const admin = requireRole('admin')
+
+const create = createRoute({
+  method: 'post',
+  path: '/v1/keys',
+  summary: 'Create an API key (admin)',
+  security: bearerSecurity,
+  middleware: [admin] as const,
+  request: { body: jsonBody(KeyCreate) },
+  responses: { 201: jsonResponse(KeyCreated, 'created; `key` is shown only here'), ...errorResponses },
+})
+
+const list = createRoute({
+  method: 'get',
+  path: '/v1/keys',
+  summary: 'List API keys (admin)',
+  security: bearerSecurity,
+  middleware: [admin] as const,
+  request: { query: PageQuery },
+  responses: { 200: jsonResponse(KeyList, 'newest first'), ...errorResponses },
+})
+
+const revoke = createRoute({
+  method: 'delete',
+  path: '/v1/keys/{id}',
+  summary: 'Revoke an API key (admin; not your own, not the last admin)',
+  security: bearerSecurity,
+  middleware: [admin] as const,
+  request: { params: IdParam },
+  responses: {
+    200: jsonResponse(Revoked, 'revoked'),
+    409: jsonResponse(errorResponses[400].content['application/json'].schema, 'last_admin'),
+    ...errorResponses,
+  },
+})
+
+/** POST/GET /v1/keys and DELETE /v1/keys/:id with the revoke rules of SPEC §6. */
+export function keyRoutes() {
+  const router = newRouter()
+  router.openapi(create, (c) => {
+    const { store, clock } = c.var.deps
+    const input = c.req.valid('json')
+    const { row, key } = createApiKey(store, { name: input.name ?? input.role, role: input.role }, clock.now())
+    return c.json({ ...(keyJson(row) as z.infer<typeof KeyOut>), key }, 201)
+  })
+  router.openapi(list, (c) => {
+    const q = c.req.valid('query')
+    const page = c.var.deps.store.keys.list({ limit: q.limit ?? DEFAULT_LIMIT, cursor: q.cursor ?? null })
+    return c.json({ data: page.data.map((r) => keyJson(r) as z.infer<typeof KeyOut>), next_cursor: page.next_cursor }, 200)
+  })
+  router.openapi(revoke, (c) => {
+    const { store, clock } = c.var.deps
+    const { id } = c.req.valid('param')
+    const caller = c.get('apiKey')
+    store.tx(() => {
+      const target = store.keys.get(id)
+      if (!target) throw errors.notFound('Key')
+      if (target.id === caller.id) throw new AppError('self_revoke_forbidden', 403, 'A key cannot revoke itself')
+      if (target.revokedAt !== null) return
+      if (target.role === 'admin' && store.keys.countActiveAdmins() <= 1) {
+        throw new AppError('last_admin', 409, 'The last active admin key cannot be revoked')
+      }
+      store.keys.revoke(id, clock.now())
+    })
+    forgetCachedKeys(store)
+    return c.json({ revoked: true as const }, 200)
+  })
+  return router
+}

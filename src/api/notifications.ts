@@ -1,0 +1,33 @@
+import { createRoute, type z } from '@hono/zod-openapi'
+import { NotificationAccepted, NotificationIn, NotificationOut } from '../notify/schemas.js'
+import { requireRole } from './auth.js'
+import { bearerSecurity, errorResponses, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
+import { notifyOf } from './directory.js'
+
+const publisher = requireRole('publisher')
+const viewer = requireRole('viewer')
+const base = { security: bearerSecurity, tags: ['notifications'] }
+
+const routes = {
+  send: createRoute({
+    ...base, method: 'post', path: '/v1/notifications', summary: 'Send a notification (publisher)', middleware: [publisher] as const,
+    request: { body: jsonBody(NotificationIn) },
+    responses: { 202: jsonResponse(NotificationAccepted, 'accepted and committed (also for a repeated dedup_key)'), ...errorResponses },
+  }),
+  get: createRoute({
+    ...base, method: 'get', path: '/v1/notifications/{id}', summary: 'A notification with per-recipient, per-channel delivery states',
+    middleware: [viewer] as const,
+    request: { params: IdParam },
+    responses: { 200: jsonResponse(NotificationOut, 'the notification'), ...errorResponses },
+  }),
+}
+
+/** POST /v1/notifications and GET /v1/notifications/:id (SPEC §7). */
+export function notificationRoutes() {
+  const r = newRouter()
+  r.openapi(routes.send, (c) => c.json(notifyOf(c).notifications.send(c.req.valid('json')), 202))
+  r.openapi(routes.get, (c) =>
+    c.json(notifyOf(c).notifications.get(c.req.valid('param').id) as z.infer<typeof NotificationOut>, 200),
+  )
+  return r
+}

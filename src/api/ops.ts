@@ -1,0 +1,57 @@
+import { createRoute, z } from '@hono/zod-openapi'
+import { errors } from '../errors.js'
+import { authenticate, requireRole } from './auth.js'
+import { bearerSecurity, ErrorBody, jsonResponse, newRouter } from './common.js'
+
+const Health = z.object({ status: z.literal('ok') }).openapi('Health')
+
+const healthz = createRoute({
+  method: 'get',
+  path: '/healthz',
+  summary: 'Liveness: the process answers',
+  responses: { 200: jsonResponse(Health, 'alive') },
+})
+
+const readyz = createRoute({
+  method: 'get',
+  path: '/readyz',
+  summary: 'Readiness: the database takes writes',
+  responses: { 200: jsonResponse(Health, 'ready'), 503: jsonResponse(ErrorBody, 'unavailable') },
+})
+
+const metrics = createRoute({
+  method: 'get',
+  path: '/metrics',
+  summary: 'Prometheus metrics (viewer key, or public with POSTBOX_METRICS_PUBLIC=true)',
+  security: bearerSecurity,
+  responses: { 200: { content: { 'text/plain': { schema: z.string() } }, description: 'Prometheus text format' } },
+})
+
+/** /healthz, /readyz and /metrics. */
+export function opsRoutes() {
+  const router = newRouter()
+  const auth = authenticate()
+  const viewer = requireRole('viewer')
+  router.openapi(healthz, (c) => c.json({ status: 'ok' as const }, 200))
+  router.openapi(readyz, (c) => {
+    try {
+      c.var.deps.store.stats.probeWritable()
+    } catch {
+      throw errors.unavailable('Database is not writable')
+    }
+    return c.json({ status: 'ok' as const }, 200)
+  })
+  router.use('/metrics', async (c, next) => {
+    if (c.var.deps.config.metricsPublic) return next()
+    await auth(c, async () => {
+      await viewer(c, next)
+    })
+  })
+  router.openapi(metrics, async (c) => {
+    const source = c.var.deps.metrics
+    if (!source) return c.text('', 200)
+    const text = await source.render()
+    return c.text(text, 200, { 'content-type': source.contentType })
+  })
+  return router
+}

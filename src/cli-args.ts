@@ -1,0 +1,73 @@
+import { SETTINGS } from './config.js'
+
+/** Flags that belong to one command rather than to the configuration. */
+const COMMAND_FLAGS = new Set(['--role', '--name', '--json'])
+const BOOLEAN_FLAGS = new Set(['--metrics-public', '--json', '--help', '-h'])
+
+/** A parsed command line: the positional words and the command-specific flags. */
+export interface ParsedArgs {
+  positionals: string[]
+  flags: Record<string, string>
+  help: boolean
+}
+
+/** Splits argv into positionals and flags; configuration flags are left for loadConfig(argv). */
+export function parseArgs(argv: readonly string[]): ParsedArgs {
+  const positionals: string[] = []
+  const flags: Record<string, string> = {}
+  let help = false
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === '--help' || arg === '-h') {
+      help = true
+      continue
+    }
+    if (!arg.startsWith('--')) {
+      positionals.push(arg)
+      continue
+    }
+    const eq = arg.indexOf('=')
+    const name = eq === -1 ? arg : arg.slice(0, eq)
+    const known = COMMAND_FLAGS.has(name) || SETTINGS.some((s) => s.flag === name)
+    if (!known) throw new UsageError(`unknown option ${name}`)
+    let value: string
+    if (eq !== -1) value = arg.slice(eq + 1)
+    else if (BOOLEAN_FLAGS.has(name) && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'))) value = 'true'
+    else if (argv[i + 1] === undefined) throw new UsageError(`${name} needs a value`)
+    else value = argv[++i]!
+    if (COMMAND_FLAGS.has(name)) flags[name.slice(2)] = value
+  }
+  return { positionals, flags, help }
+}
+
+/** A command-line mistake; the CLI prints it with the usage and exits 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'UsageError'
+  }
+}
+
+/** The `postbox --help` text, with every setting from SETTINGS. */
+export function usage(): string {
+  const width = Math.max(...SETTINGS.map((s) => s.flag.length)) + 2
+  const settings = SETTINGS.map((s) => `  ${s.flag.padEnd(width)}${s.env}  (default ${s.default})\n  ${' '.repeat(width)}${s.description}`)
+  return [
+    'Usage: postbox <command> [options]',
+    '',
+    'Commands:',
+    '  serve                         run the HTTP API and the dispatcher',
+    '  migrate                       create or upgrade the database schema',
+    '  backup <file>                 online, consistent copy of the database',
+    '  keys create --role R [--name N]   create an API key (admin, publisher or viewer); prints it once',
+    '  keys list                     list API keys',
+    '  keys revoke <id>              revoke an API key',
+    '  send <type> <json>            publish one event',
+    '  stats                         counts by status, oldest pending, endpoint health',
+    '  check                         validate the configuration and the database',
+    '',
+    'Settings (each flag also reads its environment variable; flags win):',
+    ...settings,
+    '',
+  ].join('\n')
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env node
+import { accessSync, constants, existsSync, realpathSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { AppError } from './errors.js'
+import { createApiKey, keyJson } from './api/auth.js'
+import { parseArgs, usage, UsageError, type ParsedArgs } from './cli-args.js'
+import { ConfigError, loadConfig, type Config } from './config.js'
+import { createLogger, silentLogger } from './log.js'
+import { backupDatabase } from './store/backup.js'
+import { openDatabase, schemaVersion, SCHEMA_VERSION } from './store/db.js'
+import { openStore } from './store/index.js'
+import { createStatsStore } from './store/stats.js'
+import type { KeyRole } from './store/keys.js'
+
+const out = (v: unknown): void => void process.stdout.write(typeof v === 'string' ? `${v}\n` : `${JSON.stringify(v, null, 2)}\n`)
+
+/** Runs one CLI invocation; resolves with the exit code (serve resolves once listening). */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let args: ParsedArgs
+  let config: Config
+  try {
+    args = parseArgs(argv)
+    if (args.help || args.positionals.length === 0 || args.positionals[0] === 'help') {
+      out(usage())
+      return args.help || args.positionals[0] === 'help' ? 0 : 2
+    }
+    config = loadConfig(env, argv)
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof UsageError) {
+      process.stderr.write(`postbox: ${err.message}\n${err instanceof UsageError ? '\n' + usage() : ''}`)
+      return 2
+    }
+    throw err
+  }
+  const [command, ...rest] = args.positionals
+  try {
+    return await run(command!, rest, args.flags, config)
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof UsageError) {
+      process.stderr.write(`postbox: ${err.message}\n`)
+      return 2
+    }
+    if (err instanceof AppError) {
+      process.stderr.write(`postbox: ${err.code}: ${err.message}${err.details ? ` ${JSON.stringify(err.details)}` : ''}\n`)
+      return 1
+    }
+    process.stderr.write(`postbox: ${err instanceof Error ? err.message : String(err)}\n`)
+    return 1
+  }
+}
+
+async function run(command: string, rest: string[], flags: Record<string, string>, config: Config): Promise<number> {
+  switch (command) {
+    case 'serve': {
+      // Loaded on demand so the short commands start without the HTTP stack.
+      const { runServer } = await import('./server.js')
+      await runServer(config, createLogger(config.logLevel))
+      return -1
+    }
+    case 'migrate': {
+      const before = existsSync(config.dbPath) ? readVersion(config.dbPath) : 0
+      const store = openStore(config.dbPath, { synchronous: config.synchronous })
+      const after = schemaVersion(store.db)
+      store.close()
+      out(`database ${config.dbPath}: schema version ${before} -> ${after}`)
+      return 0
+    }
+    case 'backup': {
+      if (rest.length !== 1) throw new UsageError('backup needs exactly one <file>')
+      const store = openStore(config.dbPath, { synchronous: config.synchronous })
+      try {
+        const { pages } = await backupDatabase(store, rest[0]!)
+        out(`backup written to ${rest[0]} (${pages} pages)`)
+      } finally {
+        store.close()
+      }
+      return 0
+    }
+    case 'keys':
+      return keys(rest, flags, config)
+    case 'send': {
+      if (rest.length !== 2) throw new UsageError('send needs <type> <json>')
+      let data: unknown
+      try {
+        data = JSON.parse(rest[1]!)
+      } catch {
+        throw new UsageError('<json> is not valid JSON')
+      }
+      const { Postbox } = await import('./postbox.js')
+      const pb = await Postbox.open({ config, log: silentLogger() })
+      try {
+        out(pb.events.send({ type: rest[0]!, data: data as Record<string, unknown> }))
+      } finally {
+        await pb.close()
+      }
+      return 0
+    }
+    case 'stats': {
+      const store = openStore(config.dbPath, { synchronous: config.synchronous })
+      try {
+        const oldest = store.deliveries.oldestPendingAt()
+        out({
+          database: config.dbPath,
+          deliveries: store.deliveries.countByStatus(),
+          oldest_pending_at: oldest === null ? null : new Date(oldest).toISOString(),
+          endpoints: store.stats.endpointHealth(1000).map((e) => ({
+            id: e.id,
+            url: e.url,
+            disabled: e.disabled,
+            disabled_reason: e.disabledReason,
+            paused_until: e.pausedUntil === null ? null : new Date(e.pausedUntil).toISOString(),
+            consecutive_failures: e.consecutiveFailures,
+            last_success_at: e.lastSuccessAt === null ? null : new Date(e.lastSuccessAt).toISOString(),
+            pending: e.pending,
+          })),
+        })
+      } finally {
+        store.close()
+      }
+      return 0
+    }
+    case 'check':
+      return check(config)
+    default:
+      throw new UsageError(`unknown command "${command}"`)
+  }
+}
+
+async function keys(rest: string[], flags: Record<string, string>, config: Config): Promise<number> {
+  const store = openStore(config.dbPath, { synchronous: config.synchronous })
+  try {
+    const [sub, id] = rest
+    if (sub === 'create') {
+      const role = flags.role
+      if (role !== 'admin' && role !== 'publisher' && role !== 'viewer') throw new UsageError('keys create needs --role admin|publisher|viewer')
+      const { row, key } = store.tx(() => createApiKey(store, { name: flags.name ?? role, role: role as KeyRole }, Date.now()))
+      out({ ...keyJson(row), key })
+      return 0
+    }
+    if (sub === 'list') {
+      out(store.keys.list({ limit: 10_000 }).data.map(keyJson))
+      return 0
+    }
+    if (sub === 'revoke' && id) {
+      store.tx(() => {
+        const target = store.keys.get(id)
+        if (!target) throw new AppError('not_found', 404, `Key ${id} not found`)
+        if (target.revokedAt !== null) return
+        if (target.role === 'admin' && store.keys.countActiveAdmins() <= 1) {
+          throw new AppError('last_admin', 409, 'The last active admin key cannot be revoked')
+        }
+        store.keys.revoke(id, Date.now())
+      })
+      out({ revoked: true })
+      return 0
+    }
+    throw new UsageError('keys create --role R [--name N] | keys list | keys revoke <id>')
+  } finally {
+    store.close()
+  }
+}
+
+function readVersion(path: string): number {
+  const db = openDatabase(path, { readonly: true })
+  try {
+    return schemaVersion(db)
+  } finally {
+    db.close()
+  }
+}
+
+async function check(config: Config): Promise<number> {
+  out(`configuration: ok (port ${config.port}, data dir ${config.dataDir})`)
+  if (!existsSync(config.dbPath)) {
+    out(`database ${config.dbPath}: does not exist yet; it will be created at start`)
+    return 0
+  }
+  const db = openDatabase(config.dbPath, { readonly: true })
+  try {
+    const version = schemaVersion(db)
+    const problems = createStatsStore(db).integrityCheck()
+    if (problems.length > 0) {
+      process.stderr.write(`database ${config.dbPath}: integrity check failed:\n${problems.join('\n')}\n`)
+      return 1
+    }
+    accessSync(config.dbPath, constants.R_OK | constants.W_OK)
+    const note = version < SCHEMA_VERSION ? `; schema ${version} will be upgraded to ${SCHEMA_VERSION} (postbox migrate)` : ''
+    out(`database ${config.dbPath}: ok (schema version ${version}, writable${note})`)
+    return 0
+  } finally {
+    db.close()
+  }
+}
+
+function invokedDirectly(): boolean {
+  try {
+    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))
+  } catch {
+    return false
+  }
+}
+
+
+if (invokedDirectly()) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      if (code >= 0) process.exit(code)
+    },
+    (err: unknown) => {
+      process.stderr.write(`postbox: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
+      process.exit(1)
+    },
+  )
+}

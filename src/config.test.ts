@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, DEFAULTS, flagsToEnv, loadConfig, SETTINGS, testConfig } from './config.js'
+
+describe('loadConfig', () => {
+  it('uses the embedded defaults with an empty environment', () => {
+    const c = loadConfig({}, [])
+    expect(c).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      dataDir: './data',
+      dbPath: 'data/postbox.db',
+      adminKey: null,
+      allowNetworks: [],
+      retrySchedule: DEFAULTS.retrySchedule,
+      notificationRetrySchedule: DEFAULTS.notificationRetrySchedule,
+      synchronous: 'normal',
+      logLevel: 'info',
+      smtpUrl: null,
+      emailFrom: 'postbox@localhost',
+      maxBody: 262_144,
+      metricsPublic: false,
+      retentionSuccessMs: 7 * 86_400_000,
+      retentionDeadMs: 30 * 86_400_000,
+      retentionInboxMs: 90 * 86_400_000,
+      requestTimeoutMs: 15_000,
+      shutdownTimeoutMs: 10_000,
+    })
+    expect(Object.isFrozen(c)).toBe(true)
+  })
+
+  it('reads every variable', () => {
+    const c = loadConfig({
+      POSTBOX_PORT: '9000',
+      POSTBOX_HOST: '0.0.0.0',
+      POSTBOX_DATA_DIR: '/data',
+      POSTBOX_ALLOW_NETWORKS: '127.0.0.0/8, ::1/128',
+      POSTBOX_RETRY_SCHEDULE: '500ms,2s,1m',
+      POSTBOX_SYNCHRONOUS: 'FULL',
+      POSTBOX_METRICS_PUBLIC: 'yes',
+      POSTBOX_RETENTION_DEAD: '3d',
+      POSTBOX_REQUEST_TIMEOUT: '60s',
+      POSTBOX_SMTP_URL: 'smtp://user:pass@mail:587',
+      POSTBOX_EMAIL_FROM: 'Postbox <noreply@example.com>',
+      POSTBOX_MANDATORY_TOPICS: 'security., billing.failed',
+      POSTBOX_LOG_LEVEL: '  ',
+    })
+    expect(c).toMatchObject({
+      port: 9000,
+      host: '0.0.0.0',
+      dbPath: '/data/postbox.db',
+      allowNetworks: ['127.0.0.0/8', '::1/128'],
+      retrySchedule: [500, 2_000, 60_000],
+      synchronous: 'full',
+      metricsPublic: true,
+      retentionDeadMs: 3 * 86_400_000,
+      requestTimeoutMs: 60_000,
+      mandatoryTopics: ['security.', 'billing.failed'],
+      logLevel: 'info',
+    })
+  })
+
+  it.each([
+    ['POSTBOX_PORT', 'eighty'],
+    ['POSTBOX_PORT', '70000'],
+    ['POSTBOX_ALLOW_NETWORKS', '10.0.0.0'],
+    ['POSTBOX_ALLOW_NETWORKS', '10.0.0.0/33'],
+    ['POSTBOX_RETRY_SCHEDULE', '1s,soon'],
+    ['POSTBOX_SYNCHRONOUS', 'off'],
+    ['POSTBOX_LOG_LEVEL', 'loud'],
+    ['POSTBOX_SMTP_URL', 'http://mail'],
+    ['POSTBOX_EMAIL_FROM', 'not-an-address'],
+    ['POSTBOX_MAX_BODY', '12'],
+    ['POSTBOX_METRICS_PUBLIC', 'maybe'],
+    ['POSTBOX_RETENTION_SUCCESS', '10s'],
+    ['POSTBOX_RETENTION_INBOX', 'forever'],
+    ['POSTBOX_REQUEST_TIMEOUT', '61s'],
+    ['POSTBOX_REQUEST_TIMEOUT', '500ms'],
+    ['POSTBOX_CONCURRENCY', '0'],
+    ['POSTBOX_POLL_INTERVAL', '1ms'],
+    ['POSTBOX_SHUTDOWN_TIMEOUT', '-1s'],
+  ])('%s=%j fails naming the variable', (name, value) => {
+    let err: unknown
+    try {
+      loadConfig({ [name]: value })
+    } catch (e) {
+      err = e
+    }
+    expect(err).toBeInstanceOf(ConfigError)
+    expect((err as ConfigError).variable).toBe(name)
+    expect((err as Error).message.startsWith(`${name}:`)).toBe(true)
+  })
+
+  it('flags override environment variables, in both --flag value and --flag=value forms', () => {
+    const c = loadConfig({ POSTBOX_PORT: '9000', POSTBOX_HOST: 'a' }, ['serve', '--port', '9100', '--host=b', '--metrics-public', '--unknown', 'x'])
+    expect(c).toMatchObject({ port: 9100, host: 'b', metricsPublic: true })
+  })
+
+  it('a bad flag value names its variable; a flag without a value fails', () => {
+    expect(() => loadConfig({}, ['--port', 'x'])).toThrow(/^POSTBOX_PORT:/)
+    expect(() => loadConfig({}, ['--port'])).toThrow(/^POSTBOX_PORT: --port needs a value/)
+    expect(() => loadConfig({}, ['--db', '--port', '1'])).toThrow(/^POSTBOX_DB:/)
+  })
+
+  it('every setting has a distinct variable and flag', () => {
+    expect(new Set(SETTINGS.map((s) => s.env)).size).toBe(SETTINGS.length)
+    expect(new Set(SETTINGS.map((s) => s.flag)).size).toBe(SETTINGS.length)
+    for (const s of SETTINGS) expect(flagsToEnv([`${s.flag}=v`])).toEqual({ [s.env]: 'v' })
+  })
+
+  it('testConfig applies overrides over the defaults', () => {
+    expect(testConfig({ port: 0, allowNetworks: ['127.0.0.0/8'] })).toMatchObject({ port: 0, host: '127.0.0.1', allowNetworks: ['127.0.0.0/8'] })
+  })
+})

@@ -1,0 +1,90 @@
+import type { Store } from '../store/index.js'
+import { circuitState } from './breaker.js'
+import { TokenBucket } from './rate-limit.js'
+
+interface Limits {
+  maxConcurrency: number
+  rateLimit: number | null
+  pausedUntil: number | null
+  pauseCount: number
+}
+
+/**
+ * The dispatcher's per-endpoint flow control (SPEC §5): requests in flight against
+ * `max_concurrency`, a token bucket for `rate_limit`, and a single probe while the breaker is
+ * half-open. Endpoint settings are cached and reloaded when the endpoints store's version moves.
+ */
+export function createEndpointLimits(store: Store) {
+  const inflight = new Map<string, number>()
+  const buckets = new Map<string, TokenBucket>()
+  const cache = new Map<string, Limits | null>()
+  let version = -1
+
+  const info = (id: string): Limits | null => {
+    const v = store.endpoints.version()
+    if (v !== version) {
+      cache.clear()
+      version = v
+    }
+    let l = cache.get(id)
+    if (l === undefined) {
+      const row = store.endpoints.getAny(id)
+      l = row && { maxConcurrency: row.maxConcurrency, rateLimit: row.rateLimit, pausedUntil: row.pausedUntil, pauseCount: row.pauseCount }
+      cache.set(id, l)
+    }
+    return l
+  }
+
+  const bucketFor = (id: string, rate: number, now: number): TokenBucket => {
+    let b = buckets.get(id)
+    if (!b) buckets.set(id, (b = new TokenBucket(rate, now)))
+    else b.setRate(rate)
+    return b
+  }
+
+  const capacity = (id: string, now: number): number => {
+    const l = info(id)
+    if (!l) return 0
+    const used = inflight.get(id) ?? 0
+    const state = circuitState(l, now)
+    if (state === 'open') return 0
+    let cap = (state === 'half_open' ? 1 : l.maxConcurrency) - used
+    if (l.rateLimit !== null) cap = Math.min(cap, bucketFor(id, l.rateLimit, now).available(now))
+    return Math.max(0, cap)
+  }
+
+  return {
+    /** Slots the endpoint has free now. */
+    capacity,
+    /** Endpoints with no free slot, so the claim query skips their rows entirely. */
+    saturated(now: number): string[] {
+      const out: string[] = []
+      for (const id of new Set([...inflight.keys(), ...buckets.keys()])) if (capacity(id, now) === 0) out.push(id)
+      return out
+    },
+    /** Counts a claimed row against its endpoint. */
+    acquire(id: string, now: number): void {
+      inflight.set(id, (inflight.get(id) ?? 0) + 1)
+      const l = info(id)
+      if (l?.rateLimit) bucketFor(id, l.rateLimit, now).take(1, now)
+    },
+    /** Frees the slot of a settled row. */
+    release(id: string): void {
+      const n = (inflight.get(id) ?? 1) - 1
+      if (n <= 0) inflight.delete(id)
+      else inflight.set(id, n)
+    },
+    /** Milliseconds until an empty bucket earns a token; null when none is empty. */
+    nextTokenMs(now: number): number | null {
+      let min: number | null = null
+      for (const b of buckets.values()) {
+        const w = b.waitMs(now)
+        if (w > 0) min = min === null ? w : Math.min(min, w)
+      }
+      return min
+    },
+  }
+}
+
+/** The dispatcher's per-endpoint flow control. */
+export type EndpointLimits = ReturnType<typeof createEndpointLimits>

@@ -1,0 +1,58 @@
+import { createHmac } from 'node:crypto'
+
+/** The prefix of Standard Webhooks secrets. */
+export const SECRET_PREFIX = 'whsec_'
+
+/** How an endpoint signs its requests (SPEC §3). */
+export type SignatureMode = 'standard' | 'hmac-sha256'
+
+/** The signing material of one endpoint at one moment. */
+export interface SigningKeys {
+  mode: SignatureMode
+  /** The current secret, as stored (`whsec_…` in standard mode, any string in hmac-sha256 mode). */
+  secret: string
+  /** Older secrets still inside their grace period at the time of signing. */
+  previous: readonly string[]
+}
+
+/** Decodes a `whsec_<base64>` (or bare base64) secret into its key bytes; null when malformed. */
+export function decodeSecret(secret: string): Buffer | null {
+  const b64 = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret
+  if (b64.length === 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 !== 0) return null
+  return Buffer.from(b64, 'base64')
+}
+
+/**
+ * One Standard Webhooks v1 signature: `v1,` + base64 HMAC-SHA256 over `${id}.${timestamp}.${body}`
+ * keyed by the decoded secret bytes (exactly what the `standardwebhooks` Webhook class verifies).
+ */
+export function signStandard(secret: string, id: string, timestamp: number, body: string): string {
+  const key = decodeSecret(secret)
+  if (key === null) throw new Error('malformed signing secret')
+  const mac = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
+  return `v1,${mac}`
+}
+
+/** GitHub-style `sha256=<hex>` over the body, keyed by the secret string's UTF-8 bytes. */
+export function signHmacSha256(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex')}`
+}
+
+/**
+ * The signature headers of one attempt. Standard mode sends every signature (current first)
+ * space-separated in `webhook-signature`. hmac-sha256 mode sends the current one in
+ * `x-postbox-signature` and, during a rotation grace period, the old ones in
+ * `x-postbox-signature-previous`: a GitHub-style receiver compares one value, so a list in the
+ * main header would break it.
+ */
+export function signatureHeaders(keys: SigningKeys, id: string, timestampSec: number, body: string): Record<string, string> {
+  if (keys.mode === 'hmac-sha256') {
+    const out: Record<string, string> = { 'x-postbox-signature': signHmacSha256(keys.secret, body) }
+    if (keys.previous.length > 0) {
+      out['x-postbox-signature-previous'] = keys.previous.map((s) => signHmacSha256(s, body)).join(' ')
+    }
+    return out
+  }
+  const all = [keys.secret, ...keys.previous].map((s) => signStandard(s, id, timestampSec, body))
+  return { 'webhook-signature': all.join(' ') }
+}

@@ -1,0 +1,100 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { DispatchObserver } from './delivery/channel.js'
+import type { Clock } from './lib/clock.js'
+import type { Channel } from './store/deliveries.js'
+import type { Store } from './store/index.js'
+
+/** Numeric values of the circuit-state gauge. */
+export const CIRCUIT_STATE = { closed: 0, half_open: 1, open: 2 } as const
+
+/** Prometheus metrics of one Postbox: a DispatchObserver plus gauges read from the store on scrape. */
+export interface Metrics extends DispatchObserver {
+  readonly registry: Registry
+  readonly contentType: string
+  /** Renders the Prometheus text format (collects the gauges first). */
+  render(): Promise<string>
+}
+
+/** Creates the metrics on a private Registry (never the global one, so several instances coexist). */
+export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics?: boolean } = {}): Metrics {
+  const registry = new Registry()
+  if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'postbox_' })
+
+  const deliveries = new Counter({
+    name: 'postbox_deliveries_total',
+    help: 'Finished delivery attempts by channel and outcome (success, retry, dead, snooze, release, missed)',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [registry],
+  })
+  const latency = new Histogram({
+    name: 'postbox_attempt_duration_seconds',
+    help: 'Duration of delivery attempts by channel',
+    labelNames: ['channel'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  })
+  new Gauge({
+    name: 'postbox_queue_depth',
+    help: 'Deliveries by status',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const [status, n] of Object.entries(safe<Record<string, number>>(() => store.deliveries.countByStatus(), {}))) this.set({ status }, n)
+    },
+  })
+  new Gauge({
+    name: 'postbox_oldest_pending_age_seconds',
+    help: 'Age of the oldest pending delivery (by its next attempt time); 0 when none',
+    registers: [registry],
+    collect() {
+      const t = safe(() => store.deliveries.oldestPendingAt(), null)
+      this.set(t === null ? 0 : Math.max(0, (clock.now() - t) / 1000))
+    },
+  })
+  new Gauge({
+    name: 'postbox_endpoint_circuit_state',
+    help: 'Circuit breaker per endpoint: 0 closed, 1 half-open (probing), 2 open (paused)',
+    labelNames: ['endpoint_id'] as const,
+    registers: [registry],
+    collect() {
+      this.reset()
+      const now = clock.now()
+      for (const e of safe(() => store.stats.endpointHealth(), [])) {
+        const state = e.pausedUntil !== null && e.pausedUntil > now ? 'open' : e.consecutiveFailures >= 5 ? 'half_open' : 'closed'
+        this.set({ endpoint_id: e.id }, CIRCUIT_STATE[state])
+      }
+    },
+  })
+  new Gauge({
+    name: 'postbox_endpoint_disabled',
+    help: '1 when the endpoint is disabled',
+    labelNames: ['endpoint_id', 'reason'] as const,
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const e of safe(() => store.stats.endpointHealth(), [])) {
+        if (e.disabled) this.set({ endpoint_id: e.id, reason: e.disabledReason ?? 'manual' }, 1)
+      }
+    },
+  })
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    attempt(channel: Channel, outcome, durationMs) {
+      deliveries.inc({ channel, outcome })
+      if (outcome !== 'release' && outcome !== 'missed') latency.observe({ channel }, durationMs / 1000)
+    },
+    render: () => registry.metrics(),
+  }
+}
+
+function safe<T>(fn: () => T, fallback: T): T {
+  try {
+    return fn()
+  } catch {
+    // a scrape during shutdown (closed database) must not fail the whole exposition
+    return fallback
+  }
+}

@@ -1,0 +1,144 @@
+import nodemailer, { type Transporter } from 'nodemailer'
+import type { Store } from '../../store/index.js'
+import type { ClaimedDelivery } from '../../store/deliveries.js'
+import type { ChannelResult, ChannelSender } from '../../delivery/channel.js'
+import type { Clock, Rng } from '../../lib/clock.js'
+import type { Log } from '../../log.js'
+import { parseJsonOr } from '../../lib/json.js'
+import type { DeliveryPayload } from '../pipeline.js'
+import { deadWith, readPayload, retryOrDead } from './common.js'
+
+/** Dependencies of the email channel. */
+export interface EmailChannelDeps {
+  store: Store
+  clock: Clock
+  rng: Rng
+  log: Log
+  schedule: readonly number[]
+  smtpUrl: string | null
+  from: string
+}
+
+/** The email channel, with `close()` to release pooled SMTP connections. */
+export interface EmailChannel extends ChannelSender {
+  close(): void
+}
+
+interface Waiting {
+  delivery: ClaimedDelivery
+  payload: DeliveryPayload
+  resolve: (r: ChannelResult) => void
+}
+
+/** SMTP time limits; the channel's lease is derived from `timeoutMs`. */
+const SMTP_TIMEOUT_MS = 20_000
+
+/** The subject and text of a digest holding `titles`. */
+export function digestMessage(titles: readonly string[]): { subject: string; text: string } {
+  const subject = titles.length === 1 ? titles[0]! : `You have ${titles.length} notifications`
+  return { subject, text: titles.map((t) => `• ${t}`).join('\n') + '\n' }
+}
+
+/**
+ * The email channel over nodemailer. No address → dead `no_address`; no SMTP URL → dead
+ * `channel_not_configured`; a 5xx reply → dead; a 4xx reply or a transport error → retry.
+ * A digest group (same group_key) goes out as ONE message: the members claimed in the same
+ * batch are collected for one event-loop turn, the still-pending ones are read from the store,
+ * and on success those are finished too.
+ */
+export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
+  const { store, clock, rng, log, schedule, from } = deps
+  let transport: Transporter | null = null
+  const getTransport = (): Transporter => {
+    transport ??= nodemailer.createTransport(deps.smtpUrl!, {
+      connectionTimeout: SMTP_TIMEOUT_MS,
+      greetingTimeout: SMTP_TIMEOUT_MS,
+      socketTimeout: SMTP_TIMEOUT_MS,
+    } as never)
+    return transport
+  }
+  const groups = new Map<string, Waiting[]>()
+
+  /** Sends one message and maps the SMTP result to an outcome. */
+  const deliver = async (d: ClaimedDelivery, to: string, msg: { subject: string; text: string; html?: string }) => {
+    const started = clock.now()
+    try {
+      const info = (await getTransport().sendMail({ from, to, ...msg })) as { response?: string }
+      return { outcome: { kind: 'success' }, attempt: { startedAt: started, durationMs: clock.now() - started, responseBody: info.response ?? null } } as ChannelResult
+    } catch (err) {
+      const e = err as Error & { responseCode?: number; response?: string }
+      const now = clock.now()
+      const attempt = {
+        startedAt: started,
+        durationMs: now - started,
+        statusCode: e.responseCode ?? null,
+        error: e.message.slice(0, 500),
+        responseBody: e.response ?? null,
+      }
+      if (e.responseCode !== undefined && e.responseCode >= 500) return { outcome: { kind: 'dead' }, attempt } as ChannelResult
+      log.debug({ err, delivery: d.id }, 'email send failed; will retry')
+      return retryOrDead(d, schedule, now, rng, attempt)
+    }
+  }
+
+  const flushGroup = async (key: string): Promise<void> => {
+    const claimed = groups.get(key) ?? []
+    groups.delete(key)
+    const first = claimed[0]!
+    const claimedIds = new Set(claimed.map((w) => w.delivery.id))
+    const pending = store.deliveries.pendingInGroup(key).filter((d) => !claimedIds.has(d.id))
+    const titles = [
+      ...claimed.map((w) => ({ id: w.delivery.id, title: w.payload.title })),
+      ...pending.map((d) => ({ id: d.id, title: parseJsonOr<{ title?: string }>(d.payload, {}).title ?? d.eventType })),
+    ]
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((t) => t.title)
+    const result = await deliver(first.delivery, first.payload.recipient.email!, digestMessage(titles))
+    const k = result.outcome.kind
+    if (k === 'success' || k === 'dead') {
+      const now = clock.now()
+      const error = k === 'dead' ? (result.attempt?.error ?? 'smtp_rejected') : null
+      store.tx(() => {
+        for (const d of pending) store.deliveries.finishGroupMember(d.id, k, error, now)
+      })
+    }
+    for (const w of claimed) w.resolve(result)
+  }
+
+  return {
+    timeoutMs: SMTP_TIMEOUT_MS,
+    async send(delivery, signal) {
+      const now = clock.now()
+      if (signal.aborted) return { outcome: { kind: 'release' } }
+      const payload = readPayload(delivery)
+      if (!payload) return deadWith('invalid_payload', now)
+      if (!payload.recipient.email) return deadWith('no_address', now)
+      if (!deps.smtpUrl) return deadWith('channel_not_configured', now)
+      if (delivery.groupKey) {
+        const key = delivery.groupKey
+        return new Promise<ChannelResult>((resolve) => {
+          let list = groups.get(key)
+          if (!list) {
+            groups.set(key, (list = []))
+            setImmediate(() => {
+              const members = groups.get(key)!
+              flushGroup(key).catch((err: Error) => {
+                // A store failure while grouping: every claimed member retries; nothing is lost.
+                log.error({ err }, 'digest send failed')
+                const t = clock.now()
+                for (const w of members) w.resolve(retryOrDead(w.delivery, schedule, t, rng, { startedAt: t, durationMs: 0, error: err.message }))
+              })
+            })
+          }
+          list.push({ delivery, payload, resolve })
+        })
+      }
+      const html = payload.format === 'html' ? payload.body : undefined
+      return deliver(delivery, payload.recipient.email, { subject: payload.title, text: payload.body, ...(html ? { html } : {}) })
+    },
+    close() {
+      transport?.close()
+      transport = null
+    },
+  }
+}

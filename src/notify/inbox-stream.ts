@@ -1,0 +1,47 @@
+import type { StreamEvent } from '../store/inbox.js'
+
+/** A live SSE subscriber: receives each committed stream event of its user. */
+export type StreamListener = (event: StreamEvent) => void
+
+/** The in-process hub of live inbox streams, per user. */
+export interface InboxStreamHub {
+  /** Registers a listener for `userId`; returns the unsubscribe function. */
+  subscribe(userId: string, listener: StreamListener): () => void
+  /** Pushes committed events to the user's live listeners (call after commit only). */
+  publish(userId: string, events: readonly StreamEvent[]): void
+  /** Live listeners of a user (for tests and metrics). */
+  count(userId?: string): number
+}
+
+/** Creates an empty hub. A throwing listener is dropped so one broken stream cannot stop the others. */
+export function createInboxStreamHub(): InboxStreamHub {
+  const byUser = new Map<string, Set<StreamListener>>()
+  return {
+    subscribe(userId, listener) {
+      let set = byUser.get(userId)
+      if (!set) byUser.set(userId, (set = new Set()))
+      set.add(listener)
+      return () => {
+        set.delete(listener)
+        if (set.size === 0 && byUser.get(userId) === set) byUser.delete(userId)
+      }
+    },
+    publish(userId, events) {
+      const set = byUser.get(userId)
+      if (!set || events.length === 0) return
+      for (const l of [...set]) {
+        try {
+          for (const e of events) l(e)
+        } catch {
+          set.delete(l)
+        }
+      }
+    },
+    count(userId) {
+      if (userId !== undefined) return byUser.get(userId)?.size ?? 0
+      let n = 0
+      for (const s of byUser.values()) n += s.size
+      return n
+    },
+  }
+}

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest'
+import type { UserRow } from '../store/directory.js'
+import { resolveRecipients, type DirectoryLookup } from './recipients.js'
+
+const user = (id: string, email: string | null = null): UserRow => ({
+  id, email, name: null, locale: null, timezone: null, roles: [], teams: [], createdAt: 0, updatedAt: 0,
+})
+const users = [user('u1', 'ann@example.com'), user('u2'), user('u3', 'cy@example.com')]
+const dir: DirectoryLookup = {
+  getUser: (id) => users.find((u) => u.id === id) ?? null,
+  userByEmail: (e) => users.find((u) => u.email?.toLowerCase() === e.toLowerCase()) ?? null,
+  members: (kind, name) =>
+    (kind === 'role' && name === 'admin' ? ['u2', 'u3'] : kind === 'team' && name === 'red' ? ['u1', 'u3'] : []).map(
+      (id) => users.find((u) => u.id === id)!,
+    ),
+  subscribers: (topic) => (topic === 't' ? ['team:red', 'user:u9'] : []),
+}
+
+describe('resolveRecipients', () => {
+  it('expands selectors in first-seen order without duplicates', () => {
+    const r = resolveRecipients(['user:u3', 'role:admin', 'u1', 'team:red', 'subscribers'], 't', dir)
+    expect(r.map((x) => x.id)).toEqual(['u3', 'u2', 'u1', 'u9'])
+  })
+  it('keeps ids that are not in the directory (inbox needs no registered user)', () => {
+    expect(resolveRecipients(['ghost'], 't', dir)).toEqual([{ id: 'ghost', kind: 'user', user: null, email: null }])
+  })
+  it('maps an email to its user, else to an external address', () => {
+    const r = resolveRecipients(['ANN@example.com', 'out@example.org', 'u1', 'Out@Example.org'], 't', dir)
+    expect(r.map((x) => [x.id, x.kind, x.email])).toEqual([
+      ['u1', 'user', 'ann@example.com'],
+      ['out@example.org', 'external', 'out@example.org'],
+    ])
+  })
+  it('resolves subscribers of the topic only', () => {
+    expect(resolveRecipients(['subscribers'], 'other', dir)).toEqual([])
+    expect(resolveRecipients(['subscribers'], 't', dir).map((x) => x.id)).toEqual(['u1', 'u3', 'u9'])
+  })
+})

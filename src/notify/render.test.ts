@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest'
+import type { TemplateRow } from '../store/directory.js'
+import { chooseTemplate, createRenderer, localeChain, type RenderContext } from './render.js'
+
+let nextId = 1
+const tpl = (locale: string, version: number, over: Partial<TemplateRow> = {}): TemplateRow => ({
+  id: nextId++,
+  topic: 't',
+  channel: 'email',
+  locale,
+  version,
+  subject: `${locale} v${version}`,
+  body: '',
+  format: 'text',
+  active: true,
+  createdAt: 0,
+  ...over,
+})
+
+describe('template choice', () => {
+  it('falls back fr-CA → fr → en', () => {
+    expect(localeChain('fr-CA')).toEqual(['fr-CA', 'fr', 'en'])
+    expect(localeChain(null)).toEqual(['en'])
+    const all = [tpl('en', 1), tpl('fr', 1), tpl('fr-CA', 1)]
+    expect(chooseTemplate(all, 'fr-CA')!.subject).toBe('fr-CA v1')
+    expect(chooseTemplate(all.slice(0, 2), 'fr-CA')!.subject).toBe('fr v1')
+    expect(chooseTemplate(all.slice(0, 1), 'fr-CA')!.subject).toBe('en v1')
+    expect(chooseTemplate([tpl('de', 1)], 'fr-CA')).toBeNull()
+  })
+  it('takes the highest active version', () => {
+    const all = [tpl('en', 1), tpl('en', 3, { active: false }), tpl('en', 2)]
+    expect(chooseTemplate(all, 'en')!.subject).toBe('en v2')
+  })
+  it('skips a locale whose versions are all inactive', () => {
+    expect(chooseTemplate([tpl('fr', 1, { active: false }), tpl('en', 1)], 'fr')!.subject).toBe('en v1')
+  })
+})
+
+describe('rendering', () => {
+  const render = createRenderer()
+  const ctx: RenderContext = {
+    topic: 'comment.created',
+    title: 'New <comment>',
+    body: 'Hello',
+    severity: 'info',
+    action_url: null,
+    payload: { author: 'Ann & <Bob>', count: 3 },
+    recipient: { id: 'u1', name: 'Zoé', email: null, locale: 'fr' },
+  }
+  it('uses title (default the topic) and body as given without a template', () => {
+    expect(render(null, ctx)).toMatchObject({ title: 'New <comment>', body: 'Hello', templateId: null })
+    expect(render(null, { ...ctx, title: null, body: null })).toMatchObject({ title: 'comment.created', body: '' })
+  })
+  it('renders Liquid with filters; missing values render empty', () => {
+    const r = render(tpl('en', 1, { subject: '{{ payload.count }} from {{ payload.author | upcase }}', body: 'Hi {{ recipient.name }}{{ payload.nope.deeper }}!' }), ctx)
+    expect(r.title).toBe('3 from ANN & <BOB>')
+    expect(r.body).toBe('Hi Zoé!')
+  })
+  it('escapes values in html templates, but not in the subject', () => {
+    const r = render(tpl('en', 1, { format: 'html', subject: '{{ title }}', body: '<p>{{ payload.author }}</p>' }), ctx)
+    expect(r.body).toBe('<p>Ann &amp; &lt;Bob&gt;</p>')
+    expect(r.title).toBe('New <comment>')
+    expect(r.format).toBe('html')
+  })
+  it('does not escape text templates', () => {
+    expect(render(tpl('en', 1, { body: '{{ payload.author }}' }), ctx).body).toBe('Ann & <Bob>')
+  })
+})

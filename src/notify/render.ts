@@ -1,0 +1,92 @@
+import { Liquid, type Template } from 'liquidjs'
+import type { TemplateRow } from '../store/directory.js'
+
+/** A rendered notification for one channel and locale. */
+export interface Rendered {
+  title: string
+  body: string
+  format: 'text' | 'markdown' | 'html'
+  /** The template version used, or null when the request's title/body were used as given. */
+  templateId: number | null
+}
+
+/** What a template sees: `{{ title }}`, `{{ body }}`, `{{ payload.x }}`, `{{ recipient.name }}`, … */
+export interface RenderContext {
+  topic: string
+  title: string | null
+  body: string | null
+  severity: string
+  action_url: string | null
+  payload: Record<string, unknown>
+  recipient: { id: string; name: string | null; email: string | null; locale: string | null }
+}
+
+/** The locales to try, most specific first: `fr-CA` → `fr` → `en`. */
+export function localeChain(locale: string | null | undefined): string[] {
+  const out: string[] = []
+  const push = (l: string): void => {
+    if (l && !out.includes(l)) out.push(l)
+  }
+  if (locale) {
+    push(locale)
+    const lang = locale.split(/[-_]/)[0]!
+    push(lang)
+  }
+  push('en')
+  return out
+}
+
+/**
+ * Picks the template for a locale among the active versions of one (topic, channel): the first
+ * locale of the fallback chain that has one, and its highest active version.
+ */
+export function chooseTemplate(templates: readonly TemplateRow[], locale: string | null | undefined): TemplateRow | null {
+  for (const l of localeChain(locale)) {
+    let best: TemplateRow | null = null
+    for (const t of templates) {
+      if (t.active && t.locale.toLowerCase() === l.toLowerCase() && (!best || t.version > best.version)) best = t
+    }
+    if (best) return best
+  }
+  return null
+}
+
+const MAX_CACHED = 500
+
+/**
+ * Renders with liquidjs, synchronously (the pipeline runs inside one SQLite transaction).
+ * Parsed templates are cached by source text; html templates escape every output value.
+ */
+export function createRenderer(): (template: TemplateRow | null, ctx: RenderContext) => Rendered {
+  const plain = new Liquid({ strictVariables: false, strictFilters: false })
+  const html = new Liquid({ strictVariables: false, strictFilters: false, outputEscape: 'escape' })
+  const cache = new Map<string, Template[]>()
+  const parse = (engine: Liquid, key: string, text: string): Template[] => {
+    let parsed = cache.get(key)
+    if (!parsed) {
+      parsed = engine.parse(text)
+      if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!)
+      cache.set(key, parsed)
+    }
+    return parsed
+  }
+  return (template, ctx) => {
+    if (!template) {
+      return { title: ctx.title ?? ctx.topic, body: ctx.body ?? '', format: 'text', templateId: null }
+    }
+    const engine = template.format === 'html' ? html : plain
+    const scope = { ...ctx, title: ctx.title ?? ctx.topic, body: ctx.body ?? '' }
+    const run = (text: string, escaped: boolean): string => {
+      if (text === '') return ''
+      // The subject is never HTML, so it is rendered without escaping.
+      const e = escaped ? engine : plain
+      return e.renderSync(parse(e, `${escaped ? 'h' : 'p'}:${text}`, text), scope) as string
+    }
+    return {
+      title: run(template.subject, false) || scope.title,
+      body: run(template.body, true),
+      format: template.format,
+      templateId: template.id,
+    }
+  }
+}

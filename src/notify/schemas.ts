@@ -1,0 +1,217 @@
+import { z } from '@hono/zod-openapi'
+import { isValidTimeZone } from './schedule.js'
+
+/**
+ * Request and response schemas of the notification, directory and inbox API (SPEC §6–§7).
+ * One schema validates the request and documents it in /openapi.json.
+ */
+
+/** A notification topic: `[a-z0-9_.:-]{1,200}`. */
+export const Topic = z.string().regex(/^[a-z0-9_.:-]{1,200}$/, 'must match [a-z0-9_.:-]{1,200}')
+const TopicOrStar = z.union([z.literal('*'), Topic])
+const Channel = z.enum(['inbox', 'email', 'webhook'])
+const TimeZone = z.string().min(1).max(100).refine(isValidTimeZone, 'must be an IANA time zone such as Europe/Paris')
+const Locale = z.string().regex(/^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$/, 'must be a locale such as en, fr or fr-CA')
+const UserId = z.string().min(1).max(200).regex(/^[^\s:*]+$/, 'must not contain spaces, ":" or "*"')
+const Name = z.string().min(1).max(200).regex(/^[^\s:]+$/, 'must not contain spaces or ":"')
+const Clock = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM')
+
+/** `POST /v1/notifications` body. */
+export const NotificationIn = z
+  .object({
+    topic: Topic.openapi({ example: 'comment.created' }),
+    recipients: z.array(z.string().min(1).max(320)).max(10_000).optional().openapi({ example: ['user:u_1', 'role:admin'] }),
+    title: z.string().max(1000).optional(),
+    body: z.string().max(100_000).optional(),
+    payload: z.record(z.string(), z.unknown()).optional(),
+    severity: z.enum(['info', 'warning', 'critical']).optional(),
+    action_url: z.string().max(2048).optional(),
+    channels: z.array(Channel).min(1).max(3).optional().openapi({ example: ['inbox', 'email'] }),
+    dedup_key: z.string().min(1).max(200).optional(),
+  })
+  .openapi('NotificationIn')
+
+/** `POST /v1/notifications` answer. */
+export const NotificationAccepted = z
+  .object({ id: z.string(), deduplicated: z.boolean(), recipients: z.number().int(), deliveries: z.number().int() })
+  .openapi('NotificationAccepted')
+
+/** `GET /v1/notifications/:id`: the notification with per-recipient, per-channel delivery states. */
+export const NotificationOut = z
+  .object({
+    id: z.string(),
+    topic: z.string(),
+    dedup_key: z.string().nullable(),
+    recipients: z.number().int(),
+    created_at: z.string(),
+    request: z.record(z.string(), z.unknown()),
+    deliveries: z.array(
+      z.object({
+        id: z.string(),
+        recipient: z.string(),
+        channel: z.string(),
+        status: z.string(),
+        attempts: z.number().int(),
+        next_attempt_at: z.string().nullable(),
+        last_error: z.string().nullable(),
+        completed_at: z.string().nullable(),
+      }),
+    ),
+  })
+  .openapi('Notification')
+
+/** `PUT /v1/users/:id` body. */
+export const UserIn = z
+  .object({
+    email: z.string().email().max(320).nullable().optional(),
+    name: z.string().max(200).nullable().optional(),
+    locale: Locale.nullable().optional(),
+    timezone: TimeZone.nullable().optional(),
+    roles: z.array(Name).max(100).optional(),
+    teams: z.array(Name).max(100).optional(),
+  })
+  .openapi('UserIn')
+
+/** A directory user. */
+export const UserOut = z
+  .object({
+    id: z.string(),
+    email: z.string().nullable(),
+    name: z.string().nullable(),
+    locale: z.string().nullable(),
+    timezone: z.string().nullable(),
+    roles: z.array(z.string()),
+    teams: z.array(z.string()),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .openapi('User')
+
+/** `PUT`/`DELETE /v1/subscriptions` body. */
+export const SubscriptionIn = z
+  .object({
+    topic: Topic,
+    principal: z
+      .string()
+      .min(1)
+      .max(210)
+      .regex(/^((user|role|team):)?[^\s:*]+$/, 'must be user:<id>, role:<r>, team:<t> or a bare id')
+      .openapi({ example: 'role:admin' }),
+  })
+  .openapi('SubscriptionIn')
+
+/** A subscription. */
+export const SubscriptionOut = z
+  .object({ topic: z.string(), principal: z.string(), enabled: z.boolean(), created_at: z.string() })
+  .openapi('Subscription')
+
+/** Quiet hours: a local window in `tz`, which may cross midnight. */
+export const QuietHoursIn = z.object({ tz: TimeZone, start: Clock, end: Clock }).openapi('QuietHours')
+
+/** `PUT /v1/preferences` body. */
+export const PreferenceIn = z
+  .object({
+    user_id: z.union([z.literal('*'), UserId]),
+    topic: TopicOrStar,
+    channel: z.union([z.literal('*'), Channel]),
+    enabled: z.boolean().optional(),
+    digest: z.enum(['none', 'daily', 'weekly']).optional(),
+    quiet_hours: QuietHoursIn.nullable().optional(),
+  })
+  .openapi('PreferenceIn')
+
+/** A preference row. */
+export const PreferenceOut = z
+  .object({
+    user_id: z.string(),
+    topic: z.string(),
+    channel: z.string(),
+    enabled: z.boolean(),
+    digest: z.enum(['none', 'daily', 'weekly']),
+    quiet_hours: QuietHoursIn.nullable(),
+    updated_at: z.string(),
+  })
+  .openapi('Preference')
+
+/** `PUT /v1/templates` body; each PUT adds a version. */
+export const TemplateIn = z
+  .object({
+    topic: Topic,
+    channel: Channel,
+    locale: Locale.optional(),
+    subject: z.string().max(10_000).optional(),
+    body: z.string().max(100_000).optional(),
+    format: z.enum(['text', 'markdown', 'html']).optional(),
+    active: z.boolean().optional(),
+  })
+  .openapi('TemplateIn')
+
+/** A template version. */
+export const TemplateOut = z
+  .object({
+    id: z.number().int(),
+    topic: z.string(),
+    channel: z.string(),
+    locale: z.string(),
+    version: z.number().int(),
+    subject: z.string(),
+    body: z.string(),
+    format: z.enum(['text', 'markdown', 'html']),
+    active: z.boolean(),
+    created_at: z.string(),
+  })
+  .openapi('Template')
+
+/** `POST /v1/users/:id/tokens` body. */
+export const TokenIn = z
+  .object({ ttl_seconds: z.number().int().min(60).max(90 * 86_400).optional() })
+  .openapi('UserTokenIn')
+
+/** An end-user token and its expiry. */
+export const TokenOut = z.object({ token: z.string(), expires_at: z.string() }).openapi('UserToken')
+
+/** One inbox message as the list returns it. */
+export const InboxMessageOut = z
+  .object({
+    id: z.string(),
+    topic: z.string(),
+    title: z.string(),
+    body: z.string(),
+    severity: z.string(),
+    action_url: z.string().nullable(),
+    seen: z.boolean(),
+    read: z.boolean(),
+    archived: z.boolean(),
+    created_at: z.string(),
+  })
+  .openapi('InboxMessage')
+
+/** `GET /v1/inbox` query. */
+export const InboxQuery = z.object({
+  status: z.enum(['unread', 'read', 'all']).optional().openapi({ param: { name: 'status', in: 'query' } }),
+  archived: z.enum(['true', 'false']).optional().openapi({ param: { name: 'archived', in: 'query' } }),
+  topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }),
+  limit: z.coerce.number().int().min(1).max(200).optional().openapi({ param: { name: 'limit', in: 'query' } }),
+  cursor: z.string().max(400).optional().openapi({ param: { name: 'cursor', in: 'query' } }),
+  token: z.string().max(2048).optional().openapi({ param: { name: 'token', in: 'query' } }),
+})
+
+/** `GET /v1/inbox` answer. */
+export const InboxList = z
+  .object({ data: z.array(InboxMessageOut), unread_count: z.number().int(), next_cursor: z.string().nullable() })
+  .openapi('InboxList')
+
+/** `{ids}` of the inbox state routes. */
+export const InboxIds = z.object({ ids: z.array(z.string().min(1).max(100)).min(1).max(1000) }).openapi('InboxIds')
+
+/** `{updated: n}` of the inbox state routes. */
+export const InboxUpdated = z.object({ updated: z.number().int() }).openapi('InboxUpdated')
+
+/** `{unread_count}`. */
+export const UnreadCount = z.object({ unread_count: z.number().int() }).openapi('UnreadCount')
+
+/** Inferred input types, used by the service. */
+export type NotificationInput = z.infer<typeof NotificationIn>
+export type UserInputBody = z.infer<typeof UserIn>
+export type PreferenceInput = z.infer<typeof PreferenceIn>
+export type TemplateInputBody = z.infer<typeof TemplateIn>

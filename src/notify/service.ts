@@ -1,0 +1,282 @@
+import type { Store } from '../store/index.js'
+import type { InboxStateChange, StreamEvent } from '../store/inbox.js'
+import { messageJson } from '../store/inbox.js'
+import type { PreferenceRow, SubscriptionRow, TemplateRow, UserRow } from '../store/directory.js'
+import type { ChannelSender } from '../delivery/channel.js'
+import type { Config } from '../config.js'
+import type { Log } from '../log.js'
+import { toIso, type Clock, type Rng } from '../lib/clock.js'
+import { parseJsonOr } from '../lib/json.js'
+import { errors } from '../errors.js'
+import { apiChannel, createPipeline, type SendResult } from './pipeline.js'
+import { createInboxStreamHub, type InboxStreamHub } from './inbox-stream.js'
+import { issueUserToken, verifyUserToken, type UserTokenClaims } from './tokens.js'
+import { createInboxChannel } from './channels/inbox.js'
+import { createEmailChannel } from './channels/email.js'
+import { createNotifyWebhookChannel, type PublishEvent } from './channels/notify-webhook.js'
+import type { NotificationInput, PreferenceInput, TemplateInputBody, UserInputBody } from './schemas.js'
+
+/** SPEC §6: a keepalive comment every 25 s keeps proxies from closing an idle stream. */
+export const STREAM_KEEPALIVE_MS = 25_000
+
+/** Dependencies of the notify service. */
+export interface NotifyDeps {
+  store: Store
+  config: Config
+  clock: Clock
+  rng: Rng
+  log: Log
+  /** The key that signs end-user tokens (see loadTokenKey). */
+  tokenKey: Buffer | string
+  /** Publishes an event through the webhook engine (the notify layer never imports webhooks). */
+  publishEvent: PublishEvent
+  /** Keepalive comment interval of the SSE inbox stream; 25 s by default (tests shorten it). */
+  streamKeepaliveMs?: number
+}
+
+/** `GET /v1/inbox` options; all optional. */
+export interface InboxListOptions {
+  status?: 'unread' | 'read' | 'all'
+  archived?: boolean
+  topic?: string
+  limit?: number
+  cursor?: string | null
+}
+
+/** One user's inbox: every operation is confined to that user's messages. */
+export interface UserInbox {
+  list(opts?: InboxListOptions): { data: Record<string, unknown>[]; unread_count: number; next_cursor: string | null }
+  unreadCount(): number
+  read(ids: readonly string[]): { updated: number }
+  unread(ids: readonly string[]): { updated: number }
+  seen(ids: readonly string[]): { updated: number }
+  archive(ids: readonly string[]): { updated: number }
+  unarchive(ids: readonly string[]): { updated: number }
+  readAll(): { updated: number }
+  /** Logged stream events after `afterSeq` (Last-Event-ID replay). */
+  replay(afterSeq: number): StreamEvent[]
+}
+
+/** The notification side of Postbox: pipeline, directory, tokens, inboxes, live streams and channels. */
+export interface NotifyService {
+  notifications: {
+    send(input: NotificationInput): SendResult
+    get(id: string): Record<string, unknown>
+  }
+  users: {
+    put(id: string, input: UserInputBody): { user: Record<string, unknown>; created: boolean }
+    get(id: string): Record<string, unknown>
+    delete(id: string): void
+  }
+  subscriptions: {
+    put(input: { topic: string; principal: string }): Record<string, unknown>
+    delete(input: { topic: string; principal: string }): void
+    list(topic?: string): Record<string, unknown>[]
+  }
+  preferences: {
+    put(input: PreferenceInput): Record<string, unknown>
+    list(userId: string): Record<string, unknown>[]
+  }
+  templates: {
+    put(input: TemplateInputBody): Record<string, unknown>
+    list(topic?: string): Record<string, unknown>[]
+  }
+  tokens: {
+    issue(userId: string, ttlSeconds?: number): { token: string; expires_at: string }
+    verify(token: string): UserTokenClaims | null
+  }
+  inbox(userId: string): UserInbox
+  stream: InboxStreamHub
+  /** How often the SSE stream sends a keepalive comment. */
+  streamKeepaliveMs: number
+  channels: { inbox: ChannelSender; email: ChannelSender; 'notify-webhook': ChannelSender }
+  /** Releases SMTP connections. */
+  close(): void
+}
+
+/** The API JSON of a user. */
+export const userJson = (u: UserRow) => ({
+  id: u.id,
+  email: u.email,
+  name: u.name,
+  locale: u.locale,
+  timezone: u.timezone,
+  roles: u.roles,
+  teams: u.teams,
+  created_at: toIso(u.createdAt),
+  updated_at: toIso(u.updatedAt),
+})
+const subscriptionJson = (s: SubscriptionRow) => ({ topic: s.topic, principal: s.principal, enabled: s.enabled, created_at: toIso(s.createdAt) })
+const preferenceJson = (p: PreferenceRow) => ({
+  user_id: p.userId,
+  topic: p.topic,
+  channel: p.channel,
+  enabled: p.enabled,
+  digest: p.digest,
+  quiet_hours: p.quietHours,
+  updated_at: toIso(p.updatedAt),
+})
+const templateJson = (t: TemplateRow) => ({
+  id: t.id,
+  topic: t.topic,
+  channel: t.channel,
+  locale: t.locale,
+  version: t.version,
+  subject: t.subject,
+  body: t.body,
+  format: t.format,
+  active: t.active,
+  created_at: toIso(t.createdAt),
+})
+
+/** A principal in canonical form: a bare id becomes `user:<id>`. */
+export function normalizePrincipal(principal: string): string {
+  return /^(user|role|team):/.test(principal) ? principal : `user:${principal}`
+}
+
+/** Builds the notify service and its three channel senders. */
+export function createNotifyService(deps: NotifyDeps): NotifyService {
+  const { store, config, clock, rng, log, tokenKey } = deps
+  const schedule = config.notificationRetrySchedule
+  const hub = createInboxStreamHub()
+  const send = createPipeline({ store, config, clock })
+  const email = createEmailChannel({ store, clock, rng, log, schedule, smtpUrl: config.smtpUrl, from: config.emailFrom })
+
+  const inbox = (userId: string): UserInbox => {
+    const publish = (r: { updated: number; events: StreamEvent[] }) => {
+      hub.publish(userId, r.events)
+      return { updated: r.updated }
+    }
+    const change = (c: InboxStateChange) => (ids: readonly string[]) =>
+      publish(store.inbox.changeState(userId, [...new Set(ids)], c, clock.now()))
+    return {
+      list(o = {}) {
+        const page = store.inbox.list(userId, {
+          status: o.status ?? 'all',
+          archived: o.archived ?? false,
+          topic: o.topic,
+          limit: o.limit ?? 50,
+          cursor: o.cursor ?? null,
+        })
+        return { data: page.data.map(messageJson), unread_count: page.unreadCount, next_cursor: page.nextCursor }
+      },
+      unreadCount: () => store.inbox.unreadCount(userId),
+      read: change('read'),
+      unread: change('unread'),
+      seen: change('seen'),
+      archive: change('archive'),
+      unarchive: change('unarchive'),
+      readAll: () => publish(store.inbox.readAll(userId, clock.now())),
+      replay: (afterSeq) => store.inbox.replay(userId, afterSeq),
+    }
+  }
+
+  return {
+    notifications: {
+      send: (input) =>
+        send({
+          topic: input.topic,
+          recipients: input.recipients ?? ['subscribers'],
+          title: input.title ?? null,
+          body: input.body ?? null,
+          payload: input.payload ?? {},
+          severity: input.severity ?? 'info',
+          action_url: input.action_url ?? null,
+          channels: [...new Set(input.channels ?? (['inbox'] as const))],
+          dedup_key: input.dedup_key ?? null,
+        }),
+      get(id) {
+        const n = store.notifications.get(id)
+        if (!n) throw errors.notFound('Notification')
+        return {
+          id: n.id,
+          topic: n.topic,
+          dedup_key: n.dedupKey,
+          recipients: n.recipients,
+          created_at: toIso(n.createdAt),
+          request: parseJsonOr<Record<string, unknown>>(n.request, {}),
+          deliveries: store.deliveries.byNotification(id).map((d) => ({
+            id: d.id,
+            recipient: d.recipient ?? '',
+            channel: apiChannel(d.channel),
+            status: d.status,
+            attempts: d.attempts,
+            next_attempt_at: d.status === 'pending' ? toIso(d.nextAttemptAt) : null,
+            last_error: d.lastError,
+            completed_at: toIso(d.completedAt),
+          })),
+        }
+      },
+    },
+    users: {
+      put(id, input) {
+        const { user, created } = store.directory.putUser(id, input, clock.now())
+        return { user: userJson(user), created }
+      },
+      get(id) {
+        const u = store.directory.getUser(id)
+        if (!u) throw errors.notFound('User')
+        return userJson(u)
+      },
+      delete(id) {
+        if (!store.directory.deleteUser(id)) throw errors.notFound('User')
+      },
+    },
+    subscriptions: {
+      put: ({ topic, principal }) => subscriptionJson(store.directory.putSubscription(topic, normalizePrincipal(principal), clock.now())),
+      delete({ topic, principal }) {
+        if (!store.directory.deleteSubscription(topic, normalizePrincipal(principal))) throw errors.notFound('Subscription')
+      },
+      list: (topic) => store.directory.listSubscriptions(topic).map(subscriptionJson),
+    },
+    preferences: {
+      put: (p) =>
+        preferenceJson(
+          store.directory.putPreference({
+            userId: p.user_id,
+            topic: p.topic,
+            channel: p.channel,
+            enabled: p.enabled ?? true,
+            digest: p.digest ?? 'none',
+            quietHours: p.quiet_hours ?? null,
+            updatedAt: clock.now(),
+          }),
+        ),
+      list: (userId) => store.directory.preferencesOfUser(userId).map(preferenceJson),
+    },
+    templates: {
+      put: (t) =>
+        templateJson(
+          store.directory.putTemplate(
+            {
+              topic: t.topic,
+              channel: t.channel,
+              locale: t.locale ?? 'en',
+              subject: t.subject ?? '',
+              body: t.body ?? '',
+              format: t.format ?? 'text',
+              active: t.active ?? true,
+            },
+            clock.now(),
+          ),
+        ),
+      list: (topic) => store.directory.listTemplates(topic).map(templateJson),
+    },
+    tokens: {
+      issue(userId, ttlSeconds) {
+        const expiresAt = clock.now() + (ttlSeconds !== undefined ? ttlSeconds * 1000 : 86_400_000)
+        return { token: issueUserToken(tokenKey, userId, expiresAt), expires_at: toIso(expiresAt) }
+      },
+      verify: (token) => verifyUserToken(tokenKey, token, clock.now()),
+    },
+    inbox,
+    stream: hub,
+    streamKeepaliveMs: deps.streamKeepaliveMs ?? STREAM_KEEPALIVE_MS,
+    channels: {
+      inbox: createInboxChannel({ store, hub, clock, rng, log, schedule }),
+      email,
+      'notify-webhook': createNotifyWebhookChannel({ publishEvent: deps.publishEvent, clock, rng, log, schedule }),
+    },
+    close: () => email.close(),
+  }
+}

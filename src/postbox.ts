@@ -1,0 +1,193 @@
+import { dirname, join } from 'node:path'
+import type { OpenAPIHono } from '@hono/zod-openapi'
+import { ensureAdminKey, type AdminKeyBootstrap } from './admin-key.js'
+import { createApp } from './api/app.js'
+import type { ApiEnv } from './api/deps.js'
+import { loadConfig, type Config } from './config.js'
+import { systemClock, type Clock, type Rng } from './lib/clock.js'
+import { silentLogger, type Log } from './log.js'
+import { createMetrics, type Metrics } from './metrics.js'
+import { openStore, type Store } from './store/index.js'
+import { sweepRetentionAsync } from './store/retention.js'
+import { createWebhookService } from './webhooks/service.js'
+import type { WebhookService } from './webhooks/types.js'
+import { createEngine, type Engine } from './engine.js'
+import type { NotifyService, UserInbox } from './notify/service.js'
+
+/** Options of `Postbox.open`: any Config field in camelCase, or a whole `config`. */
+export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNetworks'>> {
+  /** The SQLite file; default `<dataDir>/postbox.db`. */
+  db?: string
+  /** CIDRs webhooks may reach despite being non-public (e.g. `127.0.0.0/8` for a local receiver). */
+  allowNetworks?: readonly string[]
+  /** A complete configuration (from `loadConfig`); the camelCase fields above override it. */
+  config?: Config
+  clock?: Clock
+  rng?: Rng
+  log?: Log
+  /** Apply the first-start admin key rules of SPEC §6 (default true). */
+  bootstrapAdminKey?: boolean
+}
+
+/** How often the retention sweep runs after the one at start (SPEC §2). */
+export const RETENTION_INTERVAL_MS = 3_600_000
+
+/** Builds the Config of library mode: defaults (or `opts.config`) with the given fields over them. */
+export function resolveConfig(opts: PostboxOptions): Config {
+  const base = opts.config ?? loadConfig({})
+  const { db, config: _c, clock: _k, rng: _r, log: _l, bootstrapAdminKey: _b, ...fields } = opts
+  const dataDir = fields.dataDir ?? (db !== undefined && opts.config === undefined ? dirname(db) : base.dataDir)
+  const dbPath = db ?? (fields.dataDir !== undefined ? join(dataDir, 'postbox.db') : base.dbPath)
+  const defined = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined))
+  return Object.freeze({ ...base, ...defined, dataDir, dbPath })
+}
+
+/**
+ * The library facade of SPEC §8: one store, the services, the dispatcher and the HTTP app,
+ * in-process. The server and the CLI use exactly this object.
+ */
+export class Postbox {
+  /** The Hono app; mount it in another server or call `app.request()`. */
+  readonly app: OpenAPIHono<ApiEnv>
+  /** What the first-start admin key rules did. */
+  readonly adminKey: AdminKeyBootstrap
+  private started = false
+  private closed = false
+  private retentionTimer: NodeJS.Timeout | null = null
+  private sweeping: Promise<unknown> | null = null
+
+  private constructor(
+    readonly config: Config,
+    readonly store: Store,
+    readonly log: Log,
+    readonly clock: Clock,
+    readonly webhooks: WebhookService,
+    readonly metrics: Metrics,
+    private readonly engine: Engine,
+    adminKey: AdminKeyBootstrap,
+  ) {
+    this.adminKey = adminKey
+    this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify })
+  }
+
+  /** Opens (creating and migrating) the database and wires every service; call `start()` to deliver. */
+  static async open(opts: PostboxOptions = {}): Promise<Postbox> {
+    const config = resolveConfig(opts)
+    const log = opts.log ?? silentLogger()
+    const clock = opts.clock ?? systemClock
+    const rng = opts.rng ?? Math.random
+    const store = openStore(config.dbPath, { synchronous: config.synchronous })
+    try {
+      const adminKey = opts.bootstrapAdminKey === false ? ({ action: 'none' } as const) : ensureAdminKey(store, config, log, clock.now())
+      const webhooks = createWebhookService({ store, config, clock, rng, log })
+      const metrics = createMetrics(store, clock)
+      const engine = createEngine({ store, config, clock, rng, log, webhooks, observer: metrics })
+      return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey)
+    } catch (err) {
+      store.close()
+      throw err
+    }
+  }
+
+  /** Endpoints: create, list, get, update, remove, secrets, enable, recover, test. */
+  get endpoints(): WebhookService['endpoints'] {
+    return this.webhooks.endpoints
+  }
+
+  /** Events: send, sendMany, get. */
+  get events(): WebhookService['events'] {
+    return this.webhooks.events
+  }
+
+  /** Deliveries: list, get, redeliver. */
+  get deliveries(): WebhookService['deliveries'] {
+    return this.webhooks.deliveries
+  }
+
+  /** Notifications (SPEC §7): send, get. */
+  get notifications(): NotifyService['notifications'] {
+    return this.engine.notify.notifications
+  }
+
+  /** One user's in-app inbox: list, unreadCount, read, unread, seen, archive, unarchive, readAll. */
+  inbox(userId: string): UserInbox {
+    return this.engine.notify.inbox(userId)
+  }
+
+  /** The directory: users (put, get, delete). */
+  get users(): NotifyService['users'] {
+    return this.engine.notify.users
+  }
+
+  /** Topic subscriptions (put, delete, list). */
+  get subscriptions(): NotifyService['subscriptions'] {
+    return this.engine.notify.subscriptions
+  }
+
+  /** Notification preferences (put, list). */
+  get preferences(): NotifyService['preferences'] {
+    return this.engine.notify.preferences
+  }
+
+  /** Versioned templates (put, list). */
+  get templates(): NotifyService['templates'] {
+    return this.engine.notify.templates
+  }
+
+  /** End-user inbox tokens (issue, verify). */
+  get tokens(): NotifyService['tokens'] {
+    return this.engine.notify.tokens
+  }
+
+  /** The full notify service (directory, inbox streams, channels). */
+  get notify(): NotifyService {
+    return this.engine.notify
+  }
+
+  /** Starts the dispatcher and the retention sweep (now, then hourly). Idempotent. */
+  start(): this {
+    if (this.started || this.closed) return this
+    this.started = true
+    this.engine.dispatcher.start()
+    this.sweep()
+    this.retentionTimer = setInterval(() => this.sweep(), RETENTION_INTERVAL_MS)
+    this.retentionTimer.unref()
+    return this
+  }
+
+  /** Runs one retention sweep unless one is already running. */
+  private sweep(): void {
+    if (this.sweeping || this.closed) return
+    const c = this.config
+    this.sweeping = sweepRetentionAsync(this.store, {
+      now: this.clock.now(),
+      successMs: c.retentionSuccessMs,
+      deadMs: c.retentionDeadMs,
+      inboxMs: c.retentionInboxMs,
+      eventsMs: c.retentionEventsMs,
+    })
+      .then((r) => this.log.info({ retention: r }, 'retention sweep done'))
+      .catch((err: unknown) => this.log.warn({ err }, 'retention sweep failed'))
+      .finally(() => {
+        this.sweeping = null
+      })
+  }
+
+  /**
+   * Graceful stop: the dispatcher stops claiming and drains in-flight requests within
+   * `config.shutdownTimeoutMs`, unsent claims are released, the sender's connections close,
+   * and the database is checkpointed and closed.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    if (this.retentionTimer) clearInterval(this.retentionTimer)
+    try {
+      await this.engine.stop(this.config.shutdownTimeoutMs)
+    } catch (err) {
+      this.log.warn({ err }, 'dispatcher did not stop cleanly')
+    }
+    await this.sweeping
+    this.store.close()
+  }
+}

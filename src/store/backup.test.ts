@@ -1,0 +1,69 @@
+import { existsSync, readdirSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { backupDatabase } from './backup.js'
+import { openDatabase, SCHEMA_VERSION, schemaVersion } from './db.js'
+import { openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
+
+const NOW = Date.UTC(2026, 0, 1)
+
+let q: TestQueue
+beforeEach(() => {
+  q = openTestQueue()
+})
+afterEach(() => q.cleanup())
+
+function fill(from: number, n: number): void {
+  q.db.transaction(() => {
+    for (let i = from; i < from + n; i++) q.deliveries.enqueue(row(`r${i}`, NOW, { payload: 'p'.repeat(500) }), NOW)
+  })()
+}
+
+describe('backupDatabase', () => {
+  it('copies a consistent database while writes continue, and the copy opens with the rows', async () => {
+    fill(0, 3_000)
+    const target = join(dirname(q.path), 'backup.db')
+    let writes = 0
+    let running = true
+    const writer = (async () => {
+      while (running) {
+        fill(100_000 + writes, 1)
+        writes++
+        await new Promise<void>((resolve) => setImmediate(resolve))
+      }
+    })()
+    const { pages } = await backupDatabase(q, target, { pagesPerStep: 20 })
+    running = false
+    await writer
+    expect(pages).toBeGreaterThan(100)
+    expect(writes).toBeGreaterThan(0)
+
+    const copy = openDatabase(target, { readonly: true })
+    try {
+      expect(copy.pragma('integrity_check', { simple: true })).toBe('ok')
+      expect(schemaVersion(copy)).toBe(SCHEMA_VERSION)
+      const n = copy.prepare('SELECT count(*) FROM deliveries').pluck().get() as number
+      expect(n).toBeGreaterThanOrEqual(3_000)
+      expect(n).toBeLessThanOrEqual(3_000 + writes)
+    } finally {
+      copy.close()
+    }
+    expect(readdirSync(dirname(target)).filter((f) => f.endsWith('.tmp'))).toEqual([])
+  })
+
+  it('replaces an existing file only when the copy is complete, and leaves nothing on failure', async () => {
+    fill(0, 10)
+    const dir = dirname(q.path)
+    const target = join(dir, 'existing.db')
+    writeFileSync(target, 'old backup')
+    await backupDatabase(q, target)
+    const copy = openDatabase(target, { readonly: true })
+    expect(copy.prepare('SELECT count(*) FROM deliveries').pluck().get()).toBe(10)
+    copy.close()
+
+    const missingDir = join(dir, 'no-such-dir', 'b.db')
+    await expect(backupDatabase(q, missingDir)).rejects.toThrow()
+    expect(existsSync(missingDir)).toBe(false)
+    expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([])
+  })
+})

@@ -1,0 +1,288 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { openDatabase } from './db.js'
+import { createDeliveriesStore, RESPONSE_BODY_LIMIT } from './deliveries.js'
+import type { ClaimedDelivery } from './delivery-types.js'
+import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
+
+const NOW = Date.UTC(2026, 0, 1)
+const claimOpts = { limit: 100, defaultTimeoutMs: 15_000 }
+
+let q: TestQueue
+beforeEach(() => {
+  q = openTestQueue()
+})
+afterEach(() => q.cleanup())
+
+const claim = (now = NOW, extra: Partial<Parameters<TestQueue['deliveries']['claimDue']>[0]> = {}): ClaimedDelivery[] =>
+  q.deliveries.claimDue({ ...claimOpts, now, ...extra })
+const ids = (rows: { id: string }[]): string[] => rows.map((r) => r.id)
+const enqueue = (key: string, extra: Parameters<typeof row>[2] = {}, now = NOW): string =>
+  q.deliveries.enqueue(row(key, now, extra), now).id
+
+describe('enqueue', () => {
+  it('returns the existing id on a repeated dedup key and wakes only for due rows', () => {
+    const first = q.deliveries.enqueue(row('k', NOW), NOW)
+    expect(first.created).toBe(true)
+    expect(first.id).toMatch(/^dlv_[0-9a-z]{26}$/)
+    expect(q.deliveries.enqueue(row('k', NOW), NOW)).toEqual({ id: first.id, created: false })
+    expect(q.due.count).toBe(1)
+    q.deliveries.enqueue(row('later', NOW, { nextAttemptAt: NOW + 1000 }), NOW)
+    expect(q.due.count).toBe(1)
+    expect(q.deliveries.get(first.id)).toMatchObject({ status: 'pending', attempts: 0, maxAttempts: 8, dedupKey: 'k' })
+  })
+})
+
+describe('claimDue', () => {
+  it('two interleaved claimers on separate connections never get the same row', () => {
+    const other = openDatabase(q.path)
+    try {
+      const second = createDeliveriesStore(other)
+      for (let i = 0; i < 100; i++) enqueue(`r${i}`)
+      const seen = new Map<string, string>()
+      for (let round = 0; round < 20; round++) {
+        const store = round % 2 === 0 ? q.deliveries : second
+        for (const c of store.claimDue({ ...claimOpts, limit: 7, now: NOW })) {
+          expect(seen.has(c.id)).toBe(false)
+          seen.set(c.id, c.claimToken)
+        }
+      }
+      expect(seen.size).toBe(100)
+      expect(new Set(seen.values()).size).toBe(100)
+    } finally {
+      other.close()
+    }
+  })
+
+  it('spends the attempt at claim and sets a lease longer than the timeout plus 15 s', () => {
+    insertEndpoint(q.db, { id: 'ep_slow', timeoutMs: 60_000 })
+    const a = enqueue('a')
+    const b = enqueue('b', { endpointId: 'ep_slow' })
+    const rows = claim(NOW, { leaseMarginMs: 1 })
+    expect(ids(rows)).toEqual([a, b])
+    expect(rows.map((r) => [r.status, r.attempts])).toEqual([['in_flight', 1], ['in_flight', 1]])
+    expect(rows[0]!.leaseUntil).toBe(NOW + 15_000 + 15_000)
+    expect(rows[1]!.leaseUntil).toBe(NOW + 60_000 + 15_000)
+    expect(rows[0]!.claimToken).not.toBe(rows[1]!.claimToken)
+    expect(rows[0]!.claimToken).toMatch(/^[0-9a-f]{24}$/)
+    for (const r of rows) expect(r).toEqual(q.deliveries.get(r.id))
+    expect(claim()).toEqual([])
+  })
+
+  it('re-offers a row whose lease expired, keeping the spent attempt; the stale token then misses', () => {
+    const id = enqueue('a')
+    const [first] = claim()
+    expect(claim(first!.leaseUntil - 1)).toEqual([])
+    const [second] = claim(first!.leaseUntil)
+    expect(second).toMatchObject({ id, attempts: 2 })
+    expect(second!.claimToken).not.toBe(first!.claimToken)
+
+    const before = q.deliveries.get(id)
+    const stale = q.deliveries.settle([{ id, claimToken: first!.claimToken, outcome: { kind: 'success' }, attempt: { startedAt: NOW, durationMs: 1 } }], NOW)
+    expect(stale).toEqual([{ result: 'missed' }])
+    expect(q.deliveries.get(id)).toEqual(before)
+    expect(q.deliveries.attempts(id)).toEqual([])
+
+    const ok = q.deliveries.settle([{ id, claimToken: second!.claimToken, outcome: { kind: 'success' } }], NOW)
+    expect(ok).toEqual([{ result: 'settled', status: 'success', attempts: 2 }])
+  })
+
+  it('moves exhausted rows to dead instead of claiming them', () => {
+    const none = enqueue('zero', { maxAttempts: 0 })
+    const used = enqueue('used')
+    q.db.prepare('UPDATE deliveries SET attempts = max_attempts WHERE id = ?').run(used)
+    const fine = enqueue('fine')
+    expect(ids(claim())).toEqual([fine])
+    for (const id of [none, used]) {
+      expect(q.deliveries.get(id)).toMatchObject({ status: 'dead', lastError: 'attempts_exhausted', completedAt: NOW })
+    }
+  })
+
+  it('an expired lease on the last attempt ends the row as dead', () => {
+    const id = enqueue('a', { maxAttempts: 1 })
+    const [c] = claim()
+    expect(claim(c!.leaseUntil)).toEqual([])
+    expect(q.deliveries.get(id)).toMatchObject({ status: 'dead', lastError: 'lease_expired', attempts: 1 })
+  })
+
+  it('skips paused, disabled and deleted endpoints until they recover', () => {
+    insertEndpoint(q.db, { id: 'ep_paused', pausedUntil: NOW + 5_000 })
+    insertEndpoint(q.db, { id: 'ep_disabled', disabled: true })
+    insertEndpoint(q.db, { id: 'ep_deleted', deletedAt: NOW })
+    insertEndpoint(q.db, { id: 'ep_ok' })
+    const p = enqueue('p', { endpointId: 'ep_paused' })
+    enqueue('d', { endpointId: 'ep_disabled' })
+    enqueue('x', { endpointId: 'ep_deleted' })
+    const ok = enqueue('ok', { endpointId: 'ep_ok' })
+    expect(ids(claim())).toEqual([ok])
+    expect(q.deliveries.get(p)).toMatchObject({ status: 'pending', attempts: 0 })
+    expect(ids(claim(NOW + 5_000))).toEqual([p])
+    q.db.prepare(`UPDATE endpoints SET disabled = 0 WHERE id = 'ep_disabled'`).run()
+    expect(claim(NOW + 5_000)).toHaveLength(1)
+  })
+
+  it('limits rows per endpoint with the capacity callback and still reaches other endpoints', () => {
+    insertEndpoint(q.db, { id: 'ep_busy' })
+    insertEndpoint(q.db, { id: 'ep_free' })
+    // A long backlog on one endpoint first: the free endpoint's rows sit far behind it.
+    for (let i = 0; i < 300; i++) enqueue(`busy${i}`, { endpointId: 'ep_busy' })
+    const free = [0, 1, 2, 3].map((i) => enqueue(`free${i}`, { endpointId: 'ep_free' }))
+    const cap = { ep_busy: 2, ep_free: 100 } as Record<string, number>
+    const rows = claim(NOW, { limit: 10, capacity: (ep) => cap[ep]! })
+    expect(rows.filter((r) => r.endpointId === 'ep_busy')).toHaveLength(2)
+    expect(ids(rows.filter((r) => r.endpointId === 'ep_free'))).toEqual(free)
+    expect(claim(NOW, { excludeEndpoints: ['ep_busy'] })).toEqual([])
+  })
+
+  it('honours the ordering barrier per (endpoint, key) on ordered endpoints only', () => {
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    insertEndpoint(q.db, { id: 'ep_any' })
+    const k1a = enqueue('k1a', { endpointId: 'ep_ord', orderingKey: 'k1' })
+    const k1b = enqueue('k1b', { endpointId: 'ep_ord', orderingKey: 'k1' })
+    const k2a = enqueue('k2a', { endpointId: 'ep_ord', orderingKey: 'k2' })
+    const k2b = enqueue('k2b', { endpointId: 'ep_ord', orderingKey: 'k2' })
+    const k2c = enqueue('k2c', { endpointId: 'ep_ord', orderingKey: 'k2' })
+    const free = enqueue('free', { endpointId: 'ep_ord' })
+    const u1 = enqueue('u1', { endpointId: 'ep_any', orderingKey: 'k2' })
+    const u2 = enqueue('u2', { endpointId: 'ep_any', orderingKey: 'k2' })
+
+    const first = claim()
+    expect(ids(first)).toEqual([k1a, k2a, free, u1, u2])
+    const succeed = (rows: ClaimedDelivery[]) =>
+      q.deliveries.settle(rows.map((r) => ({ id: r.id, claimToken: r.claimToken, outcome: { kind: 'success' } })), NOW)
+    // k2a fails and is retried in the future: it keeps blocking k2b and k2c; the rest succeed.
+    const k2aToken = first.find((r) => r.id === k2a)!.claimToken
+    q.deliveries.settle([{ id: k2a, claimToken: k2aToken, outcome: { kind: 'retry', at: NOW + 60_000 } }], NOW)
+    succeed(first.filter((r) => r.id !== k2a))
+    const other = enqueue('u3', { endpointId: 'ep_any', orderingKey: 'k2' })
+    const second = claim(NOW + 1)
+    expect(ids(second)).toEqual([k1b, other])
+    succeed(second)
+    const [retried] = claim(NOW + 60_000)
+    expect(retried!.id).toBe(k2a)
+    q.deliveries.settle([{ id: k2a, claimToken: retried!.claimToken, outcome: { kind: 'dead' } }], NOW + 60_000)
+    expect(ids(claim(NOW + 60_000))).toEqual([k2b])
+    expect(q.deliveries.get(k2c)!.status).toBe('pending')
+  })
+})
+
+describe('settle', () => {
+  it('snooze and release give the attempt back; release is due at once', () => {
+    const a = enqueue('a')
+    const b = enqueue('b')
+    const [ca, cb] = claim()
+    const wakes = q.due.count
+    const res = q.deliveries.settle(
+      [
+        { id: a, claimToken: ca!.claimToken, outcome: { kind: 'snooze', at: NOW + 30_000 }, attempt: { startedAt: NOW, durationMs: 5, error: 'circuit_open' } },
+        { id: b, claimToken: cb!.claimToken, outcome: { kind: 'release' } },
+      ],
+      NOW,
+    )
+    expect(res).toEqual([
+      { result: 'settled', status: 'pending', attempts: 0 },
+      { result: 'settled', status: 'pending', attempts: 0 },
+    ])
+    expect(q.due.count).toBe(wakes + 1)
+    expect(q.deliveries.get(a)).toMatchObject({ nextAttemptAt: NOW + 30_000, claimToken: null, leaseUntil: null })
+    expect(q.deliveries.attempts(a)).toMatchObject([{ attempt: 1, outcome: 'snooze', error: 'circuit_open' }])
+    expect(q.deliveries.attempts(b)).toEqual([])
+    expect(ids(claim())).toEqual([b])
+  })
+
+  it('retry schedules the row; a retry on the last attempt makes it dead', () => {
+    const id = enqueue('a', { maxAttempts: 2 })
+    let [c] = claim()
+    const r1 = q.deliveries.settle([{ id, claimToken: c!.claimToken, outcome: { kind: 'retry', at: NOW + 1_000 }, attempt: { startedAt: NOW, durationMs: 3, statusCode: 503, error: 'http_503' } }], NOW)
+    expect(r1).toEqual([{ result: 'settled', status: 'pending', attempts: 1 }])
+    expect(claim(NOW + 999)).toEqual([])
+    ;[c] = claim(NOW + 1_000)
+    const r2 = q.deliveries.settle([{ id, claimToken: c!.claimToken, outcome: { kind: 'retry', at: NOW + 9_000 }, attempt: { startedAt: NOW + 1_000, durationMs: 3, statusCode: 500, error: 'http_500' } }], NOW + 1_000)
+    expect(r2).toEqual([{ result: 'settled', status: 'dead', attempts: 2 }])
+    expect(q.deliveries.get(id)).toMatchObject({ status: 'dead', lastStatusCode: 500, lastError: 'http_500', completedAt: NOW + 1_000 })
+    expect(q.deliveries.attempts(id).map((a) => [a.attempt, a.outcome, a.statusCode])).toEqual([
+      [1, 'retry', 503],
+      [2, 'dead', 500],
+    ])
+  })
+
+  it('logs attempts with the response body capped at 16 KiB', () => {
+    const id = enqueue('a')
+    const [c] = claim()
+    q.deliveries.settle([{ id, claimToken: c!.claimToken, outcome: { kind: 'success' }, attempt: { startedAt: NOW, durationMs: 12.6, statusCode: 200, responseBody: 'x'.repeat(40_000) } }], NOW + 13)
+    const [a] = q.deliveries.attempts(id)
+    expect(a).toMatchObject({ deliveryId: id, attempt: 1, outcome: 'success', statusCode: 200, durationMs: 13, error: null })
+    expect(a!.responseBody).toHaveLength(RESPONSE_BODY_LIMIT)
+    expect(q.deliveries.get(id)).toMatchObject({ status: 'success', completedAt: NOW + 13, lastStatusCode: 200, lastError: null })
+  })
+})
+
+describe('operator actions', () => {
+  it('redeliver: only terminal rows, attempts reset, history kept', () => {
+    const id = enqueue('a')
+    expect(q.deliveries.redeliver(id, NOW)).toBe('not_eligible')
+    expect(q.deliveries.redeliver('dlv_missing', NOW)).toBe('not_found')
+    const [c] = claim()
+    expect(q.deliveries.redeliver(id, NOW)).toBe('not_eligible')
+    q.deliveries.settle([{ id, claimToken: c!.claimToken, outcome: { kind: 'dead' }, attempt: { startedAt: NOW, durationMs: 1, statusCode: 400 } }], NOW)
+    const wakes = q.due.count
+    expect(q.deliveries.redeliver(id, NOW + 5)).toBe('ok')
+    expect(q.due.count).toBe(wakes + 1)
+    expect(q.deliveries.get(id)).toMatchObject({ status: 'pending', attempts: 0, nextAttemptAt: NOW + 5, completedAt: null })
+    expect(q.deliveries.attempts(id)).toHaveLength(1)
+    expect(ids(claim(NOW + 5))).toEqual([id])
+  })
+
+  it('recover brings back dead rows of one endpoint created in [since, until)', () => {
+    insertEndpoint(q.db, { id: 'ep_a' })
+    insertEndpoint(q.db, { id: 'ep_b' })
+    const made = [0, 1, 2, 3].map((i) => enqueue(`a${i}`, { endpointId: 'ep_a' }, NOW + i * 1000))
+    const otherEp = enqueue('b0', { endpointId: 'ep_b' }, NOW + 1000)
+    q.db.prepare(`UPDATE deliveries SET status = 'dead', attempts = 8, completed_at = ?`).run(NOW)
+    expect(q.deliveries.recover('ep_a', NOW + 1000, NOW + 3000, NOW + 10_000)).toBe(2)
+    expect(made.map((id) => q.deliveries.get(id)!.status)).toEqual(['dead', 'pending', 'pending', 'dead'])
+    expect(q.deliveries.get(made[1]!)).toMatchObject({ attempts: 0, nextAttemptAt: NOW + 10_000 })
+    expect(q.deliveries.get(otherEp)!.status).toBe('dead')
+  })
+
+  it('cancelForEndpoint cancels pending rows of that endpoint only; killPending makes them dead', () => {
+    insertEndpoint(q.db, { id: 'ep_a' })
+    insertEndpoint(q.db, { id: 'ep_b' })
+    const inFlight = enqueue('a0', { endpointId: 'ep_a' })
+    claim()
+    const pending = [1, 2].map((i) => enqueue(`a${i}`, { endpointId: 'ep_a', nextAttemptAt: NOW + 1000 }))
+    const b = enqueue('b0', { endpointId: 'ep_b' })
+    expect(q.deliveries.cancelForEndpoint('ep_a', NOW)).toBe(2)
+    expect(pending.map((id) => q.deliveries.get(id)!.status)).toEqual(['cancelled', 'cancelled'])
+    expect(q.deliveries.get(pending[0]!)).toMatchObject({ lastError: 'endpoint_deleted', completedAt: NOW })
+    expect(q.deliveries.get(inFlight)!.status).toBe('in_flight')
+    expect(q.deliveries.killPendingForEndpoint('ep_b', 'endpoint_disabled', NOW)).toBe(1)
+    expect(q.deliveries.get(b)).toMatchObject({ status: 'dead', lastError: 'endpoint_disabled' })
+  })
+})
+
+describe('reads', () => {
+  it('lists newest first with cursors and filters', () => {
+    insertEndpoint(q.db, { id: 'ep_a' })
+    const made: string[] = []
+    for (let i = 0; i < 25; i++) made.push(enqueue(`r${i}`, i % 5 === 0 ? { endpointId: 'ep_a' } : {}))
+    const newest = [...made].reverse()
+    const p1 = q.deliveries.list({ limit: 10 })
+    const p2 = q.deliveries.list({ limit: 10, cursor: p1.next_cursor })
+    const p3 = q.deliveries.list({ limit: 10, cursor: p2.next_cursor })
+    expect([...ids(p1.data), ...ids(p2.data), ...ids(p3.data)]).toEqual(newest)
+    expect(p3.next_cursor).toBeNull()
+    expect(ids(q.deliveries.list({ limit: 50, endpointId: 'ep_a' }).data)).toEqual(newest.filter((_, i) => (24 - i) % 5 === 0))
+    expect(q.deliveries.list({ limit: 50, status: 'success' }).data).toEqual([])
+    expect(ids(q.deliveries.list({ limit: 3, cursor: 'not a cursor!' }).data)).toEqual(newest.slice(0, 3))
+  })
+
+  it('counts by status and reports the oldest pending time', () => {
+    expect(q.deliveries.oldestPendingAt()).toBeNull()
+    enqueue('a', { nextAttemptAt: NOW + 500 })
+    enqueue('b')
+    enqueue('c')
+    claim(NOW, { limit: 1 })
+    expect(q.deliveries.countByStatus()).toEqual({ pending: 2, in_flight: 1, success: 0, dead: 0, cancelled: 0 })
+    expect(q.deliveries.oldestPendingAt()).toBe(NOW)
+  })
+})

@@ -1,0 +1,146 @@
+/**
+ * The types of the delivery queue (store/deliveries.ts). They hold no SQLite types, so another
+ * backend can implement the same contract. Import them from './deliveries.js'.
+ */
+import type { Page } from '../lib/cursor.js'
+
+/** Where a delivery is in its lifecycle (SPEC §2). */
+export type DeliveryStatus = 'pending' | 'in_flight' | 'success' | 'dead' | 'cancelled'
+/**
+ * The channels that share the delivery queue. `webhook` rows go to an endpoint; `notify-webhook`
+ * rows are a notification's webhook channel, which publishes a `notification.<topic>` event.
+ */
+export type Channel = 'webhook' | 'inbox' | 'email' | 'notify-webhook'
+
+/** A delivery row, mapped to camelCase. */
+export interface Delivery {
+  id: string
+  channel: Channel
+  dedupKey: string
+  eventId: string | null
+  endpointId: string | null
+  notificationId: string | null
+  recipient: string | null
+  eventType: string
+  orderingKey: string | null
+  payload: string | null
+  groupKey: string | null
+  status: DeliveryStatus
+  attempts: number
+  maxAttempts: number
+  nextAttemptAt: number
+  claimToken: string | null
+  leaseUntil: number | null
+  lastStatusCode: number | null
+  lastError: string | null
+  createdAt: number
+  updatedAt: number
+  completedAt: number | null
+}
+
+/** A row returned by `claimDue`: it holds a fresh claim token and a lease. */
+export interface ClaimedDelivery extends Delivery {
+  claimToken: string
+  leaseUntil: number
+}
+
+/** What `enqueue` needs to create one delivery. */
+export interface NewDelivery {
+  channel: Channel
+  dedupKey: string
+  eventId?: string | null
+  endpointId?: string | null
+  notificationId?: string | null
+  recipient?: string | null
+  eventType: string
+  orderingKey?: string | null
+  payload?: string | null
+  groupKey?: string | null
+  maxAttempts: number
+  nextAttemptAt: number
+}
+
+/** One logged attempt. */
+export interface AttemptRecord {
+  startedAt: number
+  durationMs: number
+  statusCode?: number | null
+  error?: string | null
+  responseBody?: string | null
+}
+
+/** An attempt row as stored. */
+export interface Attempt extends Required<AttemptRecord> {
+  id: number
+  deliveryId: string
+  attempt: number
+  outcome: string
+}
+
+/** How one claimed attempt ended (SPEC §2 outcome table). */
+export type Outcome =
+  | { kind: 'success' }
+  | { kind: 'retry'; at: number }
+  | { kind: 'dead' }
+  | { kind: 'snooze'; at: number }
+  | { kind: 'release' }
+
+/** One entry of a `settle` batch. */
+export interface SettleInput {
+  id: string
+  claimToken: string
+  outcome: Outcome
+  /** The attempt to log; omit when nothing was sent (release, or a snooze before sending). */
+  attempt?: AttemptRecord
+}
+
+/** The result of one settle entry: `missed` when the token no longer matches. */
+export type SettleResult = { result: 'settled'; status: DeliveryStatus; attempts: number } | { result: 'missed' }
+
+/** Options for `claimDue`. */
+export interface ClaimOptions {
+  limit: number
+  now: number
+  /** Default request timeout for rows without an endpoint (inbox, email). */
+  defaultTimeoutMs: number
+  /** Added to the timeout to make the lease; SPEC §1 requires at least 15 s. */
+  leaseMarginMs?: number
+  /** Remaining slots per endpoint (concurrency, rate tokens, half-open probe); absent = unlimited. */
+  capacity?: (endpointId: string) => number
+  /** Endpoints to skip entirely this round (saturated). */
+  excludeEndpoints?: readonly string[]
+}
+
+/** Filters for `list`. */
+export interface DeliveryFilter {
+  status?: DeliveryStatus
+  endpointId?: string
+  eventType?: string
+  eventId?: string
+  notificationId?: string
+  limit: number
+  cursor?: string | null
+}
+
+/** The delivery queue: enqueue, claim, settle and the operator actions, as plain functions. */
+export interface DeliveriesStore {
+  enqueue(row: NewDelivery, now: number): { id: string; created: boolean }
+  claimDue(opts: ClaimOptions): ClaimedDelivery[]
+  settle(results: readonly SettleInput[], now: number): SettleResult[]
+  get(id: string): Delivery | null
+  attempts(id: string): Attempt[]
+  list(filter: DeliveryFilter): Page<Delivery>
+  byEvent(eventId: string): Delivery[]
+  byNotification(notificationId: string): Delivery[]
+  pendingInGroup(groupKey: string): Delivery[]
+  finishGroupMember(id: string, status: 'success' | 'dead', error: string | null, now: number): boolean
+  redeliver(id: string, now: number): 'ok' | 'not_found' | 'not_eligible'
+  recover(endpointId: string, since: number, until: number, now: number): number
+  cancelForEndpoint(endpointId: string, now: number): number
+  killPendingForEndpoint(endpointId: string, error: string, now: number): number
+  countByStatus(): Record<DeliveryStatus, number>
+  /** Pending rows per endpoint id (one pass over the pending queue, not over history). */
+  pendingByEndpoint(): Record<string, number>
+  oldestPendingAt(): number | null
+}
+

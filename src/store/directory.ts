@@ -1,0 +1,242 @@
+import type { Statement } from 'better-sqlite3'
+import type { Db } from './db.js'
+import { parseJsonOr } from '../lib/json.js'
+
+/** A directory user, mapped to camelCase. */
+export interface UserRow {
+  id: string
+  email: string | null
+  name: string | null
+  locale: string | null
+  timezone: string | null
+  roles: string[]
+  teams: string[]
+  createdAt: number
+  updatedAt: number
+}
+
+/** The fields `putUser` writes (absent fields keep their stored value). */
+export interface UserInput {
+  email?: string | null
+  name?: string | null
+  locale?: string | null
+  timezone?: string | null
+  roles?: string[]
+  teams?: string[]
+}
+
+/** A topic subscription of one principal (`user:<id>`, `role:<r>`, `team:<t>`). */
+export interface SubscriptionRow {
+  topic: string
+  principal: string
+  enabled: boolean
+  createdAt: number
+}
+
+/** Quiet hours of a preference: local `HH:MM` window in `tz`. */
+export interface QuietHours {
+  tz: string
+  start: string
+  end: string
+}
+
+/** One preference row; `*` is the wildcard for user, topic and channel. */
+export interface PreferenceRow {
+  userId: string
+  topic: string
+  channel: string
+  enabled: boolean
+  digest: 'none' | 'daily' | 'weekly'
+  quietHours: QuietHours | null
+  updatedAt: number
+}
+
+/** One template version. */
+export interface TemplateRow {
+  id: number
+  topic: string
+  channel: string
+  locale: string
+  version: number
+  subject: string
+  body: string
+  format: 'text' | 'markdown' | 'html'
+  active: boolean
+  createdAt: number
+}
+
+/** What `putTemplate` needs; the version is assigned. */
+export type TemplateInput = Omit<TemplateRow, 'id' | 'version' | 'createdAt'>
+
+const USER_COLUMNS = `id, email, name, locale, timezone, roles, teams, created_at AS createdAt, updated_at AS updatedAt`
+const PREF_COLUMNS = `user_id AS userId, topic, channel, enabled, digest, quiet_hours AS quietHours, updated_at AS updatedAt`
+const TEMPLATE_COLUMNS = `id, topic, channel, locale, version, subject, body, format, active, created_at AS createdAt`
+
+const SQL = {
+  upsertUser: `INSERT INTO users (id, email, name, locale, timezone, roles, teams, created_at, updated_at)
+      VALUES (@id, @email, @name, @locale, @timezone, @roles, @teams, @now, @now)
+    ON CONFLICT (id) DO UPDATE SET email = excluded.email, name = excluded.name, locale = excluded.locale,
+      timezone = excluded.timezone, roles = excluded.roles, teams = excluded.teams, updated_at = excluded.updated_at`,
+  getUser: `SELECT ${USER_COLUMNS} FROM users WHERE id = ?`,
+  userByEmail: `SELECT ${USER_COLUMNS} FROM users WHERE email = ? COLLATE NOCASE ORDER BY created_at, id LIMIT 1`,
+  deleteUser: `DELETE FROM users WHERE id = ?`,
+  deleteGroups: `DELETE FROM user_groups WHERE user_id = ?`,
+  insertGroup: `INSERT OR IGNORE INTO user_groups (kind, name, user_id) VALUES (?, ?, ?)`,
+  members: `SELECT ${USER_COLUMNS.replace(/(^|, )/g, '$1u.')} FROM user_groups g JOIN users u ON u.id = g.user_id
+    WHERE g.kind = ? AND g.name = ? ORDER BY g.user_id`,
+  usersWithPreferences: `SELECT DISTINCT user_id FROM preferences WHERE topic IN (?, '*') AND user_id <> '*'`,
+  userPreferencesFor: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = ? AND topic IN (?, '*')`,
+  globalPreferencesFor: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = '*' AND topic IN (?, '*')`,
+  deleteUserSubscriptions: `DELETE FROM subscriptions WHERE principal = ?`,
+  deleteUserPreferences: `DELETE FROM preferences WHERE user_id = ?`,
+  putSubscription: `INSERT INTO subscriptions (topic, principal, enabled, created_at) VALUES (?, ?, 1, ?)
+    ON CONFLICT (topic, principal) DO UPDATE SET enabled = 1`,
+  deleteSubscription: `DELETE FROM subscriptions WHERE topic = ? AND principal = ?`,
+  subscriptionsByTopic: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
+    WHERE topic = ? ORDER BY created_at, principal`,
+  allSubscriptions: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
+    ORDER BY topic, created_at, principal LIMIT 10000`,
+  subscribers: `SELECT principal FROM subscriptions WHERE topic = ? AND enabled = 1 ORDER BY created_at, principal`,
+  putPreference: `INSERT INTO preferences (user_id, topic, channel, enabled, digest, quiet_hours, updated_at)
+      VALUES (@userId, @topic, @channel, @enabled, @digest, @quietHours, @updatedAt)
+    ON CONFLICT (user_id, topic, channel) DO UPDATE SET enabled = excluded.enabled, digest = excluded.digest,
+      quiet_hours = excluded.quiet_hours, updated_at = excluded.updated_at`,
+  preferencesOfUser: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = ? ORDER BY topic, channel`,
+  preferencesFor: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id IN (?, '*') AND topic IN (?, '*')`,
+  nextVersion: `SELECT COALESCE(MAX(version), 0) + 1 FROM templates WHERE topic = ? AND channel = ? AND locale = ?`,
+  insertTemplate: `INSERT INTO templates (topic, channel, locale, version, subject, body, format, active, created_at)
+    VALUES (@topic, @channel, @locale, @version, @subject, @body, @format, @active, @createdAt) RETURNING ${TEMPLATE_COLUMNS}`,
+  templates: `SELECT ${TEMPLATE_COLUMNS} FROM templates ORDER BY topic, channel, locale, version DESC LIMIT 10000`,
+  templatesByTopic: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? ORDER BY channel, locale, version DESC`,
+  activeTemplates: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? AND channel = ? AND active = 1
+    ORDER BY locale, version DESC`,
+} as const
+
+type RawUser = Omit<UserRow, 'roles' | 'teams'> & { roles: string; teams: string }
+type RawPref = Omit<PreferenceRow, 'enabled' | 'quietHours'> & { enabled: number; quietHours: string | null }
+type RawTemplate = Omit<TemplateRow, 'active'> & { active: number }
+
+const mapUser = (r: RawUser | undefined): UserRow | null =>
+  r ? { ...r, roles: parseJsonOr<string[]>(r.roles, []), teams: parseJsonOr<string[]>(r.teams, []) } : null
+const mapPref = (r: RawPref): PreferenceRow => ({
+  ...r,
+  enabled: r.enabled === 1,
+  quietHours: parseJsonOr<QuietHours | null>(r.quietHours, null),
+})
+const mapTemplate = (r: RawTemplate): TemplateRow => ({ ...r, active: r.active === 1 })
+const mapSub = (r: Omit<SubscriptionRow, 'enabled'> & { enabled: number }): SubscriptionRow => ({ ...r, enabled: r.enabled === 1 })
+
+/** Users and their roles/teams, subscriptions, preferences and versioned templates. */
+export interface DirectoryStore {
+  putUser(id: string, input: UserInput, now: number): { user: UserRow; created: boolean }
+  getUser(id: string): UserRow | null
+  userByEmail(email: string): UserRow | null
+  deleteUser(id: string): boolean
+  /** Users holding a role or team, in id order. */
+  members(kind: 'role' | 'team', name: string): UserRow[]
+  putSubscription(topic: string, principal: string, now: number): SubscriptionRow
+  deleteSubscription(topic: string, principal: string): boolean
+  listSubscriptions(topic?: string): SubscriptionRow[]
+  /** Principals of the enabled subscriptions to `topic`, oldest first. */
+  subscribers(topic: string): string[]
+  putPreference(row: PreferenceRow): PreferenceRow
+  preferencesOfUser(userId: string): PreferenceRow[]
+  /** Every row that may apply to (user, topic): the user's and `*` rows, for the topic and `*`. */
+  preferencesFor(userId: string, topic: string): PreferenceRow[]
+  /**
+   * A lookup of the rows that may apply to each user for one topic, built with two queries
+   * plus one per user that has rows of their own, so a fan-out does not query per recipient.
+   */
+  preferencesForTopic(topic: string): (userId: string) => PreferenceRow[]
+  putTemplate(input: TemplateInput, now: number): TemplateRow
+  listTemplates(topic?: string): TemplateRow[]
+  activeTemplates(topic: string, channel: string): TemplateRow[]
+}
+
+/** Creates the directory store over a connection. */
+export function createDirectoryStore(db: Db): DirectoryStore {
+  const s = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, db.prepare(v)])) as {
+    [K in keyof typeof SQL]: Statement
+  }
+  const nextVersion = db.prepare(SQL.nextVersion).pluck()
+  const usersWithPreferences = db.prepare(SQL.usersWithPreferences).pluck()
+  const subscribers = db.prepare(SQL.subscribers).pluck()
+
+  const putUserTx = db.transaction((id: string, input: UserInput, now: number) => {
+    const prev = mapUser(s.getUser.get(id) as RawUser | undefined)
+    const pick = <K extends keyof UserInput>(k: K, fallback: NonNullable<UserInput[K]> | null) =>
+      input[k] !== undefined ? input[k] : prev ? (prev[k] as UserInput[K]) : fallback
+    const roles = [...new Set((pick('roles', []) ?? []) as string[])]
+    const teams = [...new Set((pick('teams', []) ?? []) as string[])]
+    s.upsertUser.run({
+      id,
+      email: pick('email', null) ?? null,
+      name: pick('name', null) ?? null,
+      locale: pick('locale', null) ?? null,
+      timezone: pick('timezone', null) ?? null,
+      roles: JSON.stringify(roles),
+      teams: JSON.stringify(teams),
+      now,
+    })
+    // user_groups mirrors roles/teams so role:/team: selectors are one indexed lookup.
+    s.deleteGroups.run(id)
+    for (const r of roles) s.insertGroup.run('role', r, id)
+    for (const t of teams) s.insertGroup.run('team', t, id)
+    return { user: mapUser(s.getUser.get(id) as RawUser)!, created: prev === null }
+  })
+
+  const deleteUserTx = db.transaction((id: string): boolean => {
+    const n = s.deleteUser.run(id).changes
+    if (n > 0) {
+      s.deleteUserSubscriptions.run(`user:${id}`)
+      s.deleteUserPreferences.run(id)
+    }
+    return n > 0
+  })
+
+  const putTemplateTx = db.transaction((input: TemplateInput, now: number): TemplateRow => {
+    const version = nextVersion.get(input.topic, input.channel, input.locale) as number
+    return mapTemplate(
+      s.insertTemplate.get({ ...input, active: input.active ? 1 : 0, version, createdAt: now }) as RawTemplate,
+    )
+  })
+
+  return {
+    putUser: (id, input, now) => putUserTx.immediate(id, input, now),
+    getUser: (id) => mapUser(s.getUser.get(id) as RawUser | undefined),
+    userByEmail: (email) => mapUser(s.userByEmail.get(email) as RawUser | undefined),
+    deleteUser: (id) => deleteUserTx.immediate(id),
+    members: (kind, name) => (s.members.all(kind, name) as RawUser[]).map((r) => mapUser(r)!),
+    putSubscription(topic, principal, now) {
+      s.putSubscription.run(topic, principal, now)
+      const row = (s.subscriptionsByTopic.all(topic) as Parameters<typeof mapSub>[0][]).find((r) => r.principal === principal)!
+      return mapSub(row)
+    },
+    deleteSubscription: (topic, principal) => s.deleteSubscription.run(topic, principal).changes > 0,
+    listSubscriptions: (topic) =>
+      ((topic === undefined ? s.allSubscriptions.all() : s.subscriptionsByTopic.all(topic)) as Parameters<typeof mapSub>[0][]).map(
+        mapSub,
+      ),
+    subscribers: (topic) => subscribers.all(topic) as string[],
+    putPreference(row) {
+      s.putPreference.run({
+        ...row,
+        enabled: row.enabled ? 1 : 0,
+        quietHours: row.quietHours ? JSON.stringify(row.quietHours) : null,
+      })
+      return row
+    },
+    preferencesOfUser: (userId) => (s.preferencesOfUser.all(userId) as RawPref[]).map(mapPref),
+    preferencesFor: (userId, topic) => (s.preferencesFor.all(userId, topic) as RawPref[]).map(mapPref),
+    preferencesForTopic(topic) {
+      const global = (s.globalPreferencesFor.all(topic) as RawPref[]).map(mapPref)
+      const own = new Set(usersWithPreferences.all(topic) as string[])
+      return (userId) =>
+        own.has(userId) ? [...(s.userPreferencesFor.all(userId, topic) as RawPref[]).map(mapPref), ...global] : global
+    },
+    putTemplate: (input, now) => putTemplateTx.immediate(input, now),
+    listTemplates: (topic) =>
+      ((topic === undefined ? s.templates.all() : s.templatesByTopic.all(topic)) as RawTemplate[]).map(mapTemplate),
+    activeTemplates: (topic, channel) => (s.activeTemplates.all(topic, channel) as RawTemplate[]).map(mapTemplate),
+  }
+}

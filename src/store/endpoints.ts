@@ -1,0 +1,204 @@
+import type { Statement } from 'better-sqlite3'
+import type { Db } from './db.js'
+import { decodeCursor, encodeCursor, type Page } from '../lib/cursor.js'
+
+/** A secret still sent during its rotation grace period. */
+export interface PreviousSecret {
+  secret: string
+  expiresAt: number
+}
+
+/** The settings of an endpoint that a user can change. */
+export interface EndpointSettings {
+  url: string
+  description: string
+  eventTypes: string[] | null
+  headers: Record<string, string>
+  method: 'POST' | 'PUT'
+  timeoutMs: number
+  maxConcurrency: number
+  rateLimit: number | null
+  ordered: boolean
+  retrySchedule: number[] | null
+  signature: 'standard' | 'hmac-sha256'
+  metadata: Record<string, unknown>
+}
+
+/** An endpoint row, mapped to camelCase with its JSON columns parsed. */
+export interface EndpointRow extends EndpointSettings {
+  id: string
+  secret: string
+  previousSecrets: PreviousSecret[]
+  disabled: boolean
+  disabledReason: string | null
+  deletedAt: number | null
+  lastSuccessAt: number | null
+  lastFailureAt: number | null
+  failingSince: number | null
+  consecutiveFailures: number
+  failuresSinceSuccess: number
+  pausedUntil: number | null
+  pauseCount: number
+  createdAt: number
+  updatedAt: number
+}
+
+/** What one attempt did to an endpoint's health. */
+export interface HealthUpdate {
+  success: boolean
+  /** A transport failure or 5xx: counts towards the circuit breaker. */
+  breakerFailure: boolean
+}
+
+const COLUMNS = `id, url, description, event_types AS eventTypes, headers, method, timeout_ms AS timeoutMs,
+  max_concurrency AS maxConcurrency, rate_limit AS rateLimit, ordered, retry_schedule AS retrySchedule, signature,
+  secret, previous_secrets AS previousSecrets, metadata, disabled, disabled_reason AS disabledReason,
+  deleted_at AS deletedAt, last_success_at AS lastSuccessAt, last_failure_at AS lastFailureAt,
+  failing_since AS failingSince, consecutive_failures AS consecutiveFailures,
+  failures_since_success AS failuresSinceSuccess, paused_until AS pausedUntil, pause_count AS pauseCount,
+  created_at AS createdAt, updated_at AS updatedAt`
+
+const SQL = {
+  insert: `INSERT INTO endpoints (id, url, description, event_types, headers, method, timeout_ms, max_concurrency,
+      rate_limit, ordered, retry_schedule, signature, secret, metadata, disabled, disabled_reason, created_at, updated_at)
+    VALUES (@id, @url, @description, @eventTypes, @headers, @method, @timeoutMs, @maxConcurrency, @rateLimit, @ordered,
+      @retrySchedule, @signature, @secret, @metadata, @disabled, @disabledReason, @now, @now)`,
+  get: `SELECT ${COLUMNS} FROM endpoints WHERE id = ? AND deleted_at IS NULL`,
+  getAny: `SELECT ${COLUMNS} FROM endpoints WHERE id = ?`,
+  active: `SELECT ${COLUMNS} FROM endpoints WHERE disabled = 0 AND deleted_at IS NULL ORDER BY id`,
+  update: `UPDATE endpoints SET url = @url, description = @description, event_types = @eventTypes, headers = @headers,
+      method = @method, timeout_ms = @timeoutMs, max_concurrency = @maxConcurrency, rate_limit = @rateLimit,
+      ordered = @ordered, retry_schedule = @retrySchedule, signature = @signature, metadata = @metadata, updated_at = @now
+    WHERE id = @id AND deleted_at IS NULL`,
+  softDelete: `UPDATE endpoints SET deleted_at = @now, updated_at = @now WHERE id = @id AND deleted_at IS NULL`,
+  setSecret: `UPDATE endpoints SET secret = @secret, previous_secrets = @previous, updated_at = @now
+    WHERE id = @id AND deleted_at IS NULL`,
+  successQuick: `UPDATE endpoints SET last_success_at = @now
+    WHERE id = @id AND consecutive_failures = 0 AND pause_count = 0 AND failing_since IS NULL AND paused_until IS NULL`,
+  success: `UPDATE endpoints SET last_success_at = @now, consecutive_failures = 0, failures_since_success = 0,
+      failing_since = NULL, paused_until = NULL, pause_count = 0
+    WHERE id = @id`,
+  failure: `UPDATE endpoints SET last_failure_at = @now, failing_since = COALESCE(failing_since, @now),
+      failures_since_success = failures_since_success + 1,
+      consecutive_failures = consecutive_failures + @breaker
+    WHERE id = @id
+    RETURNING ${COLUMNS}`,
+  pause: `UPDATE endpoints SET paused_until = @until, pause_count = pause_count + 1 WHERE id = @id`,
+  disable: `UPDATE endpoints SET disabled = 1, disabled_reason = @reason, updated_at = @now
+    WHERE id = @id AND disabled = 0 AND deleted_at IS NULL`,
+  enable: `UPDATE endpoints SET disabled = 0, disabled_reason = NULL, consecutive_failures = 0,
+      failures_since_success = 0, failing_since = NULL, paused_until = NULL, pause_count = 0, updated_at = @now
+    WHERE id = @id AND deleted_at IS NULL`,
+} as const
+
+/** The endpoints table: configuration, secrets and health. Deleted rows stay (soft delete). */
+export interface EndpointsStore {
+  insert(row: EndpointSettings & { id: string; secret: string; disabled: boolean; disabledReason: string | null }, now: number): void
+  /** A live (not deleted) endpoint, or null. */
+  get(id: string): EndpointRow | null
+  /** Any endpoint, deleted or not (deliveries keep pointing at deleted ones). */
+  getAny(id: string): EndpointRow | null
+  /** Enabled, non-deleted endpoints: the fan-out candidates. */
+  active(): EndpointRow[]
+  list(opts: { limit: number; cursor?: string | null }): Page<EndpointRow>
+  update(id: string, settings: EndpointSettings, now: number): boolean
+  softDelete(id: string, now: number): boolean
+  setSecret(id: string, secret: string, previous: PreviousSecret[], now: number): boolean
+  recordSuccess(id: string, now: number): void
+  /** Counts a failure and returns the endpoint's new health. */
+  recordFailure(id: string, breakerFailure: boolean, now: number): EndpointRow | null
+  pause(id: string, until: number): void
+  /** Disables a live, enabled endpoint; false when it already was. */
+  disable(id: string, reason: string, now: number): boolean
+  enable(id: string, now: number): boolean
+  /**
+   * Increases on every change of settings, secrets, enabled state or circuit state (not on
+   * plain success/failure counters); caches compare it to know they are stale.
+   */
+  version(): number
+}
+
+type RawRow = Omit<EndpointRow, 'eventTypes' | 'headers' | 'retrySchedule' | 'previousSecrets' | 'metadata' | 'ordered' | 'disabled'> & {
+  eventTypes: string | null
+  headers: string
+  retrySchedule: string | null
+  previousSecrets: string
+  metadata: string
+  ordered: number
+  disabled: number
+}
+
+function mapRow(r: RawRow | undefined): EndpointRow | null {
+  if (!r) return null
+  return {
+    ...r,
+    eventTypes: r.eventTypes === null ? null : (JSON.parse(r.eventTypes) as string[]),
+    headers: JSON.parse(r.headers) as Record<string, string>,
+    retrySchedule: r.retrySchedule === null ? null : (JSON.parse(r.retrySchedule) as number[]),
+    previousSecrets: JSON.parse(r.previousSecrets) as PreviousSecret[],
+    metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+    ordered: r.ordered === 1,
+    disabled: r.disabled === 1,
+  }
+}
+
+function settingsParams(s: EndpointSettings): Record<string, unknown> {
+  return {
+    url: s.url,
+    description: s.description,
+    eventTypes: s.eventTypes === null ? null : JSON.stringify(s.eventTypes),
+    headers: JSON.stringify(s.headers),
+    method: s.method,
+    timeoutMs: s.timeoutMs,
+    maxConcurrency: s.maxConcurrency,
+    rateLimit: s.rateLimit,
+    ordered: s.ordered ? 1 : 0,
+    retrySchedule: s.retrySchedule === null ? null : JSON.stringify(s.retrySchedule),
+    signature: s.signature,
+    metadata: JSON.stringify(s.metadata),
+  }
+}
+
+/** Creates the endpoints store over a connection. */
+export function createEndpointsStore(db: Db): EndpointsStore {
+  const s = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, db.prepare(v)])) as {
+    [K in keyof typeof SQL]: Statement
+  }
+  let version = 0
+  const bump = <T>(v: T): T => {
+    version++
+    return v
+  }
+  return {
+    insert(row, now) {
+      s.insert.run({ ...settingsParams(row), id: row.id, secret: row.secret, disabled: row.disabled ? 1 : 0, disabledReason: row.disabledReason, now })
+      bump(0)
+    },
+    get: (id) => mapRow(s.get.get(id) as RawRow | undefined),
+    getAny: (id) => mapRow(s.getAny.get(id) as RawRow | undefined),
+    active: () => (s.active.all() as RawRow[]).map((r) => mapRow(r)!),
+    list({ limit, cursor }) {
+      const after = decodeCursor(cursor)
+      const rows = db
+        .prepare(`SELECT ${COLUMNS} FROM endpoints WHERE deleted_at IS NULL ${after ? 'AND id < ?' : ''} ORDER BY id DESC LIMIT ?`)
+        .all(...(after ? [after] : []), limit + 1) as RawRow[]
+      const more = rows.length > limit
+      const data = (more ? rows.slice(0, limit) : rows).map((r) => mapRow(r)!)
+      return { data, next_cursor: more ? encodeCursor(data[data.length - 1]!.id) : null }
+    },
+    update: (id, settings, now) => bump(s.update.run({ ...settingsParams(settings), id, now }).changes > 0),
+    softDelete: (id, now) => bump(s.softDelete.run({ id, now }).changes > 0),
+    setSecret: (id, secret, previous, now) =>
+      bump(s.setSecret.run({ id, secret, previous: JSON.stringify(previous), now }).changes > 0),
+    recordSuccess(id, now) {
+      // The common case (already healthy) touches one column and leaves caches valid.
+      if (s.successQuick.run({ id, now }).changes === 0) bump(s.success.run({ id, now }))
+    },
+    recordFailure: (id, breakerFailure, now) =>
+      mapRow(s.failure.get({ id, now, breaker: breakerFailure ? 1 : 0 }) as RawRow | undefined),
+    pause: (id, until) => void bump(s.pause.run({ id, until })),
+    disable: (id, reason, now) => bump(s.disable.run({ id, reason, now }).changes > 0),
+    enable: (id, now) => bump(s.enable.run({ id, now }).changes > 0),
+    version: () => version,
+  }
+}

@@ -1,0 +1,70 @@
+import type { Db } from './db.js'
+import { decodeCursor, encodeCursor, type Page } from '../lib/cursor.js'
+
+/** The roles of SPEC §6. */
+export type KeyRole = 'admin' | 'publisher' | 'viewer'
+
+/** An API key row, mapped to camelCase. The key itself is never stored, only its hash. */
+export interface ApiKeyRow {
+  id: string
+  name: string
+  role: KeyRole
+  hash: string
+  prefix: string
+  createdAt: number
+  lastUsedAt: number | null
+  revokedAt: number | null
+}
+
+const COLUMNS = `id, name, role, hash, prefix, created_at AS createdAt, last_used_at AS lastUsedAt, revoked_at AS revokedAt`
+
+const SQL = {
+  insert: `INSERT INTO api_keys (id, name, role, hash, prefix, created_at)
+    VALUES (@id, @name, @role, @hash, @prefix, @createdAt)`,
+  get: `SELECT ${COLUMNS} FROM api_keys WHERE id = ?`,
+  byHash: `SELECT ${COLUMNS} FROM api_keys WHERE hash = ?`,
+  revoke: `UPDATE api_keys SET revoked_at = @now WHERE id = @id AND revoked_at IS NULL`,
+  touch: `UPDATE api_keys SET last_used_at = @now WHERE id = @id`,
+  activeAdmins: `SELECT count(*) FROM api_keys WHERE role = 'admin' AND revoked_at IS NULL`,
+  listFirst: `SELECT ${COLUMNS} FROM api_keys ORDER BY id DESC LIMIT ?`,
+  listAfter: `SELECT ${COLUMNS} FROM api_keys WHERE id < ? ORDER BY id DESC LIMIT ?`,
+} as const
+
+/** The api_keys table: create, look up by hash, list, revoke. */
+export interface KeysStore {
+  insert(row: Omit<ApiKeyRow, 'lastUsedAt' | 'revokedAt'>): void
+  get(id: string): ApiKeyRow | null
+  byHash(hash: string): ApiKeyRow | null
+  /** Marks a key revoked; false when it was unknown or already revoked. */
+  revoke(id: string, now: number): boolean
+  touch(id: string, now: number): void
+  countActiveAdmins(): number
+  list(opts: { limit: number; cursor?: string | null }): Page<ApiKeyRow>
+}
+
+/** Creates the keys store over a connection. */
+export function createKeysStore(db: Db): KeysStore {
+  const insert = db.prepare(SQL.insert)
+  const get = db.prepare(SQL.get)
+  const byHash = db.prepare(SQL.byHash)
+  const revoke = db.prepare(SQL.revoke)
+  const touch = db.prepare(SQL.touch)
+  const activeAdmins = db.prepare(SQL.activeAdmins).pluck()
+  const listFirst = db.prepare(SQL.listFirst)
+  const listAfter = db.prepare(SQL.listAfter)
+  return {
+    insert: (row) => void insert.run(row),
+    get: (id) => (get.get(id) as ApiKeyRow | undefined) ?? null,
+    byHash: (hash) => (byHash.get(hash) as ApiKeyRow | undefined) ?? null,
+    revoke: (id, now) => revoke.run({ id, now }).changes > 0,
+    touch: (id, now) => void touch.run({ id, now }),
+    countActiveAdmins: () => activeAdmins.get() as number,
+    list({ limit, cursor }) {
+      const after = decodeCursor(cursor)
+      const rows = (after ? listAfter.all(after, limit + 1) : listFirst.all(limit + 1)) as ApiKeyRow[]
+      const more = rows.length > limit
+      const data = more ? rows.slice(0, limit) : rows
+      return { data, next_cursor: more ? encodeCursor(data[data.length - 1]!.id) : null }
+    },
+  }
+}

@@ -1,0 +1,96 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { sweepRetention, sweepRetentionAsync, type RetentionOptions } from './retention.js'
+import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
+
+const DAY = 86_400_000
+const NOW = Date.UTC(2026, 3, 1)
+const periods: RetentionOptions = { now: NOW, successMs: 7 * DAY, deadMs: 30 * DAY, inboxMs: 90 * DAY, eventsMs: 7 * DAY }
+
+let q: TestQueue
+beforeEach(() => {
+  q = openTestQueue()
+  insertEndpoint(q.db, { id: 'ep_1' })
+})
+afterEach(() => q.cleanup())
+
+function event(id: string, createdAt: number): void {
+  q.db.prepare(`INSERT INTO events (id, type, body, created_at) VALUES (?, 't', '{}', ?)`).run(id, createdAt)
+}
+
+/** A finished delivery with one attempt, completed at `completedAt`. */
+function finished(key: string, status: 'success' | 'dead' | 'cancelled', completedAt: number, eventId: string | null = null): string {
+  const { id } = q.deliveries.enqueue(row(key, completedAt, { eventId, endpointId: 'ep_1' }), completedAt)
+  q.db.prepare(`UPDATE deliveries SET status = ?, completed_at = ? WHERE id = ?`).run(status, completedAt, id)
+  q.db.prepare(`INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome) VALUES (?, 1, ?, 1, 'x')`).run(id, completedAt)
+  return id
+}
+
+function inbox(id: string, userId: string, createdAt: number, state: { read?: boolean; archived?: boolean } = {}): void {
+  q.db
+    .prepare(`INSERT INTO inbox_messages (id, user_id, topic, title, read, archived, created_at) VALUES (?, ?, 't', 'hi', ?, ?, ?)`)
+    .run(id, userId, state.read ? 1 : 0, state.archived ? 1 : 0, createdAt)
+  if (!state.read && !state.archived) {
+    q.db
+      .prepare(`INSERT INTO inbox_counters (user_id, unread_count) VALUES (?, 1)
+        ON CONFLICT (user_id) DO UPDATE SET unread_count = unread_count + 1`)
+      .run(userId)
+  }
+}
+
+const count = (table: string): number => q.db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number
+const unread = (userId: string): number =>
+  q.db.prepare(`SELECT unread_count FROM inbox_counters WHERE user_id = ?`).pluck().get(userId) as number
+const exactUnread = (userId: string): number =>
+  q.db.prepare(`SELECT count(*) FROM inbox_messages WHERE user_id = ? AND read = 0 AND archived = 0`).pluck().get(userId) as number
+
+describe('sweepRetention', () => {
+  it('deletes only what has expired, attempts with their deliveries, and events left without deliveries', () => {
+    event('evt_old_done', NOW - 40 * DAY)
+    event('evt_old_kept', NOW - 40 * DAY)
+    event('evt_old_bare', NOW - 8 * DAY)
+    event('evt_new_bare', NOW - 6 * DAY)
+    const oldSuccess = finished('s-old', 'success', NOW - 7 * DAY - 1, 'evt_old_done')
+    const newSuccess = finished('s-new', 'success', NOW - 7 * DAY + 1, 'evt_old_kept')
+    const oldDead = finished('d-old', 'dead', NOW - 30 * DAY - 1)
+    const newDead = finished('d-new', 'dead', NOW - 29 * DAY)
+    const oldCancelled = finished('c-old', 'cancelled', NOW - 31 * DAY)
+    const pending = q.deliveries.enqueue(row('p', NOW - 100 * DAY, { endpointId: 'ep_1' }), NOW - 100 * DAY).id
+
+    const r = sweepRetention(q, periods)
+    expect(r).toMatchObject({ deliveries: 3, events: 2, inboxMessages: 0 })
+    for (const id of [oldSuccess, oldDead, oldCancelled]) expect(q.deliveries.get(id)).toBeNull()
+    for (const id of [newSuccess, newDead, pending]) expect(q.deliveries.get(id)).not.toBeNull()
+    expect(q.db.prepare(`SELECT delivery_id FROM attempts ORDER BY delivery_id`).pluck().all()).toEqual([newSuccess, newDead].sort())
+    expect(q.db.prepare(`SELECT id FROM events ORDER BY id`).pluck().all()).toEqual(['evt_new_bare', 'evt_old_kept'])
+    expect(sweepRetention(q, periods)).toMatchObject({ deliveries: 0, events: 0, inboxMessages: 0 })
+  })
+
+  it('works in bounded batches: 2,500 rows at 1,000 per batch take 3 transactions', () => {
+    q.db.transaction(() => {
+      for (let i = 0; i < 2_500; i++) finished(`s${i}`, 'success', NOW - 8 * DAY)
+    })()
+    finished('keep', 'success', NOW)
+    const r = sweepRetention(q, { ...periods, batchSize: 1000 })
+    expect(r.deliveries).toBe(2_500)
+    expect(r.batches.deliveries).toBe(3)
+    expect(count('deliveries')).toBe(1)
+    expect(count('attempts')).toBe(1)
+  })
+
+  it('keeps the unread counter exact when old inbox messages go', async () => {
+    for (let i = 0; i < 5; i++) inbox(`msg_a_old${i}`, 'alice', NOW - 91 * DAY)
+    inbox('msg_a_read', 'alice', NOW - 91 * DAY, { read: true })
+    inbox('msg_a_arch', 'alice', NOW - 91 * DAY, { archived: true })
+    inbox('msg_a_new', 'alice', NOW - 1 * DAY)
+    inbox('msg_b_old', 'bob', NOW - 100 * DAY)
+    inbox('msg_b_new', 'bob', NOW)
+    expect(unread('alice')).toBe(6)
+
+    const r = await sweepRetentionAsync(q, { ...periods, batchSize: 3 })
+    expect(r.inboxMessages).toBe(8)
+    expect(r.batches.inboxMessages).toBe(3)
+    expect(q.db.prepare(`SELECT id FROM inbox_messages ORDER BY id`).pluck().all()).toEqual(['msg_a_new', 'msg_b_new'])
+    for (const user of ['alice', 'bob']) expect(unread(user)).toBe(exactUnread(user))
+    expect(unread('alice')).toBe(1)
+  })
+})

@@ -1,0 +1,124 @@
+import type { Db } from './db.js'
+
+/** Retention periods (SPEC §2) and the sweep's batch size. */
+export interface RetentionOptions {
+  now: number
+  /** Successful deliveries (and their attempts) older than this, by completed_at, go. */
+  successMs: number
+  /** Dead and cancelled deliveries older than this, by completed_at, go. */
+  deadMs: number
+  /** Inbox messages older than this, by created_at, go. */
+  inboxMs: number
+  /** Events with no remaining deliveries older than this, by created_at, go. */
+  eventsMs: number
+  /** Rows per transaction; default 1,000 (SPEC §2). */
+  batchSize?: number
+}
+
+/** What one sweep deleted, and how many transactions each family took. */
+export interface RetentionResult {
+  deliveries: number
+  events: number
+  inboxMessages: number
+  batches: { deliveries: number; events: number; inboxMessages: number }
+}
+
+/** The default number of rows deleted per transaction (SPEC §2). */
+export const RETENTION_BATCH_SIZE = 1000
+
+const SQL = {
+  // Two arms so each uses the partial index deliveries_finished on (status, completed_at).
+  // Attempts go with their delivery through ON DELETE CASCADE.
+  deleteDeliveries: `DELETE FROM deliveries WHERE id IN (
+      SELECT id FROM deliveries WHERE status IN ('success', 'dead', 'cancelled') AND status = 'success' AND completed_at < @successBefore
+      UNION ALL
+      SELECT id FROM deliveries WHERE status IN ('success', 'dead', 'cancelled') AND status IN ('dead', 'cancelled') AND completed_at < @deadBefore
+      LIMIT @limit)`,
+  deleteEvents: `DELETE FROM events WHERE id IN (
+      SELECT e.id FROM events e
+       WHERE e.created_at < @before AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+       ORDER BY e.created_at LIMIT @limit)`,
+  oldInbox: `SELECT id, user_id AS userId, (read = 0 AND archived = 0) AS unread
+    FROM inbox_messages WHERE created_at < @before ORDER BY created_at LIMIT @limit`,
+  deleteInbox: `DELETE FROM inbox_messages WHERE id IN (SELECT value FROM json_each(?))`,
+  decrementUnread: `UPDATE inbox_counters SET unread_count = max(unread_count - @n, 0) WHERE user_id = @userId`,
+} as const
+
+type Family = keyof RetentionResult['batches']
+
+/**
+ * The sweep as a sequence of short transactions: each `next()` runs one batch of at most
+ * `batchSize` rows and commits it. A family is done when a batch comes back short.
+ * Deliveries go first so events they release can go in the same sweep.
+ */
+function* retentionSteps(db: Db, opts: RetentionOptions): Generator<void, RetentionResult> {
+  const limit = Math.max(1, Math.floor(opts.batchSize ?? RETENTION_BATCH_SIZE))
+  const { now } = opts
+  const deleteDeliveries = db.prepare(SQL.deleteDeliveries)
+  const deleteEvents = db.prepare(SQL.deleteEvents)
+  const oldInbox = db.prepare(SQL.oldInbox)
+  const deleteInbox = db.prepare(SQL.deleteInbox)
+  const decrementUnread = db.prepare(SQL.decrementUnread)
+  const result: RetentionResult = {
+    deliveries: 0,
+    events: 0,
+    inboxMessages: 0,
+    batches: { deliveries: 0, events: 0, inboxMessages: 0 },
+  }
+
+  const inboxBatch = (): number => {
+    const rows = oldInbox.all({ before: now - opts.inboxMs, limit }) as { id: string; userId: string; unread: number }[]
+    if (rows.length === 0) return 0
+    // The unread counter must stay exact, so it moves in the same transaction as the delete.
+    const unreadByUser = new Map<string, number>()
+    for (const r of rows) if (r.unread) unreadByUser.set(r.userId, (unreadByUser.get(r.userId) ?? 0) + 1)
+    const n = deleteInbox.run(JSON.stringify(rows.map((r) => r.id))).changes
+    for (const [userId, count] of unreadByUser) decrementUnread.run({ userId, n: count })
+    return n
+  }
+  const batches: [Family, () => number][] = [
+    [
+      'deliveries',
+      () =>
+        deleteDeliveries.run({ successBefore: now - opts.successMs, deadBefore: now - opts.deadMs, limit }).changes,
+    ],
+    ['events', () => deleteEvents.run({ before: now - opts.eventsMs, limit }).changes],
+    ['inboxMessages', inboxBatch],
+  ]
+  for (const [family, batch] of batches) {
+    const tx = db.transaction(batch)
+    for (;;) {
+      const n = tx.immediate()
+      result[family] += n
+      result.batches[family]++
+      yield
+      if (n < limit) break
+    }
+  }
+  return result
+}
+
+/**
+ * Deletes expired rows (SPEC §2) in transactions of at most `batchSize` rows. Synchronous: it
+ * holds the event loop for the whole sweep, so a server should prefer `sweepRetentionAsync`.
+ */
+export function sweepRetention(store: { readonly db: Db }, opts: RetentionOptions): RetentionResult {
+  const steps = retentionSteps(store.db, opts)
+  for (;;) {
+    const r = steps.next()
+    if (r.done) return r.value
+  }
+}
+
+/**
+ * The same sweep, yielding to the event loop between batches so API commits and the
+ * dispatcher interleave with it: ingest waits for at most one batch (~1,000 row deletes).
+ */
+export async function sweepRetentionAsync(store: { readonly db: Db }, opts: RetentionOptions): Promise<RetentionResult> {
+  const steps = retentionSteps(store.db, opts)
+  for (;;) {
+    const r = steps.next()
+    if (r.done) return r.value
+    await new Promise<void>((resolve) => setImmediate(resolve))
+  }
+}

@@ -1,0 +1,57 @@
+import type { Db } from './db.js'
+
+/** One endpoint's health, for `postbox stats` and the circuit-state metric. */
+export interface EndpointHealthRow {
+  id: string
+  url: string
+  disabled: boolean
+  disabledReason: string | null
+  pausedUntil: number | null
+  consecutiveFailures: number
+  lastSuccessAt: number | null
+  pending: number
+}
+
+const SQL = {
+  endpointHealth: `SELECT e.id, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
+      e.consecutive_failures AS consecutiveFailures, e.last_success_at AS lastSuccessAt,
+      (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending
+    FROM endpoints e WHERE e.deleted_at IS NULL ORDER BY e.id LIMIT ?`,
+  quickCheck: `PRAGMA quick_check`,
+  begin: `BEGIN IMMEDIATE`,
+  rollback: `ROLLBACK`,
+} as const
+
+/** Read-only aggregate queries for operations (stats, metrics, readiness). */
+export interface StatsStore {
+  /** Health of up to `limit` live endpoints. */
+  endpointHealth(limit?: number): EndpointHealthRow[]
+  /** Throws when the database cannot take a write lock (read-only file, locked, closed). */
+  probeWritable(): void
+  /** SQLite's quick_check; an empty list means the file is sound. */
+  integrityCheck(): string[]
+}
+
+/** Creates the stats store over a connection. */
+export function createStatsStore(db: Db): StatsStore {
+  const health = db.prepare(SQL.endpointHealth)
+  const begin = db.prepare(SQL.begin)
+  const rollback = db.prepare(SQL.rollback)
+  const quickCheck = db.prepare(SQL.quickCheck).pluck()
+  return {
+    integrityCheck() {
+      const rows = quickCheck.all() as string[]
+      return rows.length === 1 && rows[0] === 'ok' ? [] : rows
+    },
+    endpointHealth(limit = 10_000) {
+      const rows = health.all(limit) as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]
+      return rows.map((r) => ({ ...r, disabled: r.disabled === 1 }))
+    },
+    probeWritable() {
+      if (!db.open || db.readonly) throw Object.assign(new Error('database is read-only'), { code: 'SQLITE_READONLY' })
+      if (db.inTransaction) return
+      begin.run()
+      rollback.run()
+    },
+  }
+}

@@ -1,0 +1,157 @@
+import type { Config } from '../config.js'
+import { errors } from '../errors.js'
+import type { Clock } from '../lib/clock.js'
+import { newId } from '../lib/ids.js'
+import type { Store } from '../store/index.js'
+import type { EndpointRow, EndpointSettings } from '../store/endpoints.js'
+import { ENDPOINT_DISABLED } from '../delivery/health.js'
+import type { FanOut } from './fan-out.js'
+import { endpointOut } from './present.js'
+import { checkUrl, headerIssues, parseOrThrow, parseRetrySchedule, throwIfIssues, urlPolicy, type Issue } from './rules.js'
+import { EndpointCreate, EndpointUpdate, RecoverIn, RotateSecretIn } from './schemas.js'
+import { generateSecret, normaliseSecret } from './secrets.js'
+import type { WebhookService } from './types.js'
+
+/** Reason stored when a user disables an endpoint through the API. */
+export const MANUAL_DISABLE = 'manual'
+/** Rotated secrets kept at most (the newest ones). */
+const MAX_PREVIOUS_SECRETS = 5
+
+type Patch = Partial<Omit<EndpointSettings, 'retrySchedule'>> & { retry_schedule?: (string | number)[] | null }
+
+/** The endpoint half of the WebhookService. */
+export function createEndpointService(deps: { store: Store; config: Config; clock: Clock; fanOut: FanOut }): WebhookService['endpoints'] {
+  const { store, config, clock, fanOut } = deps
+  const policy = urlPolicy(config.allowNetworks)
+
+  /** Validates settings on top of the zod shape and merges them over `base`. */
+  const settingsFrom = (p: Patch & { url?: string }, base: EndpointSettings): EndpointSettings => {
+    const issues: Issue[] = []
+    const out: EndpointSettings = { ...base }
+    if (p.url !== undefined) out.url = checkUrl(p.url, policy)
+    if (p.headers !== undefined) {
+      issues.push(...headerIssues(p.headers))
+      out.headers = p.headers
+    }
+    if (p.retry_schedule !== undefined) {
+      if (p.retry_schedule === null) out.retrySchedule = null
+      else {
+        const r = parseRetrySchedule(p.retry_schedule)
+        if ('issues' in r) issues.push(...r.issues)
+        else out.retrySchedule = r.schedule
+      }
+    }
+    for (const k of ['description', 'eventTypes', 'method', 'timeoutMs', 'maxConcurrency', 'rateLimit', 'ordered', 'signature', 'metadata'] as const) {
+      if (p[k] !== undefined) (out as unknown as Record<string, unknown>)[k] = p[k]
+    }
+    throwIfIssues(issues)
+    return out
+  }
+
+  const camel = (i: Record<string, unknown>): Patch & { url?: string } => ({
+    url: i.url as string | undefined,
+    description: i.description as string | undefined,
+    eventTypes: i.event_types as string[] | null | undefined,
+    headers: i.headers as Record<string, string> | undefined,
+    method: i.method as 'POST' | 'PUT' | undefined,
+    timeoutMs: i.timeout_ms as number | undefined,
+    maxConcurrency: i.max_concurrency as number | undefined,
+    rateLimit: i.rate_limit as number | null | undefined,
+    ordered: i.ordered as boolean | undefined,
+    retry_schedule: i.retry_schedule as (string | number)[] | null | undefined,
+    signature: i.signature as 'standard' | 'hmac-sha256' | undefined,
+    metadata: i.metadata as Record<string, unknown> | undefined,
+  })
+
+  const secretOrThrow = (mode: EndpointSettings['signature'], secret: string | undefined): string => {
+    if (secret === undefined) return generateSecret()
+    const r = normaliseSecret(mode, secret)
+    if ('error' in r) throw errors.validation([{ path: 'secret', message: r.error }])
+    return r.secret
+  }
+
+  const setDisabled = (ep: EndpointRow, disabled: boolean, now: number): void => {
+    if (disabled && !ep.disabled) {
+      store.endpoints.disable(ep.id, MANUAL_DISABLE, now)
+      store.deliveries.killPendingForEndpoint(ep.id, ENDPOINT_DISABLED, now)
+    } else if (!disabled && ep.disabled) store.endpoints.enable(ep.id, now)
+  }
+
+  const out = (id: string): ReturnType<typeof endpointOut> => endpointOut(fanOut.endpointOr404(id), clock.now())
+
+  return {
+    create(input) {
+      const i = parseOrThrow(EndpointCreate, input)
+      const settings = settingsFrom(camel(i), {
+        url: '', description: '', eventTypes: null, headers: {}, method: 'POST', timeoutMs: config.requestTimeoutMs,
+        maxConcurrency: 16, rateLimit: null, ordered: false, retrySchedule: null, signature: 'standard', metadata: {},
+      })
+      const secret = secretOrThrow(settings.signature, i.secret)
+      const now = clock.now()
+      const id = newId('ep', now)
+      const disabled = i.disabled ?? false
+      store.tx(() => store.endpoints.insert({ ...settings, id, secret, disabled, disabledReason: disabled ? MANUAL_DISABLE : null }, now))
+      return { ...out(id), secret }
+    },
+    list(opts = {}) {
+      const page = store.endpoints.list({ limit: Math.min(Math.max(opts.limit ?? 50, 1), 200), cursor: opts.cursor ?? null })
+      const now = clock.now()
+      return { data: page.data.map((e) => endpointOut(e, now)), next_cursor: page.next_cursor }
+    },
+    get: out,
+    update(id, patch) {
+      const p = parseOrThrow(EndpointUpdate, patch)
+      const ep = fanOut.endpointOr404(id)
+      const settings = settingsFrom(camel(p), ep)
+      if (settings.signature !== ep.signature && 'error' in normaliseSecret(settings.signature, ep.secret)) {
+        throw errors.validation([{ path: 'signature', message: 'the current secret does not fit this mode; rotate it with a new secret first' }])
+      }
+      const now = clock.now()
+      store.tx(() => {
+        store.endpoints.update(id, settings, now)
+        if (p.disabled !== undefined) setDisabled(ep, p.disabled, now)
+      })
+      return out(id)
+    },
+    remove(id) {
+      fanOut.endpointOr404(id)
+      const now = clock.now()
+      const cancelled = store.tx(() => {
+        store.endpoints.softDelete(id, now)
+        return store.deliveries.cancelForEndpoint(id, now)
+      })
+      return { deleted: true, cancelled }
+    },
+    getSecret: (id) => ({ secret: fanOut.endpointOr404(id).secret }),
+    rotateSecret(id, input = {}) {
+      const i = parseOrThrow(RotateSecretIn, input)
+      const ep = fanOut.endpointOr404(id)
+      const secret = secretOrThrow(ep.signature, i.secret)
+      const now = clock.now()
+      const grace = i.grace_seconds !== undefined ? i.grace_seconds * 1000 : config.secretGraceMs
+      const previous = ep.previousSecrets.filter((p) => p.expiresAt > now && p.secret !== secret)
+      if (grace > 0 && ep.secret !== secret) previous.unshift({ secret: ep.secret, expiresAt: now + grace })
+      store.tx(() => store.endpoints.setSecret(id, secret, previous.slice(0, MAX_PREVIOUS_SECRETS), now))
+      return { secret }
+    },
+    enable(id) {
+      const ep = fanOut.endpointOr404(id)
+      store.tx(() => store.endpoints.enable(ep.id, clock.now()))
+      return out(id)
+    },
+    recover(id, input) {
+      const i = parseOrThrow(RecoverIn, input)
+      fanOut.endpointOr404(id)
+      const now = clock.now()
+      const since = Date.parse(i.since)
+      const until = i.until !== undefined ? Date.parse(i.until) : now + 1
+      if (since >= until) throw errors.validation([{ path: 'since', message: 'must be before until' }])
+      return { queued: store.tx(() => store.deliveries.recover(id, since, until, now)) }
+    },
+    test(id) {
+      const ep = fanOut.endpointOr404(id)
+      if (ep.disabled) throw errors.conflict('Endpoint is disabled; enable it first')
+      return store.tx(() => fanOut.store({ type: 'postbox.ping', data: { endpoint_id: id, message: 'This is a test event from Postbox' } }, ep))
+    },
+  }
+}

@@ -1,0 +1,86 @@
+import { toIso } from '../lib/clock.js'
+import type { Attempt, Delivery } from '../store/deliveries.js'
+import type { EndpointRow } from '../store/endpoints.js'
+import type { EventRow } from '../store/events.js'
+import { circuitState } from '../delivery/breaker.js'
+import type { DeliveryOutput, EndpointOutput, EventOutput } from './types.js'
+
+/** An endpoint as the API shows it: settings and health, never the secret. */
+export function endpointOut(e: EndpointRow, now: number): EndpointOutput {
+  return {
+    id: e.id,
+    url: e.url,
+    description: e.description,
+    event_types: e.eventTypes,
+    headers: e.headers,
+    method: e.method,
+    timeout_ms: e.timeoutMs,
+    max_concurrency: e.maxConcurrency,
+    rate_limit: e.rateLimit,
+    ordered: e.ordered,
+    retry_schedule: e.retrySchedule,
+    signature: e.signature,
+    metadata: e.metadata,
+    disabled: e.disabled,
+    disabled_reason: e.disabledReason,
+    last_success_at: toIso(e.lastSuccessAt),
+    consecutive_failures: e.consecutiveFailures,
+    circuit: circuitState(e, now),
+    created_at: toIso(e.createdAt),
+    updated_at: toIso(e.updatedAt),
+  }
+}
+
+/** One attempt of the log. */
+export function attemptOut(a: Attempt) {
+  return {
+    attempt: a.attempt,
+    started_at: toIso(a.startedAt),
+    duration_ms: a.durationMs,
+    outcome: a.outcome,
+    status_code: a.statusCode,
+    error: a.error,
+    response_body: a.responseBody,
+  }
+}
+
+/** A delivery; pass `attempts` to include the attempt log. */
+export function deliveryOut(d: Delivery): DeliveryOutput
+export function deliveryOut(d: Delivery, attempts: readonly Attempt[]): DeliveryOutput & { attempts: NonNullable<DeliveryOutput['attempts']> }
+export function deliveryOut(d: Delivery, attempts?: readonly Attempt[]): DeliveryOutput {
+  return {
+    id: d.id,
+    channel: d.channel,
+    event_id: d.eventId,
+    endpoint_id: d.endpointId,
+    notification_id: d.notificationId,
+    recipient: d.recipient,
+    event_type: d.eventType,
+    ordering_key: d.orderingKey,
+    status: d.status,
+    attempt_count: d.attempts,
+    max_attempts: d.maxAttempts,
+    next_attempt_at: d.status === 'pending' ? toIso(d.nextAttemptAt) : null,
+    last_status_code: d.lastStatusCode,
+    last_error: d.lastError,
+    created_at: toIso(d.createdAt),
+    updated_at: toIso(d.updatedAt),
+    completed_at: toIso(d.completedAt),
+    ...(attempts ? { attempts: attempts.map(attemptOut) } : {}),
+  }
+}
+
+/** An event with its envelope's data and its deliveries. */
+export function eventOut(e: EventRow, deliveries: readonly Delivery[]): EventOutput {
+  const envelope = JSON.parse(e.body) as { timestamp: string; data: unknown }
+  return {
+    id: e.id,
+    type: e.type,
+    ordering_key: e.orderingKey,
+    client_id: e.clientId,
+    data: envelope.data,
+    timestamp: envelope.timestamp,
+    created_at: toIso(e.createdAt),
+    deliveries: deliveries.map((d) => deliveryOut(d)),
+  }
+}

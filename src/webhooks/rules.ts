@@ -1,0 +1,99 @@
+import type { z } from '@hono/zod-openapi'
+import { AppError, errors } from '../errors.js'
+import { parseDuration } from '../lib/duration.js'
+import { createAddressPolicy, literalIp, type AddressPolicy } from '../delivery/ssrf.js'
+
+/** One entry of a `validation_failed` error's details. */
+export interface Issue {
+  path: string
+  message: string
+}
+
+/** Parses `input` with a zod schema or throws 400 validation_failed listing every issue. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, prefix = ''): z.infer<S> {
+  const r = schema.safeParse(input)
+  if (r.success) return r.data
+  const details: Issue[] = r.error.issues.map((i) => ({
+    path: [prefix, ...i.path.map(String)].filter((p) => p !== '').join('.'),
+    message: i.message,
+  }))
+  throw errors.validation(details)
+}
+
+/** Throws validation_failed when `issues` is not empty. */
+export function throwIfIssues(issues: readonly Issue[]): void {
+  if (issues.length > 0) throw errors.validation(issues)
+}
+
+/** HTTP token characters (RFC 9110 §5.6.2). */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+/** Headers Postbox sets or the HTTP layer owns; custom headers may not set them (any case). */
+const RESERVED = new Set([
+  'content-type', 'content-length', 'user-agent', 'host', 'connection', 'keep-alive', 'transfer-encoding',
+  'te', 'trailer', 'upgrade', 'expect', 'proxy-connection',
+])
+const RESERVED_PREFIXES = ['webhook-', 'postbox-', 'x-postbox-']
+/** Custom headers per endpoint. */
+export const MAX_CUSTOM_HEADERS = 50
+
+/** Issues with custom headers: token names, no CR/LF/NUL in values, no reserved names. */
+export function headerIssues(headers: Record<string, string>): Issue[] {
+  const issues: Issue[] = []
+  const names = Object.keys(headers)
+  if (names.length > MAX_CUSTOM_HEADERS) issues.push({ path: 'headers', message: `at most ${MAX_CUSTOM_HEADERS} headers` })
+  const seen = new Set<string>()
+  for (const name of names) {
+    const lower = name.toLowerCase()
+    const path = `headers.${name}`
+    if (!TOKEN.test(name)) issues.push({ path, message: 'header name must be an HTTP token' })
+    else if (RESERVED.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
+      issues.push({ path, message: 'this header is set by Postbox and cannot be overridden' })
+    } else if (seen.has(lower)) issues.push({ path, message: 'duplicate header name (names are case-insensitive)' })
+    if (/[\r\n\0]/.test(headers[name]!)) issues.push({ path, message: 'header value must not contain CR, LF or NUL' })
+    seen.add(lower)
+  }
+  return issues
+}
+
+/**
+ * Checks an endpoint URL (SPEC §4): http or https, no credentials, a host; a literal IP that
+ * the SSRF policy refuses gives 422 destination_not_allowed. Returns the normalised URL.
+ */
+export function checkUrl(raw: string, policy: AddressPolicy): string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw errors.validation([{ path: 'url', message: 'must be an absolute URL' }])
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw errors.validation([{ path: 'url', message: 'scheme must be http or https' }])
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw errors.validation([{ path: 'url', message: 'must not contain credentials' }])
+  }
+  if (url.hostname === '') throw errors.validation([{ path: 'url', message: 'must have a host' }])
+  const ip = literalIp(url.hostname)
+  if (ip !== null && !policy.isAllowed(ip)) {
+    throw new AppError('destination_not_allowed', 422, `Destination ${ip} is not a public address`, [{ path: 'url', message: 'non-public address' }])
+  }
+  url.hash = ''
+  return url.toString()
+}
+
+/** Converts `retry_schedule` items (duration strings or ms numbers) into milliseconds. */
+export function parseRetrySchedule(items: readonly (string | number)[]): { schedule: number[] } | { issues: Issue[] } {
+  const schedule: number[] = []
+  const issues: Issue[] = []
+  items.forEach((item, i) => {
+    const ms = typeof item === 'number' ? item : parseDuration(item)
+    if (ms === null || ms < 0 || ms > 86_400_000) issues.push({ path: `retry_schedule.${i}`, message: 'must be a duration from 0 to 24h' })
+    else schedule.push(ms)
+  })
+  return issues.length > 0 ? { issues } : { schedule }
+}
+
+/** Builds the SSRF policy used for create/update checks. */
+export function urlPolicy(allowNetworks: readonly string[]): AddressPolicy {
+  return createAddressPolicy(allowNetworks)
+}

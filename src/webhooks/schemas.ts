@@ -1,0 +1,226 @@
+import { z } from '@hono/zod-openapi'
+
+/**
+ * Request and response schemas of the webhook API (SPEC §6). They are structural: the service
+ * applies the semantic rules (URL safety, header names, secret format) on top and reports them
+ * in the same `validation_failed` shape. The API attaches them to its OpenAPI routes.
+ */
+
+/** An event type: `[a-zA-Z0-9_.:-]{1,200}`. */
+export const EventType = z.string().regex(/^[a-zA-Z0-9_.:-]{1,200}$/, 'must match [a-zA-Z0-9_.:-]{1,200}')
+
+/** An event-type filter: an exact type, `*`, or a prefix wildcard such as `invoice.*`. */
+export const EventTypePattern = z
+  .string()
+  .regex(/^(\*|[a-zA-Z0-9_.:-]{1,200}(\.\*)?|[a-zA-Z0-9_.:-]{1,199}\*)$/, 'must be an event type, "*" or a prefix ending in "*"')
+
+/** One retry delay: a duration string (`500ms`, `2s`, `1m`, `6h`, `1d`) or milliseconds. */
+export const RetryDelay = z.union([
+  z.number().int().min(0).max(86_400_000),
+  z.string().regex(/^\s*\d+(\.\d+)?\s*(ms|s|m|h|d)?\s*$/, 'must be a duration such as 500ms, 2s, 1m, 6h or 1d'),
+])
+
+const endpointFields = {
+  url: z.string().min(1).max(2048).openapi({ example: 'https://example.com/hooks' }),
+  description: z.string().max(1000),
+  event_types: z.array(EventTypePattern).max(200).nullable().openapi({ example: ['invoice.*', 'user.created'] }),
+  headers: z.record(z.string(), z.string().max(4096)),
+  method: z.enum(['POST', 'PUT']),
+  timeout_ms: z.number().int().min(1000).max(60_000),
+  max_concurrency: z.number().int().min(1).max(1000),
+  rate_limit: z.number().positive().max(100_000).nullable(),
+  ordered: z.boolean(),
+  retry_schedule: z.array(RetryDelay).max(50).nullable().openapi({ example: ['1s', '10s', '1m'] }),
+  signature: z.enum(['standard', 'hmac-sha256']),
+  secret: z.string().min(1).max(512),
+  disabled: z.boolean(),
+  metadata: z.record(z.string(), z.unknown()),
+}
+
+/** `POST /v1/endpoints` body: only `url` is required. */
+export const EndpointCreate = z
+  .object({
+    url: endpointFields.url,
+    description: endpointFields.description.optional(),
+    event_types: endpointFields.event_types.optional(),
+    headers: endpointFields.headers.optional(),
+    method: endpointFields.method.optional(),
+    timeout_ms: endpointFields.timeout_ms.optional(),
+    max_concurrency: endpointFields.max_concurrency.optional(),
+    rate_limit: endpointFields.rate_limit.optional(),
+    ordered: endpointFields.ordered.optional(),
+    retry_schedule: endpointFields.retry_schedule.optional(),
+    signature: endpointFields.signature.optional(),
+    secret: endpointFields.secret.optional(),
+    disabled: endpointFields.disabled.optional(),
+    metadata: endpointFields.metadata.optional(),
+  })
+  .openapi('EndpointCreate')
+
+/** `PATCH /v1/endpoints/:id` body: every field optional; `null` resets nullable ones. */
+export const EndpointUpdate = z
+  .object({
+    url: endpointFields.url.optional(),
+    description: endpointFields.description.optional(),
+    event_types: endpointFields.event_types.optional(),
+    headers: endpointFields.headers.optional(),
+    method: endpointFields.method.optional(),
+    timeout_ms: endpointFields.timeout_ms.optional(),
+    max_concurrency: endpointFields.max_concurrency.optional(),
+    rate_limit: endpointFields.rate_limit.optional(),
+    ordered: endpointFields.ordered.optional(),
+    retry_schedule: endpointFields.retry_schedule.optional(),
+    signature: endpointFields.signature.optional(),
+    disabled: endpointFields.disabled.optional(),
+    metadata: endpointFields.metadata.optional(),
+  })
+  .openapi('EndpointUpdate')
+
+/** An endpoint as the API returns it; `secret` appears only in the create response. */
+export const EndpointOut = z
+  .object({
+    id: z.string().openapi({ example: 'ep_01jd0000000000000000000000' }),
+    url: z.string(),
+    description: z.string(),
+    event_types: z.array(z.string()).nullable(),
+    headers: z.record(z.string(), z.string()),
+    method: z.enum(['POST', 'PUT']),
+    timeout_ms: z.number().int(),
+    max_concurrency: z.number().int(),
+    rate_limit: z.number().nullable(),
+    ordered: z.boolean(),
+    /** Delays in milliseconds; null means the global schedule. */
+    retry_schedule: z.array(z.number().int()).nullable(),
+    signature: z.enum(['standard', 'hmac-sha256']),
+    metadata: z.record(z.string(), z.unknown()),
+    disabled: z.boolean(),
+    disabled_reason: z.string().nullable(),
+    last_success_at: z.string().nullable(),
+    consecutive_failures: z.number().int(),
+    circuit: z.enum(['closed', 'open', 'half_open']),
+    created_at: z.string(),
+    updated_at: z.string(),
+    secret: z.string().optional(),
+  })
+  .openapi('EndpointOut')
+
+/** `{data, next_cursor}` page of endpoints. */
+export const EndpointList = z
+  .object({ data: z.array(EndpointOut), next_cursor: z.string().nullable() })
+  .openapi('EndpointList')
+
+/** `POST /v1/events` body. */
+export const EventIn = z
+  .object({
+    type: EventType.openapi({ example: 'invoice.paid' }),
+    data: z.record(z.string(), z.unknown()).openapi({ example: { invoice_id: 'in_1' } }),
+    id: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
+    ordering_key: z.string().min(1).max(200).optional(),
+  })
+  .openapi('EventIn')
+
+/** `POST /v1/events/batch` body: 1–1,000 events, one transaction. */
+export const EventBatchIn = z.object({ events: z.array(EventIn).min(1).max(1000) }).openapi('EventBatchIn')
+
+/** The answer to an accepted (or deduplicated) event. */
+export const EventAccepted = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    deliveries: z.number().int(),
+    deduplicated: z.boolean(),
+    created_at: z.string(),
+  })
+  .openapi('EventAccepted')
+
+/** `{results}` of a batch, in input order. */
+export const EventBatchAccepted = z.object({ results: z.array(EventAccepted) }).openapi('EventBatchAccepted')
+
+/** `POST /v1/endpoints/:id/secret/rotate` body. */
+export const RotateSecretIn = z
+  .object({
+    secret: z.string().min(1).max(512).optional(),
+    grace_seconds: z.number().int().min(0).max(30 * 86_400).optional(),
+  })
+  .openapi('RotateSecretIn')
+
+/** `{secret}`: the current signing secret. */
+export const SecretOut = z.object({ secret: z.string() }).openapi('SecretOut')
+
+/** `POST /v1/endpoints/:id/recover` body: dead deliveries created in `[since, until)`. */
+export const RecoverIn = z
+  .object({
+    since: z.iso.datetime({ offset: true }),
+    until: z.iso.datetime({ offset: true }).optional(),
+  })
+  .openapi('RecoverIn')
+
+/** `{queued: n}` of a recover. */
+export const RecoverOut = z.object({ queued: z.number().int() }).openapi('RecoverOut')
+
+/** One logged attempt. */
+export const AttemptOut = z
+  .object({
+    attempt: z.number().int(),
+    started_at: z.string(),
+    duration_ms: z.number().int(),
+    outcome: z.string(),
+    status_code: z.number().int().nullable(),
+    error: z.string().nullable(),
+    response_body: z.string().nullable(),
+  })
+  .openapi('AttemptOut')
+
+/** A delivery as the API returns it; `attempts` is present on `GET /v1/deliveries/:id`. */
+export const DeliveryOut = z
+  .object({
+    id: z.string(),
+    channel: z.string(),
+    event_id: z.string().nullable(),
+    endpoint_id: z.string().nullable(),
+    notification_id: z.string().nullable(),
+    recipient: z.string().nullable(),
+    event_type: z.string(),
+    ordering_key: z.string().nullable(),
+    status: z.enum(['pending', 'in_flight', 'success', 'dead', 'cancelled']),
+    attempt_count: z.number().int(),
+    max_attempts: z.number().int(),
+    next_attempt_at: z.string().nullable(),
+    last_status_code: z.number().int().nullable(),
+    last_error: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    completed_at: z.string().nullable(),
+    attempts: z.array(AttemptOut).optional(),
+  })
+  .openapi('DeliveryOut')
+
+/** `{data, next_cursor}` page of deliveries. */
+export const DeliveryList = z
+  .object({ data: z.array(DeliveryOut), next_cursor: z.string().nullable() })
+  .openapi('DeliveryList')
+
+/** `GET /v1/deliveries` query. */
+export const DeliveryQuery = z
+  .object({
+    status: z.enum(['pending', 'in_flight', 'success', 'dead', 'cancelled']).optional(),
+    endpoint_id: z.string().max(200).optional(),
+    event_type: z.string().max(200).optional(),
+    limit: z.coerce.number().int().min(1).max(200).optional(),
+    cursor: z.string().max(400).optional(),
+  })
+  .openapi('DeliveryQuery')
+
+/** `GET /v1/events/:id`: the event, its envelope and its deliveries. */
+export const EventOut = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    ordering_key: z.string().nullable(),
+    client_id: z.string().nullable(),
+    data: z.unknown(),
+    timestamp: z.string(),
+    created_at: z.string(),
+    deliveries: z.array(DeliveryOut),
+  })
+  .openapi('EventOut')

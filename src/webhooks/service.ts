@@ -1,0 +1,82 @@
+import type { Config } from '../config.js'
+import { errors } from '../errors.js'
+import type { Clock, Rng } from '../lib/clock.js'
+import type { Log } from '../log.js'
+import type { Store } from '../store/index.js'
+import { createEndpointService } from './endpoints.js'
+import { createFanOut, type EventToStore } from './fan-out.js'
+import { deliveryOut, eventOut } from './present.js'
+import { parseOrThrow } from './rules.js'
+import { EventIn, EventType } from './schemas.js'
+import type { EventInput, WebhookService } from './types.js'
+
+/** What `createWebhookService` needs. */
+export interface WebhookServiceDeps {
+  store: Store
+  config: Config
+  clock: Clock
+  rng: Rng
+  log: Log
+}
+
+const toStore = (i: EventInput): EventToStore => ({
+  type: i.type,
+  data: i.data,
+  clientId: i.id ?? null,
+  orderingKey: i.ordering_key ?? null,
+})
+
+/**
+ * Creates the webhook service (endpoints, events, deliveries). Every write is one transaction;
+ * `events.sendMany` stores a whole batch in one, and `publish` joins the caller's transaction.
+ */
+export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
+  const { store, config, clock } = deps
+  const fanOut = createFanOut({ store, config, clock })
+
+  return {
+    endpoints: createEndpointService({ store, config, clock, fanOut }),
+    events: {
+      send(input) {
+        const ev = toStore(parseOrThrow(EventIn, input))
+        return store.tx(() => fanOut.store(ev))
+      },
+      sendMany(inputs) {
+        const evs = inputs.map((i, n) => toStore(parseOrThrow(EventIn, i, `events.${n}`)))
+        return store.tx(() => evs.map((ev) => fanOut.store(ev)))
+      },
+      get(id) {
+        const e = store.events.get(id) ?? store.events.byClientId(id)
+        if (!e) throw errors.notFound('Event')
+        return eventOut(e, store.deliveries.byEvent(e.id))
+      },
+    },
+    deliveries: {
+      list(f = {}) {
+        const page = store.deliveries.list({
+          ...(f.status ? { status: f.status } : {}),
+          ...(f.endpoint_id ? { endpointId: f.endpoint_id } : {}),
+          ...(f.event_type ? { eventType: f.event_type } : {}),
+          limit: Math.min(Math.max(f.limit ?? 50, 1), 200),
+          cursor: f.cursor ?? null,
+        })
+        return { data: page.data.map((d) => deliveryOut(d)), next_cursor: page.next_cursor }
+      },
+      get(id) {
+        const d = store.deliveries.get(id)
+        if (!d) throw errors.notFound('Delivery')
+        return deliveryOut(d, store.deliveries.attempts(id))
+      },
+      redeliver(id) {
+        const r = store.tx(() => store.deliveries.redeliver(id, clock.now()))
+        if (r === 'not_found') throw errors.notFound('Delivery')
+        if (r === 'not_eligible') throw errors.notEligible('Only a delivery in success, dead or cancelled can be redelivered')
+        return { id, status: 'pending' }
+      },
+    },
+    publish(type, data, opts = {}) {
+      const t = parseOrThrow(EventType, type, 'type')
+      return store.tx(() => fanOut.store({ type: t, data, clientId: opts.id ?? null, orderingKey: opts.orderingKey ?? null }))
+    },
+  }
+}

@@ -1,0 +1,102 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { apiFixture, type ApiFixture } from './support/api.js'
+
+describe('/v1/endpoints', () => {
+  let f: ApiFixture
+  beforeEach(async () => {
+    f = await apiFixture()
+  })
+  afterEach(async () => f.close())
+
+  const create = async (body: Record<string, unknown> = {}) =>
+    (await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/hook', ...body } })).body
+
+  it('creates with a secret shown on create, reads with health and without the secret', async () => {
+    const res = await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/hook', event_types: ['user.*'], description: 'd' } })
+    expect(res.status).toBe(201)
+    expect(res.body.secret).toMatch(/^whsec_/)
+    expect(res.body).toMatchObject({ url: 'https://example.com/hook', event_types: ['user.*'], disabled: false, circuit: 'closed', consecutive_failures: 0 })
+    const got = await f.json('GET', `/v1/endpoints/${res.body.id}`, { key: f.keys.viewer })
+    expect(got.status).toBe(200)
+    expect(got.body.secret).toBeUndefined()
+    expect(got.body).toHaveProperty('last_success_at', null)
+    expect(got.body).toHaveProperty('disabled_reason', null)
+    const secret = await f.json('GET', `/v1/endpoints/${res.body.id}/secret`)
+    expect(secret).toEqual({ status: 200, body: { secret: res.body.secret } })
+  })
+
+  it('updates, rotates, enables, tests, recovers and deletes', async () => {
+    const ep = await create()
+    const patched = await f.json('PATCH', `/v1/endpoints/${ep.id}`, { body: { description: 'new', disabled: true } })
+    expect(patched).toMatchObject({ status: 200, body: { description: 'new', disabled: true } })
+    const rotated = await f.json('POST', `/v1/endpoints/${ep.id}/secret/rotate`, { raw: '', headers: { 'content-type': 'application/json' } })
+    expect(rotated.status).toBe(200)
+    expect(rotated.body.secret).not.toBe(ep.secret)
+    const enabled = await f.json('POST', `/v1/endpoints/${ep.id}/enable`)
+    expect(enabled).toMatchObject({ status: 200, body: { disabled: false } })
+    const ping = await f.json('POST', `/v1/endpoints/${ep.id}/test`)
+    expect(ping).toMatchObject({ status: 202, body: { type: 'postbox.ping', deliveries: 1 } })
+    const recovered = await f.json('POST', `/v1/endpoints/${ep.id}/recover`, { body: { since: '2020-01-01T00:00:00Z' } })
+    expect(recovered).toEqual({ status: 202, body: { queued: 0 } })
+    const deleted = await f.json('DELETE', `/v1/endpoints/${ep.id}`)
+    expect(deleted).toMatchObject({ status: 200, body: { deleted: true, cancelled: 1 } })
+    expect((await f.json('GET', `/v1/endpoints/${ep.id}`)).status).toBe(404)
+  })
+
+  it('validates fields and reports each one', async () => {
+    const res = await f.json('POST', '/v1/endpoints', { body: { url: 'ftp://x', timeout_ms: 5, signature: 'md5' } })
+    expect(res.status).toBe(400)
+    expect(res.body.error.code).toBe('validation_failed')
+    const fields = res.body.error.details.map((d: { field: string }) => d.field)
+    expect(fields).toEqual(expect.arrayContaining(['timeout_ms', 'signature']))
+  })
+
+  it('lists newest first with limit and an opaque cursor', async () => {
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) ids.push((await create({ description: `e${i}` })).id)
+    const p1 = await f.json('GET', '/v1/endpoints?limit=2', { key: f.keys.viewer })
+    expect(p1.body.data.map((e: { id: string }) => e.id)).toEqual([ids[4], ids[3]])
+    expect(typeof p1.body.next_cursor).toBe('string')
+    const p2 = await f.json('GET', `/v1/endpoints?limit=2&cursor=${p1.body.next_cursor}`)
+    expect(p2.body.data.map((e: { id: string }) => e.id)).toEqual([ids[2], ids[1]])
+    const p3 = await f.json('GET', `/v1/endpoints?limit=2&cursor=${p2.body.next_cursor}`)
+    expect(p3.body).toMatchObject({ data: [{ id: ids[0] }], next_cursor: null })
+    const def = await f.json('GET', '/v1/endpoints')
+    expect(def.body.data).toHaveLength(5)
+  })
+})
+
+describe('/v1/deliveries', () => {
+  let f: ApiFixture
+  beforeEach(async () => {
+    f = await apiFixture()
+  })
+  afterEach(async () => f.close())
+
+  it('lists with filters, reads one with attempts, and redelivers a terminal one', async () => {
+    const a = (await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/a' } })).body
+    await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/b' } })
+    await f.json('POST', '/v1/events', { body: { type: 'x.one', data: {} } })
+    await f.json('POST', '/v1/events', { body: { type: 'x.two', data: {} } })
+    expect((await f.json('GET', '/v1/deliveries')).body.data).toHaveLength(4)
+    const byEp = await f.json('GET', `/v1/deliveries?endpoint_id=${a.id}`, { key: f.keys.viewer })
+    expect(byEp.body.data).toHaveLength(2)
+    expect(byEp.body.data.every((d: { endpoint_id: string }) => d.endpoint_id === a.id)).toBe(true)
+    const byType = await f.json('GET', '/v1/deliveries?event_type=x.two&status=pending')
+    expect(byType.body.data).toHaveLength(2)
+    const page = await f.json('GET', '/v1/deliveries?limit=3')
+    expect(page.body.data).toHaveLength(3)
+    expect(page.body.next_cursor).not.toBeNull()
+    const one = await f.json('GET', `/v1/deliveries/${byEp.body.data[0].id}`)
+    expect(one.status).toBe(200)
+    expect(one.body.attempts).toEqual([])
+    // make it terminal through the store (the dispatcher is not running), then redeliver
+    const [claimed] = f.pb.store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 1000 })
+    f.pb.store.deliveries.settle([{ id: claimed!.id, claimToken: claimed!.claimToken, outcome: { kind: 'dead' }, attempt: { startedAt: Date.now(), durationMs: 5, statusCode: 400 } }], Date.now())
+    const red = await f.json('POST', `/v1/deliveries/${claimed!.id}/redeliver`)
+    expect(red).toEqual({ status: 202, body: { id: claimed!.id, status: 'pending' } })
+    const after = await f.json('GET', `/v1/deliveries/${claimed!.id}`)
+    expect(after.body).toMatchObject({ status: 'pending', attempt_count: 0 })
+    expect(after.body.attempts).toHaveLength(1)
+  })
+})

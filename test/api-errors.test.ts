@@ -1,0 +1,143 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { createApp } from '../src/api/app.js'
+import type { ApiDeps } from '../src/api/deps.js'
+import { createLogger } from '../src/log.js'
+import { apiFixture, type ApiFixture, type Req } from './support/api.js'
+
+/** One row of the error catalogue (SPEC §6): a request and the status and code it must give. */
+interface Scenario {
+  name: string
+  method: string
+  path: string
+  req?: Req
+  status: number
+  code: string
+}
+
+const big = (n: number) => JSON.stringify({ type: 'a.b', data: { pad: 'x'.repeat(n) } })
+
+function chunked(text: string, chunkSize = 1024): ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder().encode(text)
+  let at = 0
+  return new ReadableStream({
+    pull(controller) {
+      if (at >= bytes.length) return controller.close()
+      controller.enqueue(bytes.slice(at, at + chunkSize))
+      at += chunkSize
+    },
+  })
+}
+
+const SCENARIOS: Scenario[] = [
+  { name: 'malformed JSON', method: 'POST', path: '/v1/events', req: { raw: '{"type":', headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
+  { name: 'invalid UTF-8', method: 'POST', path: '/v1/events', req: { raw: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
+  { name: 'wrong type', method: 'POST', path: '/v1/events', req: { body: { type: 'bad type!', data: [] } }, status: 400, code: 'validation_failed' },
+  { name: 'body is an array', method: 'POST', path: '/v1/events', req: { body: [1, 2] }, status: 400, code: 'validation_failed' },
+  { name: 'empty JSON body on a required body', method: 'POST', path: '/v1/events', req: { raw: '', headers: { 'content-type': 'application/json' } }, status: 400, code: 'validation_failed' },
+  { name: 'bad limit', method: 'GET', path: '/v1/deliveries?limit=0', status: 400, code: 'validation_failed' },
+  { name: 'limit too large', method: 'GET', path: '/v1/endpoints?limit=201', status: 400, code: 'validation_failed' },
+  { name: 'non-numeric limit', method: 'GET', path: '/v1/keys?limit=abc', status: 400, code: 'validation_failed' },
+  { name: 'bad status filter', method: 'GET', path: '/v1/deliveries?status=lost', status: 400, code: 'validation_failed' },
+  { name: 'batch over 1,000', method: 'POST', path: '/v1/events/batch', req: { body: { events: Array.from({ length: 1001 }, () => ({ type: 'a', data: {} })) } }, status: 400, code: 'validation_failed' },
+  { name: 'empty batch', method: 'POST', path: '/v1/events/batch', req: { body: { events: [] } }, status: 400, code: 'validation_failed' },
+  { name: 'body over max (Content-Length)', method: 'POST', path: '/v1/events', req: { raw: big(300_000), headers: { 'content-type': 'application/json' } }, status: 413, code: 'payload_too_large' },
+  { name: 'body over max (chunked, no Content-Length)', method: 'POST', path: '/v1/events', req: { raw: chunked(big(300_000)), headers: { 'content-type': 'application/json' } }, status: 413, code: 'payload_too_large' },
+  { name: 'lying Content-Length is not trusted', method: 'POST', path: '/v1/events', req: { raw: chunked(big(300_000)), headers: { 'content-type': 'application/json', 'content-length': '10' } }, status: 413, code: 'payload_too_large' },
+  { name: 'text/plain body', method: 'POST', path: '/v1/events', req: { raw: '{"type":"a","data":{}}', headers: { 'content-type': 'text/plain' } }, status: 415, code: 'unsupported_media_type' },
+  { name: 'form body', method: 'POST', path: '/v1/endpoints', req: { raw: 'url=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, status: 415, code: 'unsupported_media_type' },
+  { name: 'body without Content-Type', method: 'POST', path: '/v1/keys', req: { raw: '{"role":"viewer"}' }, status: 415, code: 'unsupported_media_type' },
+  { name: 'unknown route', method: 'GET', path: '/v1/nothing-here', status: 404, code: 'not_found' },
+  { name: 'unknown route without /v1', method: 'GET', path: '/nope', status: 404, code: 'not_found' },
+  { name: 'unknown endpoint', method: 'GET', path: '/v1/endpoints/ep_missing', status: 404, code: 'not_found' },
+  { name: 'unknown event', method: 'GET', path: '/v1/events/evt_missing', status: 404, code: 'not_found' },
+  { name: 'unknown delivery', method: 'GET', path: '/v1/deliveries/dlv_missing', status: 404, code: 'not_found' },
+  { name: 'redeliver unknown', method: 'POST', path: '/v1/deliveries/dlv_missing/redeliver', status: 404, code: 'not_found' },
+  { name: 'private destination', method: 'POST', path: '/v1/endpoints', req: { body: { url: 'http://10.1.2.3/hook' } }, status: 422, code: 'destination_not_allowed' },
+  { name: 'metadata endpoint', method: 'POST', path: '/v1/endpoints', req: { body: { url: 'http://169.254.169.254/latest' } }, status: 422, code: 'destination_not_allowed' },
+  { name: 'no credentials', method: 'GET', path: '/v1/endpoints', req: { key: null }, status: 401, code: 'unauthorized' },
+  { name: 'basic auth instead of bearer', method: 'GET', path: '/v1/endpoints', req: { key: null, headers: { authorization: 'Basic YTpi' } }, status: 401, code: 'invalid_token' },
+  { name: 'garbage bearer', method: 'GET', path: '/v1/endpoints', req: { key: 'not-a-key' }, status: 401, code: 'invalid_token' },
+]
+
+describe('error catalogue (SPEC §6)', () => {
+  let f: ApiFixture
+  beforeEach(async () => {
+    f = await apiFixture({ allowNetworks: [] })
+  })
+  afterEach(async () => f.close())
+
+  for (const s of SCENARIOS) {
+    it(`${s.name}: ${s.method} ${s.path} → ${s.status} ${s.code}`, async () => {
+      const res = await f.json(s.method, s.path, s.req)
+      expect(res.status).toBe(s.status)
+      expect(res.body.error.code).toBe(s.code)
+      expect(typeof res.body.error.message).toBe('string')
+    })
+  }
+
+  it('validation_failed lists every bad field with its path', async () => {
+    const res = await f.json('POST', '/v1/events/batch', { body: { events: [{ type: 'ok', data: {} }, { type: '', data: 3 }] } })
+    expect(res.status).toBe(400)
+    const fields = res.body.error.details.map((d: { field: string }) => d.field).sort()
+    expect(fields).toEqual(['events.1.data', 'events.1.type'])
+    expect(res.body.error.details[0].in).toBe('body')
+  })
+
+  it('a body exactly at the limit is accepted', async () => {
+    const limit = f.pb.config.maxBody
+    const base = big(0)
+    const body = big(limit - base.length)
+    expect(Buffer.byteLength(body)).toBe(limit)
+    const res = await f.json('POST', '/v1/events', { raw: body, headers: { 'content-type': 'application/json' } })
+    expect(res.status).toBe(202)
+  })
+
+  it('not_eligible: redelivering a pending delivery → 409', async () => {
+    const ep = await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/hook' } })
+    expect(ep.status).toBe(201)
+    await f.json('POST', '/v1/events', { body: { type: 'a.b', data: {} } })
+    const list = await f.json('GET', '/v1/deliveries')
+    const id = list.body.data[0].id
+    const res = await f.json('POST', `/v1/deliveries/${id}/redeliver`)
+    expect(res).toMatchObject({ status: 409, body: { error: { code: 'not_eligible' } } })
+  })
+
+  it('internal: an unexpected error → 500 internal, logged, with no detail leaked', async () => {
+    const lines: string[] = []
+    const log = createLogger('error', { write: (s: string) => void lines.push(s) })
+    const boom = new Error('secret internal path /etc/shadow')
+    const webhooks = { ...f.pb.webhooks, endpoints: { ...f.pb.webhooks.endpoints, list: () => { throw boom } } }
+    const deps: ApiDeps = { store: f.pb.store, config: f.pb.config, log, clock: f.pb.clock, webhooks }
+    const app = createApp(deps)
+    const res = await app.request('/v1/endpoints', { headers: { authorization: `Bearer ${f.keys.admin}` } })
+    expect(res.status).toBe(500)
+    const text = await res.text()
+    expect(JSON.parse(text)).toEqual({ error: { code: 'internal', message: 'Internal error' } })
+    expect(text).not.toContain('shadow')
+    expect(lines.join('')).toContain('shadow')
+  })
+
+  it('unavailable: a full database → 503 and nothing accepted', async () => {
+    const db = f.pb.store.db
+    const pages = db.pragma('page_count', { simple: true }) as number
+    db.pragma(`max_page_count = ${pages}`)
+    let res: Awaited<ReturnType<ApiFixture['json']>> = { status: 0, body: null }
+    for (let i = 0; i < 50 && res.status !== 503; i++) {
+      res = await f.json('POST', '/v1/events/batch', { body: { events: Array.from({ length: 200 }, () => ({ type: 'fill.up', data: { pad: 'y'.repeat(500) } })) } })
+    }
+    expect(res).toMatchObject({ status: 503, body: { error: { code: 'unavailable' } } })
+    const single = await f.json('POST', '/v1/events', { body: { type: 'fill.single', data: { pad: 'z'.repeat(50_000) } } })
+    expect(single).toMatchObject({ status: 503, body: { error: { code: 'unavailable' } } })
+    expect(f.pb.store.events.list({ limit: 10, type: 'fill.single' }).data).toEqual([])
+    db.pragma('max_page_count = 1073741823')
+    expect((await f.json('POST', '/v1/events', { body: { type: 'ok.again', data: {} } })).status).toBe(202)
+  })
+
+  it('every error body has exactly {error: {code, message, details?}}', async () => {
+    for (const s of SCENARIOS.slice(0, 6)) {
+      const res = await f.json(s.method, s.path, s.req)
+      expect(Object.keys(res.body)).toEqual(['error'])
+      for (const k of Object.keys(res.body.error)) expect(['code', 'message', 'details']).toContain(k)
+    }
+  })
+})

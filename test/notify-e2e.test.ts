@@ -1,0 +1,35 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { join } from 'node:path'
+import { Postbox } from '../src/postbox.js'
+import { tempDir } from './helpers.js'
+
+let pb: Postbox | null = null
+let cleanup: (() => void) | null = null
+afterEach(async () => {
+  await pb?.close()
+  pb = null
+  cleanup?.()
+})
+
+describe('notifications through the library facade and the real dispatcher', () => {
+  it('delivers an inbox notification and a notification webhook event', async () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    pb = await Postbox.open({ db: join(t.dir, 'postbox.db'), bootstrapAdminKey: false })
+    pb.users.put('u_1', { roles: ['staff'] })
+    pb.start()
+    const r = pb.notifications.send({ topic: 'comment.created', recipients: ['role:staff'], title: 'New comment', channels: ['inbox', 'webhook'] })
+    expect(r).toMatchObject({ recipients: 1, deliveries: 2 })
+    for (let i = 0; i < 200 && pb.inbox('u_1').unreadCount() === 0; i++) await new Promise((res) => setTimeout(res, 5))
+    expect(pb.inbox('u_1').list()).toMatchObject({ unread_count: 1, data: [{ title: 'New comment', topic: 'comment.created' }] })
+    for (let i = 0; i < 200; i++) {
+      const states = (pb.notifications.get(r.id) as { deliveries: { status: string }[] }).deliveries.map((d) => d.status)
+      if (states.every((s) => s === 'success')) break
+      await new Promise((res) => setTimeout(res, 5))
+    }
+    expect((pb.notifications.get(r.id) as { deliveries: { channel: string; status: string }[] }).deliveries.map((d) => [d.channel, d.status])).toEqual([
+      ['inbox', 'success'],
+      ['webhook', 'success'],
+    ])
+  })
+})

@@ -1,0 +1,158 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { SMTPServer } from 'smtp-server'
+import type { AddressInfo } from 'node:net'
+import { notifyHarness, type NotifyHarness } from './notify-harness.js'
+
+interface Mail {
+  from: string
+  to: string[]
+  subject: string
+  text: string
+}
+
+/** Decodes the quoted-printable and base64 parts nodemailer may use, enough to read a body. */
+function decodeBody(raw: string): string {
+  const [head, ...rest] = raw.split(/\r?\n\r?\n/)
+  const body = rest.join('\n\n')
+  if (/content-transfer-encoding:\s*base64/i.test(head!)) return Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('utf8')
+  if (/content-transfer-encoding:\s*quoted-printable/i.test(head!)) {
+    const soft = body.replace(/=\r?\n/g, '')
+    const bytes: number[] = []
+    for (let i = 0; i < soft.length; i++) {
+      if (soft[i] === '=' && /^[0-9A-F]{2}$/i.test(soft.slice(i + 1, i + 3))) {
+        bytes.push(parseInt(soft.slice(i + 1, i + 3), 16))
+        i += 2
+      } else bytes.push(...Buffer.from(soft[i]!, 'utf8'))
+    }
+    return Buffer.from(bytes).toString('utf8')
+  }
+  return body
+}
+
+function decodeSubject(raw: string): string {
+  const line = /^subject:(.*(?:\r?\n[ \t].*)*)/im.exec(raw)?.[1] ?? ''
+  return line
+    .replace(/\r?\n[ \t]/g, ' ')
+    .replace(/=\?utf-8\?([bq])\?([^?]*)\?=/gi, (_m, enc: string, text: string) =>
+      enc.toLowerCase() === 'b' ? Buffer.from(text, 'base64').toString('utf8') : decodeBody(`content-transfer-encoding: quoted-printable\n\n${text.replace(/_/g, ' ')}`),
+    )
+    .replace(/\?=\s+=\?/g, '')
+    .trim()
+}
+
+const mails: Mail[] = []
+let server: SMTPServer
+let smtpUrl: string
+
+beforeAll(async () => {
+  server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onRcptTo(address, _session, cb) {
+      if (address.address.startsWith('perm')) return cb(Object.assign(new Error('550 mailbox unavailable'), { responseCode: 550 }))
+      if (address.address.startsWith('temp')) return cb(Object.assign(new Error('451 try again later'), { responseCode: 451 }))
+      cb()
+    },
+    onData(stream, session, cb) {
+      const chunks: Buffer[] = []
+      stream.on('data', (c: Buffer) => chunks.push(c))
+      stream.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8')
+        mails.push({
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to: session.envelope.rcptTo.map((r) => r.address),
+          subject: decodeSubject(raw),
+          text: decodeBody(raw).replace(/\r\n/g, "\n").trim(),
+        })
+        cb()
+      })
+    },
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  smtpUrl = `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`
+})
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+
+let h: NotifyHarness
+afterEach(() => {
+  h?.cleanup()
+  mails.length = 0
+})
+
+const statusOf = (h: NotifyHarness, id: string) =>
+  h.store.deliveries.byNotification(id).map((d) => ({ status: d.status, attempts: d.attempts, error: d.lastError, next: d.nextAttemptAt }))
+
+describe('email channel over a real SMTP sink', () => {
+  it('sends one message from the configured address', async () => {
+    h = notifyHarness({ smtpUrl, emailFrom: 'bell@postbox.test' })
+    h.notify.users.put('u1', { email: 'ann@example.com' })
+    const r = h.notify.notifications.send({ topic: 'welcome', recipients: ['u1'], channels: ['email'], title: 'Hello Ann', body: 'Welcome aboard' })
+    await h.drain()
+    expect(mails).toEqual([{ from: 'bell@postbox.test', to: ['ann@example.com'], subject: 'Hello Ann', text: 'Welcome aboard' }])
+    expect(statusOf(h, r.id)).toMatchObject([{ status: 'success', attempts: 1 }])
+  })
+
+  it('marks a 5xx reply dead at once', async () => {
+    h = notifyHarness({ smtpUrl })
+    const r = h.notify.notifications.send({ topic: 't', recipients: ['perm@example.com'], channels: ['email'] })
+    await h.drain()
+    expect(statusOf(h, r.id)).toMatchObject([{ status: 'dead', attempts: 1, error: expect.stringContaining('550') }])
+    expect(h.store.deliveries.attempts(h.store.deliveries.byNotification(r.id)[0]!.id)).toMatchObject([{ statusCode: 550, outcome: 'dead' }])
+  })
+
+  it('retries a 4xx reply on the notification schedule until it is spent', async () => {
+    h = notifyHarness({ smtpUrl })
+    const r = h.notify.notifications.send({ topic: 't', recipients: ['temp@example.com'], channels: ['email'] })
+    const start = h.clock.now()
+    await h.drain()
+    // rng = 0.5 → jitter factor 1.0: the first delay is exactly 1 s.
+    expect(statusOf(h, r.id)).toMatchObject([{ status: 'pending', attempts: 1, next: start + 1000, error: expect.stringContaining('451') }])
+    for (const delay of [1000, 10_000, 60_000, 600_000, 3_600_000]) {
+      h.clock.advance(delay)
+      await h.drain()
+    }
+    expect(statusOf(h, r.id)).toMatchObject([{ status: 'dead', attempts: 6 }])
+  })
+
+  it('retries a transport error (nothing listening)', async () => {
+    h = notifyHarness({ smtpUrl: 'smtp://127.0.0.1:1' })
+    h.notify.users.put('u1', { email: 'ann@example.com' })
+    const r = h.notify.notifications.send({ topic: 't', recipients: ['u1'], channels: ['email'] })
+    await h.drain()
+    expect(statusOf(h, r.id)).toMatchObject([{ status: 'pending', attempts: 1 }])
+  })
+
+  it('sends a digest group as ONE message at the window end', async () => {
+    h = notifyHarness({ smtpUrl })
+    h.notify.users.put('u1', { email: 'ann@example.com', timezone: 'UTC' })
+    h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: 'email', digest: 'daily' })
+    const ids = ['First', 'Second', 'Third'].map((title) => h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title }).id)
+    await h.drain()
+    expect(mails).toEqual([])
+    h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
+    await h.drain()
+    expect(mails).toHaveLength(1)
+    expect(mails[0]).toMatchObject({ to: ['ann@example.com'], subject: 'You have 3 notifications', text: '• First\n• Second\n• Third' })
+    expect(ids.flatMap((id) => statusOf(h, id).map((s) => s.status))).toEqual(['success', 'success', 'success'])
+  })
+
+  it('finishes still-pending group members when one member is claimed alone; N = 1 uses the title', async () => {
+    h = notifyHarness({ smtpUrl })
+    h.notify.users.put('u1', { email: 'ann@example.com' })
+    h.notify.users.put('u2', { email: 'bob@example.com' })
+    h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'weekly' })
+    const a = h.notify.notifications.send({ topic: 'c', recipients: ['u1', 'u2'], channels: ['email'], title: 'A' }).id
+    const b = h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title: 'B' }).id
+    h.clock.set(Date.parse('2026-01-19T00:00:00Z')) // the next Monday, UTC
+    const [one] = h.store.deliveries.claimDue({ limit: 1, now: h.clock.now(), defaultTimeoutMs: 30_000 })
+    const res = await h.notify.channels.email.send(one!, new AbortController().signal)
+    h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], h.clock.now())
+    expect(mails).toEqual([expect.objectContaining({ to: ['ann@example.com'], subject: 'You have 2 notifications', text: '• A\n• B' })])
+    expect(statusOf(h, b).map((s) => s.status)).toEqual(['success'])
+    await h.drain()
+    expect(mails[1]).toMatchObject({ to: ['bob@example.com'], subject: 'A', text: '• A' })
+    expect(statusOf(h, a).map((s) => s.status)).toEqual(['success', 'success'])
+    expect(mails).toHaveLength(2)
+  })
+})

@@ -1,0 +1,101 @@
+import Database from 'better-sqlite3'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { openDatabase, SCHEMA_VERSION, SchemaTooNewError, schemaVersion, type Db } from '../src/store/db.js'
+import { MIGRATIONS } from '../src/store/migrations.js'
+import { tempDir } from './helpers.js'
+
+/** Strips comments and collapses whitespace so only meaningful SQL differences remain. */
+function normalise(sql: string | null): string | null {
+  if (sql === null) return null
+  return sql
+    .replace(/--[^\n]*/g, '')
+    .replace(/\s+/g, ' ')
+    .replace(/\s*([(),])\s*/g, '$1')
+    .trim()
+}
+
+/** A comparable snapshot of every table, index, view and trigger, with columns and indexes. */
+function snapshot(db: Db): Record<string, unknown> {
+  const objects = db
+    .prepare(`SELECT type, name, tbl_name AS tbl, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name`)
+    .all() as { type: string; name: string; tbl: string; sql: string | null }[]
+  const out: Record<string, unknown> = {}
+  for (const o of objects) {
+    const entry: Record<string, unknown> = { type: o.type, tbl: o.tbl, sql: normalise(o.sql) }
+    if (o.type === 'table') {
+      entry.columns = db.pragma(`table_info(${JSON.stringify(o.name)})`)
+      entry.indexes = (db.pragma(`index_list(${JSON.stringify(o.name)})`) as { name: string }[])
+        .map((ix) => ({ ...ix, columns: db.pragma(`index_xinfo(${JSON.stringify(ix.name)})`) }))
+        .sort((a, b) => a.name.localeCompare(b.name))
+      entry.foreignKeys = db.pragma(`foreign_key_list(${JSON.stringify(o.name)})`)
+    }
+    out[`${o.type}:${o.name}`] = entry
+  }
+  return out
+}
+
+describe('schema migrations', () => {
+  let cleanup: (() => void) | null = null
+  afterEach(() => {
+    cleanup?.()
+    cleanup = null
+  })
+
+  it('a database created at the oldest version and migrated equals a fresh one', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const oldPath = join(t.dir, 'old.db')
+    const raw = new Database(oldPath)
+    raw.exec(MIGRATIONS[0]!)
+    raw.pragma('user_version = 1')
+    raw.close()
+
+    const migrated = openDatabase(oldPath)
+    const fresh = openDatabase(join(t.dir, 'fresh.db'))
+    try {
+      expect(schemaVersion(migrated)).toBe(SCHEMA_VERSION)
+      expect(schemaVersion(fresh)).toBe(SCHEMA_VERSION)
+      const a = snapshot(migrated)
+      const b = snapshot(fresh)
+      expect(Object.keys(a)).toEqual(Object.keys(b))
+      for (const key of Object.keys(b)) expect({ key, ...(a[key] as object) }).toEqual({ key, ...(b[key] as object) })
+    } finally {
+      migrated.close()
+      fresh.close()
+    }
+  })
+
+  it('schema.sql ends at the version the migrations reach', () => {
+    expect(SCHEMA_VERSION).toBe(MIGRATIONS.length)
+    expect(MIGRATIONS.every((m) => m.trim().length > 0)).toBe(true)
+  })
+
+  it('keeps data across an upgrade', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const path = join(t.dir, 'data.db')
+    const raw = new Database(path)
+    raw.exec(MIGRATIONS[0]!)
+    raw.pragma('user_version = 1')
+    raw.prepare(`INSERT INTO events (id, type, body, created_at) VALUES ('evt_1', 't', '{}', 1)`).run()
+    raw.close()
+    const db = openDatabase(path)
+    try {
+      expect(db.prepare('SELECT id FROM events').pluck().all()).toEqual(['evt_1'])
+    } finally {
+      db.close()
+    }
+  })
+
+  it('refuses a database written by a newer Postbox', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const path = join(t.dir, 'new.db')
+    const raw = new Database(path)
+    raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`)
+    raw.close()
+    expect(() => openDatabase(path)).toThrow(SchemaTooNewError)
+    expect(() => openDatabase(path, { readonly: true })).toThrow(/newer than this Postbox supports/)
+  })
+})

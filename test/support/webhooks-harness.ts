@@ -1,0 +1,64 @@
+import { testConfig, type Config } from '../../src/config.js'
+import { systemClock, type Clock } from '../../src/lib/clock.js'
+import { silentLogger } from '../../src/log.js'
+import type { Store } from '../../src/store/index.js'
+import { createDispatcher, type Dispatcher } from '../../src/delivery/dispatcher.js'
+import { createWebhookSender, type WebhookSender, type WebhookSenderDeps } from '../../src/delivery/http-sender.js'
+import { createWebhookService } from '../../src/webhooks/service.js'
+import type { WebhookService } from '../../src/webhooks/types.js'
+import { tempStore } from '../helpers.js'
+
+/** A wired webhook stack over a temp store: service, sender and dispatcher. */
+export interface WebhookHarness {
+  store: Store
+  config: Config
+  webhooks: WebhookService
+  sender: WebhookSender
+  dispatcher: Dispatcher
+  close(): Promise<void>
+}
+
+/** Builds the stack the way src/postbox.ts wires it; allowNetworks opens 127.0.0.0/8 by default. */
+export function webhookHarness(
+  opts: { config?: Partial<Config>; clock?: Clock; sender?: Partial<WebhookSenderDeps>; rng?: () => number } = {},
+): WebhookHarness {
+  const { store, cleanup } = tempStore()
+  const config = testConfig({ allowNetworks: ['127.0.0.0/8'], pollIntervalMs: 20, ...opts.config })
+  const clock = opts.clock ?? systemClock
+  const rng = opts.rng ?? (() => 0.5)
+  const log = silentLogger()
+  const webhooks = createWebhookService({ store, config, clock, rng, log })
+  const sender = createWebhookSender({
+    store,
+    config,
+    clock,
+    rng,
+    log,
+    onEndpointDisabled: (ep, reason) => webhooks.publish('postbox.endpoint.disabled', { endpoint_id: ep.id, url: ep.url, reason }),
+    ...opts.sender,
+  })
+  const dispatcher = createDispatcher({ store, config, clock, rng, log, channels: new Map([['webhook', sender]]) })
+  return {
+    store,
+    config,
+    webhooks,
+    sender,
+    dispatcher,
+    async close() {
+      await dispatcher.stop(100)
+      await sender.close()
+      cleanup()
+    },
+  }
+}
+
+/** Polls `cond` every 5 ms until it is truthy; fails after `timeoutMs`. */
+export async function until<T>(cond: () => T | null | undefined | false, timeoutMs = 5000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = cond()
+    if (v) return v as T
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}

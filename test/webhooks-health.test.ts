@@ -1,0 +1,163 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { ManualClock } from '../src/lib/clock.js'
+import { startReceiver, type Receiver } from './support/receiver.js'
+import { until, webhookHarness, type WebhookHarness } from './support/webhooks-harness.js'
+
+let h: WebhookHarness
+const receivers: Receiver[] = []
+const rx = async (...args: Parameters<typeof startReceiver>): Promise<Receiver> => {
+  const r = await startReceiver(...args)
+  receivers.push(r)
+  return r
+}
+const settle = (ms = 60): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+afterEach(async () => {
+  await h?.close()
+  await Promise.all(receivers.splice(0).map((r) => r.close()))
+})
+
+const zeros = (n: number): number[] => Array.from({ length: n }, () => 0)
+
+describe('isolation and flow control', () => {
+  it('a stuck endpoint does not delay a fast one', async () => {
+    const slow = await rx({ hang: true })
+    const fast = await rx()
+    h = webhookHarness()
+    h.webhooks.endpoints.create({ url: slow.url, max_concurrency: 2 })
+    h.webhooks.endpoints.create({ url: fast.url })
+    for (let i = 0; i < 40; i++) h.webhooks.events.send({ type: 'a', data: { i } })
+    h.dispatcher.start()
+    await until(() => h.webhooks.deliveries.list({ status: 'success', limit: 200 }).data.length === 40)
+    expect(fast.requests).toHaveLength(40)
+    expect(slow.requests).toHaveLength(2)
+    expect(h.dispatcher.inFlight()).toBe(2)
+  })
+
+  it('never claims more than the global concurrency cap', async () => {
+    const slow = await rx({ hang: true })
+    h = webhookHarness({ config: { concurrency: 3 } })
+    h.webhooks.endpoints.create({ url: slow.url })
+    for (let i = 0; i < 10; i++) h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    await slow.waitFor(3)
+    await settle()
+    expect(slow.requests).toHaveLength(3)
+    expect(h.webhooks.deliveries.list({ status: 'in_flight' }).data).toHaveLength(3)
+    expect(h.webhooks.deliveries.list({ status: 'pending' }).data).toHaveLength(7)
+  })
+
+  it('rate_limit spends one token per request', async () => {
+    const clock = new ManualClock()
+    const r = await rx()
+    h = webhookHarness({ clock })
+    h.webhooks.endpoints.create({ url: r.url, rate_limit: 2 })
+    for (let i = 0; i < 5; i++) h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    await r.waitFor(2)
+    await settle()
+    expect(r.requests).toHaveLength(2)
+    clock.advance(1000)
+    await r.waitFor(4)
+    await settle()
+    expect(r.requests).toHaveLength(4)
+  })
+})
+
+describe('endpoint health (SPEC §5)', () => {
+  it('opens the breaker after 5 consecutive 5xx, sends one probe after the pause, doubles on failure, closes on success', async () => {
+    const clock = new ManualClock()
+    const r = await rx({ status: 500 })
+    h = webhookHarness({ clock })
+    const ep = h.webhooks.endpoints.create({ url: r.url, max_concurrency: 1, retry_schedule: zeros(20) })
+    for (let i = 0; i < 3; i++) h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    await r.waitFor(5)
+    await settle()
+    expect(r.requests).toHaveLength(5)
+    expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ circuit: 'open', consecutive_failures: 5 })
+
+    clock.advance(30_000)
+    expect(h.webhooks.endpoints.get(ep.id).circuit).toBe('half_open')
+    h.dispatcher.wake()
+    await r.waitFor(6)
+    await until(() => h.webhooks.endpoints.get(ep.id).circuit === 'open')
+    await settle()
+    expect(r.requests).toHaveLength(6)
+    clock.advance(59_000)
+    h.dispatcher.wake()
+    await settle()
+    expect(r.requests).toHaveLength(6)
+
+    r.reply({ status: 200 })
+    clock.advance(1000)
+    h.dispatcher.wake()
+    await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 3)
+    expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ circuit: 'closed', consecutive_failures: 0 })
+    expect(h.webhooks.endpoints.get(ep.id).last_success_at).toBe(new Date(clock.now()).toISOString())
+  })
+
+  it('auto-disables after disableAfterMs with no success and >= 10 failures, and publishes postbox.endpoint.disabled', async () => {
+    const clock = new ManualClock()
+    const failing = await rx({ status: 400 })
+    const ops = await rx()
+    const catchAll = await rx()
+    h = webhookHarness({ clock, config: { disableAfterMs: 60_000 } })
+    const ep = h.webhooks.endpoints.create({ url: failing.url, event_types: ['a'] })
+    h.webhooks.endpoints.create({ url: ops.url, event_types: ['postbox.endpoint.disabled'] })
+    h.webhooks.endpoints.create({ url: catchAll.url })
+    for (let i = 0; i < 9; i++) h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    await until(() => h.webhooks.deliveries.list({ status: 'dead', endpoint_id: ep.id }).data.length === 9)
+    expect(h.webhooks.endpoints.get(ep.id).disabled).toBe(false)
+    clock.advance(61_000)
+    h.webhooks.events.send({ type: 'a', data: {} })
+    const [op] = await ops.waitFor(1)
+    expect(JSON.parse(op!.body)).toMatchObject({
+      type: 'postbox.endpoint.disabled',
+      data: { endpoint_id: ep.id, url: failing.url + '/', reason: 'failing' },
+    })
+    expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ disabled: true, disabled_reason: 'failing' })
+    await catchAll.waitFor(10)
+    await settle()
+    expect(catchAll.requests.map((q) => JSON.parse(q.body).type)).not.toContain('postbox.endpoint.disabled')
+
+    // Re-enable, then recover brings the killed deliveries back.
+    failing.reply({ status: 200 })
+    expect(h.webhooks.endpoints.enable(ep.id)).toMatchObject({ disabled: false, disabled_reason: null, consecutive_failures: 0 })
+    const { queued } = h.webhooks.endpoints.recover(ep.id, { since: new Date(clock.now() - 3_600_000).toISOString() })
+    expect(queued).toBe(10)
+    await until(() => h.webhooks.deliveries.list({ status: 'success', endpoint_id: ep.id }).data.length === 10)
+  })
+})
+
+describe('graceful stop', () => {
+  it('releases a claim whose request never went out (attempt refunded)', async () => {
+    h = webhookHarness({ sender: { resolve: (() => {}) as never } })
+    h.webhooks.endpoints.create({ url: 'http://hangs.example:8080/hook' })
+    h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    await until(() => h.dispatcher.inFlight() === 1)
+    expect(h.webhooks.deliveries.list().data[0]).toMatchObject({ status: 'in_flight', attempt_count: 1 })
+    await h.dispatcher.stop(30)
+    const [d] = h.webhooks.deliveries.list().data
+    expect(d).toMatchObject({ status: 'pending', attempt_count: 0 })
+    expect(h.webhooks.deliveries.get(d!.id).attempts).toHaveLength(0)
+  })
+
+  it('waits for in-flight requests, then aborts the rest keeping their attempt', async () => {
+    const r = await rx((_q, i) => (i === 0 ? { status: 200, delayMs: 50 } : { hang: true }))
+    h = webhookHarness()
+    h.webhooks.endpoints.create({ url: r.url })
+    h.webhooks.events.send({ type: 'a', data: { n: 0 } })
+    h.webhooks.events.send({ type: 'a', data: { n: 1 } })
+    h.dispatcher.start()
+    await r.waitFor(2)
+    await h.dispatcher.stop(500)
+    expect(h.dispatcher.inFlight()).toBe(0)
+    const [second, first] = h.webhooks.deliveries.list().data
+    expect(first!.status).toBe('success')
+    expect(second).toMatchObject({ status: 'pending', attempt_count: 1 })
+    expect(h.webhooks.deliveries.get(second!.id).attempts).toMatchObject([{ outcome: 'retry', error: 'aborted' }])
+  })
+})

@@ -1,0 +1,102 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { startReceiver, type Receiver } from './support/receiver.js'
+import { until, webhookHarness, type WebhookHarness } from './support/webhooks-harness.js'
+
+let h: WebhookHarness
+let rx: Receiver
+
+afterEach(async () => {
+  await h?.close()
+  await rx?.close()
+})
+
+describe('retries, redeliver and recover', () => {
+  it('retries until success and logs every attempt', async () => {
+    rx = await startReceiver((_r, i) => ({ status: i < 2 ? 503 : 200, body: `try ${i + 1}` }))
+    h = webhookHarness()
+    h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['10ms', 10, '10ms'] })
+    const ev = h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    const d = await until(() => h.webhooks.events.get(ev.id).deliveries.find((x) => x.status === 'success'))
+    const full = h.webhooks.deliveries.get(d.id)
+    expect(full.attempt_count).toBe(3)
+    expect(full.attempts.map((a) => [a.attempt, a.outcome, a.status_code, a.response_body])).toEqual([
+      [1, 'retry', 503, 'try 1'],
+      [2, 'retry', 503, 'try 2'],
+      [3, 'success', 200, 'try 3'],
+    ])
+    expect(rx.requests.map((r) => r.headers['postbox-attempt'])).toEqual(['1', '2', '3'])
+  })
+
+  it('is dead after the schedule is exhausted, then redeliver sends it again with history kept', async () => {
+    rx = await startReceiver({ status: 500 })
+    h = webhookHarness()
+    h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['10ms', '10ms'] })
+    h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    const d = await until(() => h.webhooks.deliveries.list({ status: 'dead' }).data[0])
+    const dead = h.webhooks.deliveries.get(d.id)
+    expect(dead.attempts.map((a) => a.outcome)).toEqual(['retry', 'retry', 'dead'])
+    expect(rx.requests).toHaveLength(3)
+
+    expect(() => h.webhooks.deliveries.redeliver('dlv_unknown')).toThrow(expect.objectContaining({ code: 'not_found', status: 404 }))
+    rx.reply({ status: 200 })
+    expect(h.webhooks.deliveries.redeliver(d.id)).toEqual({ id: d.id, status: 'pending' })
+    await until(() => h.webhooks.deliveries.get(d.id).status === 'success')
+    const after = h.webhooks.deliveries.get(d.id)
+    expect(after.attempts).toHaveLength(4)
+    expect(after.attempt_count).toBe(1)
+    expect(rx.requests[3]!.headers['postbox-attempt']).toBe('1')
+  })
+
+  it('redeliver of a pending delivery is 409 not_eligible', () => {
+    h = webhookHarness()
+    h.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/x' })
+    h.webhooks.events.send({ type: 'a', data: {} })
+    const [d] = h.webhooks.deliveries.list().data
+    expect(() => h.webhooks.deliveries.redeliver(d!.id)).toThrow(expect.objectContaining({ code: 'not_eligible', status: 409 }))
+  })
+
+  it('recover sends the dead deliveries of a window back to pending', async () => {
+    rx = await startReceiver({ status: 400 })
+    h = webhookHarness()
+    const ep = h.webhooks.endpoints.create({ url: rx.url })
+    for (let i = 0; i < 3; i++) h.webhooks.events.send({ type: 'a', data: { i } })
+    h.dispatcher.start()
+    await until(() => h.webhooks.deliveries.list({ status: 'dead' }).data.length === 3)
+    rx.reply({ status: 200 })
+    const since = new Date(Date.now() - 60_000).toISOString()
+    expect(() => h.webhooks.endpoints.recover(ep.id, { since, until: since })).toThrow(expect.objectContaining({ code: 'validation_failed' }))
+    expect(h.webhooks.endpoints.recover(ep.id, { since, until: new Date(Date.now() - 30_000).toISOString() })).toEqual({ queued: 0 })
+    expect(h.webhooks.endpoints.recover(ep.id, { since })).toEqual({ queued: 3 })
+    await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 3)
+    expect(rx.requests).toHaveLength(6)
+  })
+
+  it('an ordered endpoint attempts one ordering key strictly in order, even across failures', async () => {
+    const failedOnce = new Set<string>()
+    rx = await startReceiver((r) => {
+      const id = JSON.parse(r.body).data.n as number
+      if (!failedOnce.has(String(id))) {
+        failedOnce.add(String(id))
+        return { status: 500 }
+      }
+      return { status: 200 }
+    })
+    h = webhookHarness()
+    h.webhooks.endpoints.create({ url: rx.url, ordered: true, retry_schedule: ['10ms', '10ms', '10ms'] })
+    for (let n = 0; n < 4; n++) h.webhooks.events.send({ type: 'a', data: { n }, ordering_key: 'acct_1' })
+    h.dispatcher.start()
+    await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 4)
+    expect(rx.requests.map((r) => JSON.parse(r.body).data.n)).toEqual([0, 0, 1, 1, 2, 2, 3, 3])
+  })
+
+  it('an unordered endpoint does not hold newer deliveries behind a failing one', async () => {
+    rx = await startReceiver((r) => ({ status: JSON.parse(r.body).data.n === 0 ? 500 : 200 }))
+    h = webhookHarness()
+    h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['1h'] })
+    for (let n = 0; n < 3; n++) h.webhooks.events.send({ type: 'a', data: { n }, ordering_key: 'k' })
+    h.dispatcher.start()
+    await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 2)
+  })
+})
