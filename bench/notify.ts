@@ -31,7 +31,7 @@ const stats = (xs: number[]) => {
 }
 const ms = (x: number) => `${x.toFixed(2)} ms`
 
-async function fanout(dir: string): Promise<{ total: number[]; pipeline: number[] }> {
+async function fanout(dir: string): Promise<{ total: number[]; pipeline: number[]; cpu: number[] }> {
   const store = openStore(join(dir, 'fanout.db'))
   const config = testConfig({ dataDir: dir })
   const log = silentLogger()
@@ -55,20 +55,24 @@ async function fanout(dir: string): Promise<{ total: number[]; pipeline: number[
   dispatcher.start()
   const times: number[] = []
   const pipeline: number[] = []
+  const cpu: number[] = []
   for (let run = 0; run < FANOUT_RUNS; run++) {
     done = 0
     target = USERS
     const all = new Promise<void>((resolve) => (finished = resolve))
+    const c = process.cpuUsage()
     const t = performance.now()
     notify.notifications.send({ topic: 'bench.fanout', recipients: ['role:everyone'], title: `run ${run}` })
     pipeline.push(performance.now() - t)
     await all
     times.push(performance.now() - t)
+    const used = process.cpuUsage(c)
+    cpu.push((used.user + used.system) / 1000)
     await new Promise((r) => setTimeout(r, 20)) // let the last settle commit
   }
   await dispatcher.stop(1000)
   store.close()
-  return { total: times, pipeline }
+  return { total: times, pipeline, cpu }
 }
 
 function bareInsert(dir: string): number[] {
@@ -135,8 +139,10 @@ export async function run(): Promise<void> {
     const f = await fanout(dir)
     const fan = stats(f.total)
     const pipe = stats(f.pipeline)
+    const cpu = stats(f.cpu)
     const bare = stats(bareInsert(dir))
     console.log(`fan-out to a role of ${USERS} users (inbox): median ${ms(fan.median)}, p95 ${ms(fan.p95)} (target <= 50 ms)`)
+    console.log(`  CPU time of this process for it (user + system; independent of other load): median ${ms(cpu.median)}`)
     console.log(`  of which the pipeline transaction (recipients, preferences, render, 1,000 enqueues): median ${ms(pipe.median)}`)
     console.log(`  baseline bare INSERT of ${USERS} inbox rows in one tx: median ${ms(bare.median)}; ratio ${(fan.median / bare.median).toFixed(1)}x`)
     const { ours, raw } = inboxRead(dir)

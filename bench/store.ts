@@ -9,7 +9,7 @@
  * so each figure is the best of ROUNDS interleaved rounds, each on fresh database files.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openStore, type Store } from '../src/store/index.js'
 import type { Db } from '../src/store/db.js'
@@ -34,6 +34,16 @@ const BARE_INSERT = `INSERT INTO deliveries (id, channel, dedup_key, event_id, e
 const eventId = (i: number): string => `evt_01kdx${i.toString().padStart(21, '0')}`
 const bareId = (i: number): string => `dlv_01kdx${i.toString().padStart(21, '0')}`
 const rate = (rows: number, ms: number): number => Math.round((rows / ms) * 1000)
+
+/** Wall and process CPU milliseconds since `start()`; CPU time is steadier on a shared box. */
+function stopwatch(): () => { wall: number; cpu: number } {
+  const w = performance.now()
+  const c = process.cpuUsage()
+  return () => {
+    const d = process.cpuUsage(c)
+    return { wall: performance.now() - w, cpu: (d.user + d.system) / 1000 }
+  }
+}
 const fmt = (n: number): string => n.toLocaleString('en-US')
 
 /** A fresh store with one endpoint and `n` events (setup, not measured). */
@@ -48,13 +58,26 @@ function freshStore(dir: string, name: string, n: number): Store {
   return store
 }
 
+/** rows/s for one measure: by wall clock, and by this process's CPU time. */
+interface Rate {
+  wall: number
+  cpu: number
+}
+
 interface Figures {
-  bareSingle: number
-  bareBatched: number
-  single: number
-  batched: number
-  claimSettle: number
-  claimOnly: number
+  bareSingle: Rate
+  bareBatched: Rate
+  single: Rate
+  batched: Rate
+  claimSettle: Rate
+  claimOnly: Rate
+}
+
+function measure(rows: number, fn: () => void): Rate {
+  const stop = stopwatch()
+  fn()
+  const t = stop()
+  return { wall: rate(rows, t.wall), cpu: rate(rows, t.cpu) }
 }
 
 function round(dir: string, r: number): Figures {
@@ -65,19 +88,20 @@ function round(dir: string, r: number): Figures {
   const insert = db.prepare(BARE_INSERT)
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
-  let t = performance.now()
-  for (let i = 0; i < SINGLE_ROWS; i++) {
-    begin.run()
-    insert.run(bareId(i), `${eventId(i)}:${ENDPOINT}`, eventId(i), NOW, NOW, NOW)
-    commit.run()
-  }
-  const bareSingle = rate(SINGLE_ROWS, performance.now() - t)
-  const many = db.transaction((from: number) => {
-    for (let i = from; i < from + BATCH; i++) insert.run(bareId(i), `${eventId(i)}:${ENDPOINT}`, eventId(i), NOW, NOW, NOW)
+  const bareRow = (i: number): void => void insert.run(bareId(i), `${eventId(i)}:${ENDPOINT}`, eventId(i), NOW, NOW, NOW)
+  const bareSingle = measure(SINGLE_ROWS, () => {
+    for (let i = 0; i < SINGLE_ROWS; i++) {
+      begin.run()
+      bareRow(i)
+      commit.run()
+    }
   })
-  t = performance.now()
-  for (let i = SINGLE_ROWS; i < total; i += BATCH) many.immediate(i)
-  const bareBatched = rate(BATCH_ROWS, performance.now() - t)
+  const many = db.transaction((from: number) => {
+    for (let i = from; i < from + BATCH; i++) bareRow(i)
+  })
+  const bareBatched = measure(BATCH_ROWS, () => {
+    for (let i = SINGLE_ROWS; i < total; i += BATCH) many.immediate(i)
+  })
   bareStore.close()
 
   // Postbox: store.tx + deliveries.enqueue, then claimDue + settle until the queue is empty.
@@ -91,38 +115,42 @@ function round(dir: string, r: number): Figures {
     maxAttempts: 8,
     nextAttemptAt: NOW,
   })
-  t = performance.now()
-  for (let i = 0; i < SINGLE_ROWS; i++) store.tx(() => store.deliveries.enqueue(row(i), NOW))
-  const single = rate(SINGLE_ROWS, performance.now() - t)
-  t = performance.now()
-  for (let i = SINGLE_ROWS; i < total; i += BATCH) {
-    store.tx(() => {
-      for (let j = i; j < i + BATCH; j++) store.deliveries.enqueue(row(j), NOW)
-    })
-  }
-  const batched = rate(BATCH_ROWS, performance.now() - t)
+  const single = measure(SINGLE_ROWS, () => {
+    for (let i = 0; i < SINGLE_ROWS; i++) store.tx(() => store.deliveries.enqueue(row(i), NOW))
+  })
+  const batched = measure(BATCH_ROWS, () => {
+    for (let i = SINGLE_ROWS; i < total; i += BATCH) {
+      store.tx(() => {
+        for (let j = i; j < i + BATCH; j++) store.deliveries.enqueue(row(j), NOW)
+      })
+    }
+  })
 
-  let claimMs = 0
+  let claimWall = 0
+  let claimCpu = 0
   let done = 0
-  t = performance.now()
-  for (;;) {
-    const c0 = performance.now()
-    const claimed = store.deliveries.claimDue({ limit: CLAIM_BATCH, now: NOW, defaultTimeoutMs: 15_000 })
-    claimMs += performance.now() - c0
-    if (claimed.length === 0) break
-    const results: SettleInput[] = claimed.map((d) => ({
-      id: d.id,
-      claimToken: d.claimToken,
-      outcome: { kind: 'success' },
-      attempt: { startedAt: NOW, durationMs: 12, statusCode: 200, responseBody: 'ok' },
-    }))
-    store.deliveries.settle(results, NOW)
-    done += claimed.length
-  }
-  const claimSettle = rate(done, performance.now() - t)
+  const claimSettle = measure(total, () => {
+    for (;;) {
+      const stop = stopwatch()
+      const claimed = store.deliveries.claimDue({ limit: CLAIM_BATCH, now: NOW, defaultTimeoutMs: 15_000 })
+      const t = stop()
+      claimWall += t.wall
+      claimCpu += t.cpu
+      if (claimed.length === 0) break
+      const results: SettleInput[] = claimed.map((d) => ({
+        id: d.id,
+        claimToken: d.claimToken,
+        outcome: { kind: 'success' },
+        attempt: { startedAt: NOW, durationMs: 12, statusCode: 200, responseBody: 'ok' },
+      }))
+      store.deliveries.settle(results, NOW)
+      done += claimed.length
+    }
+  })
   if (done !== total) throw new Error(`claimed ${done} of ${total} rows`)
   store.close()
-  return { bareSingle, bareBatched, single, batched, claimSettle, claimOnly: rate(done, claimMs) }
+  const claimOnly = { wall: rate(done, claimWall), cpu: rate(done, claimCpu) }
+  return { bareSingle, bareBatched, single, batched, claimSettle, claimOnly }
 }
 
 /** Runs the store benchmark and prints rows/s with the ratio to the bare loop. */
@@ -131,20 +159,25 @@ export async function run(): Promise<void> {
   try {
     const rounds: Figures[] = []
     for (let r = 0; r < ROUNDS; r++) rounds.push(round(dir, r))
-    const best = (k: keyof Figures): number => Math.max(...rounds.map((f) => f[k]))
-    const lines: [string, number, number | null][] = [
-      ['enqueue, 1 row per commit', best('single'), best('bareSingle')],
-      [`enqueue, ${fmt(BATCH)} rows per commit`, best('batched'), best('bareBatched')],
-      [`claim (${CLAIM_BATCH}/batch) + settle success`, best('claimSettle'), best('bareBatched')],
-      ['  of which claim alone', best('claimOnly'), null],
+    const best = (k: keyof Figures, by: keyof Rate): number => Math.max(...rounds.map((f) => f[k][by]))
+    const lines: [string, keyof Figures, keyof Figures | null][] = [
+      ['enqueue, 1 row per commit', 'single', 'bareSingle'],
+      [`enqueue, ${fmt(BATCH)} rows per commit`, 'batched', 'bareBatched'],
+      [`claim (${CLAIM_BATCH}/batch) + settle success`, 'claimSettle', 'bareBatched'],
+      ['  of which claim alone', 'claimOnly', null],
     ]
-    console.log(`rows: ${fmt(SINGLE_ROWS)} single + ${fmt(BATCH_ROWS)} batched per round; best of ${ROUNDS} rounds; file database, WAL, synchronous=NORMAL`)
-    console.log('| measure | postbox rows/s | bare INSERT rows/s | ratio |')
-    console.log('| --- | ---: | ---: | ---: |')
+    console.log(`rows: ${fmt(SINGLE_ROWS)} single + ${fmt(BATCH_ROWS)} batched per round; best of ${ROUNDS} rounds; file database, WAL, synchronous=NORMAL; load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} CPUs`)
+    console.log('| measure | postbox rows/s (wall) | bare rows/s (wall) | ratio | postbox rows/CPU-s | bare rows/CPU-s | ratio |')
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
     for (const [name, ours, base] of lines) {
-      console.log(`| ${name} | ${fmt(ours)} | ${base === null ? '' : fmt(base)} | ${base === null ? '' : (ours / base).toFixed(2)} |`)
+      const cells = (['wall', 'cpu'] as const).flatMap((by) => {
+        const o = best(ours, by)
+        if (base === null) return [fmt(o), '', '']
+        const b = best(base, by)
+        return [fmt(o), fmt(b), (o / b).toFixed(2)]
+      })
+      console.log(`| ${name} | ${cells.join(' | ')} |`)
     }
-    console.log('per round:', rounds.map((f) => `single ${fmt(f.single)}/${fmt(f.bareSingle)}, batched ${fmt(f.batched)}/${fmt(f.bareBatched)}, claim+settle ${fmt(f.claimSettle)}`).join(' | '))
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

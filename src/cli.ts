@@ -8,7 +8,7 @@ import { ConfigError, loadConfig, type Config } from './config.js'
 import { createLogger, silentLogger } from './log.js'
 import { backupDatabase } from './store/backup.js'
 import { openDatabase, schemaVersion, SCHEMA_VERSION } from './store/db.js'
-import { openStore } from './store/index.js'
+import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/stats.js'
 import type { KeyRole } from './store/keys.js'
 
@@ -59,7 +59,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
     }
     case 'migrate': {
       const before = existsSync(config.dbPath) ? readVersion(config.dbPath) : 0
-      const store = openStore(config.dbPath, { synchronous: config.synchronous })
+      const store = openProtectedStore(config)
       const after = schemaVersion(store.db)
       store.close()
       out(`database ${config.dbPath}: schema version ${before} -> ${after}`)
@@ -67,7 +67,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
     }
     case 'backup': {
       if (rest.length !== 1) throw new UsageError('backup needs exactly one <file>')
-      const store = openStore(config.dbPath, { synchronous: config.synchronous })
+      const store = openProtectedStore(config)
       try {
         const { pages } = await backupDatabase(store, rest[0]!)
         out(`backup written to ${rest[0]} (${pages} pages)`)
@@ -96,7 +96,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
       return 0
     }
     case 'stats': {
-      const store = openStore(config.dbPath, { synchronous: config.synchronous })
+      const store = openProtectedStore(config)
       try {
         const oldest = store.deliveries.oldestPendingAt()
         out({
@@ -127,7 +127,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
 }
 
 async function keys(rest: string[], flags: Record<string, string>, config: Config): Promise<number> {
-  const store = openStore(config.dbPath, { synchronous: config.synchronous })
+  const store = openProtectedStore(config)
   try {
     const [sub, id] = rest
     if (sub === 'create') {
@@ -200,8 +200,9 @@ function invokedDirectly(): boolean {
   }
 }
 
-
 if (invokedDirectly()) {
+  // Everything this program writes (database, WAL, backups, key files) holds secrets: owner-only.
+  process.umask(0o077)
   main(process.argv.slice(2)).then(
     (code) => {
       if (code >= 0) process.exit(code)

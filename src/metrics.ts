@@ -18,7 +18,7 @@ export interface Metrics extends DispatchObserver {
 /** Creates the metrics on a private Registry (never the global one, so several instances coexist). */
 export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry()
-  if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'postbox_' })
+  if (opts.defaultMetrics ?? false) collectDefaultMetrics({ register: registry, prefix: 'postbox_' })
 
   const deliveries = new Counter({
     name: 'postbox_deliveries_total',

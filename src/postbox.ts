@@ -2,6 +2,7 @@ import { dirname, join } from 'node:path'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { ensureAdminKey, type AdminKeyBootstrap } from './admin-key.js'
 import { createApp } from './api/app.js'
+import { protectDatabaseFiles } from './data-files.js'
 import type { ApiEnv } from './api/deps.js'
 import { loadConfig, type Config } from './config.js'
 import { systemClock, type Clock, type Rng } from './lib/clock.js'
@@ -27,6 +28,8 @@ export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNe
   log?: Log
   /** Apply the first-start admin key rules of SPEC §6 (default true). */
   bootstrapAdminKey?: boolean
+  /** Add Node.js process metrics (CPU, memory, GC, event loop) to /metrics; the server turns it on. */
+  processMetrics?: boolean
 }
 
 /** How often the retention sweep runs after the one at start (SPEC §2). */
@@ -35,7 +38,7 @@ export const RETENTION_INTERVAL_MS = 3_600_000
 /** Builds the Config of library mode: defaults (or `opts.config`) with the given fields over them. */
 export function resolveConfig(opts: PostboxOptions): Config {
   const base = opts.config ?? loadConfig({})
-  const { db, config: _c, clock: _k, rng: _r, log: _l, bootstrapAdminKey: _b, ...fields } = opts
+  const { db, config: _c, clock: _k, rng: _r, log: _l, bootstrapAdminKey: _b, processMetrics: _p, ...fields } = opts
   const dataDir = fields.dataDir ?? (db !== undefined && opts.config === undefined ? dirname(db) : base.dataDir)
   const dbPath = db ?? (fields.dataDir !== undefined ? join(dataDir, 'postbox.db') : base.dbPath)
   const defined = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined))
@@ -76,11 +79,12 @@ export class Postbox {
     const log = opts.log ?? silentLogger()
     const clock = opts.clock ?? systemClock
     const rng = opts.rng ?? Math.random
+    protectDatabaseFiles(config.dbPath)
     const store = openStore(config.dbPath, { synchronous: config.synchronous })
     try {
       const adminKey = opts.bootstrapAdminKey === false ? ({ action: 'none' } as const) : ensureAdminKey(store, config, log, clock.now())
       const webhooks = createWebhookService({ store, config, clock, rng, log })
-      const metrics = createMetrics(store, clock)
+      const metrics = createMetrics(store, clock, { defaultMetrics: opts.processMetrics ?? false })
       const engine = createEngine({ store, config, clock, rng, log, webhooks, observer: metrics })
       return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey)
     } catch (err) {

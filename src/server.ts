@@ -32,10 +32,15 @@ export async function listen(postbox: Postbox, log: Log): Promise<RunningServer>
     host,
     close() {
       closing ??= (async () => {
+        // 1. Stop accepting and let API requests in progress finish (each is short: the
+        //    group commit answers within a turn); long-lived SSE streams are cut after a grace.
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
         server.closeIdleConnections()
-        await postbox.close()
+        const grace = Math.min(2_000, postbox.config.shutdownTimeoutMs)
+        await Promise.race([stopped, new Promise((r) => setTimeout(r, grace).unref())])
         server.closeAllConnections()
+        // 2. Drain the dispatcher, release unsent claims, checkpoint and close the database.
+        await postbox.close()
         await stopped
       })()
       return closing
@@ -48,7 +53,7 @@ export async function listen(postbox: Postbox, log: Log): Promise<RunningServer>
  * within config.shutdownTimeoutMs and exits 0 (1 if the drain itself failed).
  */
 export async function runServer(config: Config, log: Log = createLogger(config.logLevel)): Promise<RunningServer> {
-  const postbox = await Postbox.open({ config, log })
+  const postbox = await Postbox.open({ config, log, processMetrics: true })
   postbox.start()
   let running: RunningServer
   try {

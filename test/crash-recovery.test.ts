@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3'
-import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -7,12 +6,10 @@ import { tempDir } from './helpers.js'
 import { startCrashReceiver, type CrashReceiver } from './support/crash-receiver.js'
 import {
   apiClient,
-  CLI,
   ensureBuilt,
   killAllChildren,
   killChild,
   newAdminKey,
-  ROOT,
   runCli,
   serverEnv,
   spawnCli,
@@ -101,6 +98,22 @@ function checkDb(path: string): Database.Database {
 describe('crash recovery (SIGKILL)', () => {
   let dataDir = ''
   let endpointId = ''
+
+  /** A data directory with an endpoint and a few delivered events, when the first test did not leave one. */
+  async function seedDataDir(): Promise<void> {
+    const tmp = tempDir('postbox-crash-')
+    cleanups.push(tmp.cleanup)
+    const receiver = await startCrashReceiver()
+    cleanups.push(() => receiver.close())
+    const server = await startServer(serverEnv(tmp.dir, key))
+    const call = apiClient(() => server.baseUrl, key)
+    const ep = await call('POST', '/v1/endpoints', { url: receiver.url })
+    expect((await call('POST', '/v1/events/batch', { events: Array.from({ length: 100 }, (_, seq) => ({ type: 'seed', data: { seq } })) })).status).toBe(202)
+    await waitFor('the seed events', () => receiver.successesBySeq().size === 100, 10_000)
+    expect(await server.stop()).toBe(0)
+    dataDir = tmp.dir
+    endpointId = ep.json.id
+  }
 
   it('loses nothing acknowledged when killed at random moments under continuous ingest', async () => {
     const receiver = await startCrashReceiver({ failEvery: 5 })
@@ -209,7 +222,62 @@ describe('crash recovery (SIGKILL)', () => {
     db.close()
   }, 60_000)
 
+  it('inbox notifications survive kills exactly once, with exact unread counts', async () => {
+    const tmp = tempDir('postbox-crash-inbox-')
+    cleanups.push(tmp.cleanup)
+    const env = serverEnv(tmp.dir, key, { POSTBOX_NOTIFICATION_RETRY_SCHEDULE: '50ms,100ms,200ms,500ms,500ms' })
+    let server = await startServer(env)
+    const call = apiClient(() => server.baseUrl, key)
+    const users = ['u_1', 'u_2', 'u_3', 'u_4', 'u_5']
+    const acked: string[] = []
+    let stop = false
+    let n = 0
+    const ingest = async (): Promise<void> => {
+      while (!stop) {
+        const dedup = `k${n++}`
+        try {
+          const res = await call('POST', '/v1/notifications', { topic: 'crash.inbox', recipients: users.map((u) => `user:${u}`), title: dedup, dedup_key: dedup })
+          if (res.status === 202) acked.push(dedup)
+        } catch {
+          await sleep(20)
+        }
+      }
+    }
+    const loops = [ingest(), ingest()]
+    const kills: number[] = []
+    for (let i = 0; i < 3; i++) {
+      await sleep(600 + rand() * 900)
+      kills.push(Date.now())
+      await server.kill()
+      server = await startServer(env)
+    }
+    stop = true
+    await Promise.all(loops)
+    const path = join(tmp.dir, 'postbox.db')
+    const watch = new Database(path, { readonly: true })
+    cleanups.push(() => void (watch.open && watch.close()))
+    const open = watch.prepare(`SELECT count(*) FROM deliveries WHERE channel = 'inbox' AND status IN ('pending', 'in_flight')`).pluck()
+    await waitFor('every inbox delivery to finish', () => open.get() === 0, 15_000, () => `${String(open.get())} open`)
+    watch.close()
+    expect(await server.stop()).toBe(0)
+    const db = checkDb(path)
+    const perUser = db.prepare(`SELECT user_id AS user, title, count(*) AS n FROM inbox_messages GROUP BY user_id, title`).all() as { user: string; title: string; n: number }[]
+    const twice = perUser.filter((r) => r.n > 1)
+    const got = new Set(perUser.map((r) => `${r.user}/${r.title}`))
+    const missing = acked.flatMap((k) => users.map((u) => `${u}/${k}`)).filter((x) => !got.has(x))
+    const counters = db.prepare(`SELECT c.user_id AS user, c.unread_count AS counted,
+        (SELECT count(*) FROM inbox_messages m WHERE m.user_id = c.user_id AND m.read = 0 AND m.archived = 0) AS actual
+      FROM inbox_counters c`).all() as { user: string; counted: number; actual: number }[]
+    console.log(`[crash] inbox: ${acked.length} notifications x ${users.length} users acknowledged, ${kills.length} kills, duplicated messages ${twice.length}`)
+    expect(missing).toEqual([])
+    expect(twice).toEqual([])
+    expect(counters.filter((c) => c.counted !== c.actual)).toEqual([])
+    expect(counters.length).toBe(users.length)
+    db.close()
+  }, 60_000)
+
   it('keeps the database consistent when killed during the retention sweep', async () => {
+    if (dataDir === '') await seedDataDir()
     const path = join(dataDir, 'postbox.db')
     const OLD = 30_000
     const old = Date.now() - 40 * DAY
@@ -256,7 +324,7 @@ describe('crash recovery (SIGKILL)', () => {
     cleanups.push(() => void (watch.open && watch.close()))
     const oldLeft = watch.prepare(`SELECT count(*) FROM deliveries WHERE id BETWEEN 'dlv_old_000000' AND 'dlv_old_999999'`).pluck()
     for (let i = 0; i < 3; i++) {
-      const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: 'ignore' })
+      const child = spawnCli(['serve'], env)
       const started = Date.now()
       while ((oldLeft.get() as number) >= last.oldDeliveries && Date.now() - started < 10_000) await sleep(2)
       await sleep(Math.floor(rand() * 15))
@@ -285,6 +353,7 @@ describe('crash recovery (SIGKILL)', () => {
   }, 60_000)
 
   it('leaves a backup file that is either absent or complete when the backup is killed', async () => {
+    if (dataDir === '') await seedDataDir()
     const path = join(dataDir, 'postbox.db')
     const db = new Database(path)
     const body = JSON.stringify({ pad: 'x'.repeat(4000) })
@@ -305,6 +374,8 @@ describe('crash recovery (SIGKILL)', () => {
     const verify = (file: string): 'absent' | 'complete' => {
       if (!existsSync(file)) return 'absent'
       expect(existsSync(`${file}-journal`)).toBe(false)
+      // A backup carries the signing secrets too: owner-only, like the database.
+      expect(statSync(file).mode & 0o077).toBe(0)
       const b = new Database(file, { readonly: true })
       try {
         expect(b.pragma('integrity_check', { simple: true })).toBe('ok')

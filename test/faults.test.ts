@@ -12,6 +12,7 @@ import type { ClaimedDelivery } from '../src/store/deliveries.js'
 import type { Store } from '../src/store/index.js'
 import { systemClock } from '../src/lib/clock.js'
 import { tempDir, tempStore } from './helpers.js'
+import { apiFixture } from './support/api.js'
 import { startCrashReceiver } from './support/crash-receiver.js'
 import {
   startEndlessBodyReceiver,
@@ -299,6 +300,51 @@ describe('disk full', () => {
     expect(db.prepare(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)`).pluck().get()).toBe(0)
     db.close()
   }, 60_000)
+})
+
+describe('disk full, size-limited database file (runs everywhere, no mount needed)', () => {
+  it('SQLITE_FULL answers 503 unavailable, nothing half-written is acknowledged, service resumes', async () => {
+    const receiver = await startCrashReceiver()
+    cleanups.push(() => receiver.close())
+    const f = await apiFixture({ retrySchedule: [50, 100, 200, 500, 500, 500] })
+    cleanups.push(() => f.close())
+    expect((await f.json('POST', '/v1/endpoints', { body: { url: receiver.url } })).status).toBe(201)
+    f.pb.start()
+    const db = f.pb.store.db
+    let seq = 0
+    const acked = new Set<number>()
+    const answers = new Map<number, number>()
+    const pad = 'q'.repeat(3000)
+    const ingest = async (): Promise<number[]> => {
+      const batch = Array.from({ length: 20 }, () => seq++)
+      const singles = Array.from({ length: 4 }, () => seq++)
+      const calls = [
+        f.json('POST', '/v1/events/batch', { body: { events: batch.map((s) => ({ type: 'page.limit', data: { seq: s, pad } })) } }).then((r) => [r, batch] as const),
+        ...singles.map((s) => f.json('POST', '/v1/events', { body: { type: 'page.limit', data: { seq: s, pad } } }).then((r) => [r, [s]] as const)),
+      ]
+      const out: number[] = []
+      for (const [r, seqs] of await Promise.all(calls)) {
+        answers.set(r.status, (answers.get(r.status) ?? 0) + 1)
+        if (r.status === 202) for (const s of seqs) acked.add(s)
+        else expect([r.status, r.body?.error?.code], JSON.stringify(r.body)).toEqual([503, 'unavailable'])
+        out.push(r.status)
+      }
+      return out
+    }
+    expect(await ingest()).toEqual([202, 202, 202, 202, 202])
+    const pages = db.pragma('page_count', { simple: true }) as number
+    db.pragma(`max_page_count = ${pages + 40}`)
+    let refused = 0
+    for (let i = 0; i < 100 && refused < 10; i++) refused += (await ingest()).filter((s) => s === 503).length
+    expect(refused).toBeGreaterThanOrEqual(10)
+    db.pragma('max_page_count = 1073741823')
+    expect(await ingest()).toEqual([202, 202, 202, 202, 202])
+    await waitFor('every acknowledged event to be delivered', () => [...acked].every((s) => receiver.successesBySeq().has(s)), 15_000)
+    console.log(`[faults] size-limited file: ${acked.size} acknowledged, answers ${JSON.stringify([...answers])}`)
+    const stored = new Set(f.pb.store.db.prepare(`SELECT json_extract(body, '$.data.seq') FROM events WHERE type = 'page.limit'`).pluck().all() as number[])
+    expect([...acked].filter((s) => !stored.has(s))).toEqual([])
+    expect(db.prepare(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)`).pluck().get()).toBe(0)
+  }, 30_000)
 })
 
 describe('database locked by another process', () => {

@@ -237,6 +237,90 @@ describe('hostile input never produces a 5xx', () => {
     }
   })
 
+  it('roles: a publisher only publishes, a viewer only reads, a user token only reaches its inbox', async () => {
+    const PUBLISH = new Set(['POST /v1/events', 'POST /v1/events/batch', 'POST /v1/notifications'])
+    const wrong: string[] = []
+    for (const route of ROUTES.filter((r) => r.auth === 'admin')) {
+      const name = `${route.method} ${route.path}`
+      const path = route.path.replace(':id', 'no_such_id')
+      const pub = await probe(route, { path, token: f.keys.publisher, body: route.body ? {} : undefined })
+      const view = await probe(route, { path, token: f.keys.viewer, body: route.body ? {} : undefined })
+      const user = await probe(route, { path, token: userToken, body: route.body ? {} : undefined })
+      if (PUBLISH.has(name) ? pub === 403 : pub !== 403) wrong.push(`publisher ${name} → ${pub}`)
+      // Secrets and the key list are admin only (a viewer must not learn who holds which key).
+      const viewerMayRead = route.method === 'GET' && !route.path.endsWith('/secret') && route.path !== '/v1/keys'
+      if (viewerMayRead ? view === 403 : view !== 403) wrong.push(`viewer ${name} → ${view}`)
+      if (user !== 401) wrong.push(`user token ${name} → ${user}`)
+    }
+    for (const route of ROUTES.filter((r) => r.auth === 'user')) {
+      const status = await probe(route, { token: f.keys.admin, body: route.body ? { ids: ['msg_x'] } : undefined })
+      if (status !== 401) wrong.push(`admin key on ${route.method} ${route.path} → ${status}`)
+    }
+    expect(wrong).toEqual([])
+  })
+
+  it("a user token never sees or changes another user's messages", async () => {
+    for (const u of ['u_a', 'u_b']) {
+      const n = await f.json('POST', '/v1/notifications', { body: { topic: 'iso.test', recipients: [`user:${u}`], title: `for ${u}` } })
+      expect(n.status, JSON.stringify(n.body)).toBe(202)
+    }
+    await f.pb.start()
+    const token = async (u: string): Promise<string> => (await f.json('POST', `/v1/users/${u}/tokens`, { body: {} })).body.token
+    const [a, b] = [await token('u_a'), await token('u_b')]
+    const inbox = async (t: string) => {
+      for (let i = 0; i < 100; i++) {
+        const r = await f.json('GET', '/v1/inbox?status=all', { key: t })
+        if (r.body.data?.length > 0) return r.body
+        await new Promise((res) => setTimeout(res, 20))
+      }
+      throw new Error('inbox stayed empty')
+    }
+    const bIds = (await inbox(b)).data.map((m: { id: string }) => m.id)
+    expect((await inbox(a)).data.map((m: { id: string }) => m.id)).not.toEqual(expect.arrayContaining(bIds))
+    for (const action of ['read', 'seen', 'archive', 'unread', 'unarchive']) {
+      const r = await f.json('POST', `/v1/inbox/${action}`, { key: a, body: { ids: bIds } })
+      expect([r.status, r.body.updated], action).toEqual([200, 0])
+    }
+    const after = await inbox(b)
+    expect(after.unread_count).toBe(1)
+    expect(after.data[0]).toMatchObject({ read: false, archived: false })
+  })
+
+  it('templates cannot read files from the server (include, render, layout)', async () => {
+    f.pb.start()
+    const token = (await f.json('POST', '/v1/users/u_tpl/tokens', { body: {} })).body.token
+    const tags = ['{% include "package.json" %}', '{% render "package.json" %}', '{% layout "package.json" %}x', '{% include "./package.json" %}',
+      '{% include "../main/package.json" %}', `{% include "${process.cwd()}/package.json" %}`, '{% render "schema.sql" %}']
+    for (const [i, body] of tags.entries()) {
+      const topic = `tpl.file${i}`
+      const put = await f.json('PUT', '/v1/templates', { body: { topic, channel: 'inbox', locale: 'en', subject: body, body, format: 'text', active: true } })
+      expect([201, 400], JSON.stringify(put.body)).toContain(put.status)
+      const n = await f.json('POST', '/v1/notifications', { body: { topic, recipients: ['user:u_tpl'], title: 'fallback' } })
+      expect(n.status, JSON.stringify(n.body)).toBe(202)
+    }
+    let messages: { title: string; body: string }[] = []
+    for (let i = 0; i < 100; i++) {
+      messages = (await f.json('GET', '/v1/inbox?status=all&limit=200', { key: token })).body.data ?? []
+      const delivered = (await f.json('GET', '/v1/deliveries?status=pending')).body.data.length === 0
+      if (delivered && messages.length > 0) break
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    const leaked = messages.filter((m) => /"name": "postbox"|CREATE TABLE/.test(`${m.title}\n${m.body}`))
+    expect(leaked.map((m) => m.body.slice(0, 80))).toEqual([])
+  })
+
+  it('action_url must be a web link, never a script (inbox UIs render it as a link)', async () => {
+    for (const url of ['javascript:alert(1)', 'JaVaScRiPt:alert(1)', ' javascript:alert(1)', 'java\tscript:alert(1)', 'data:text/html,<script>alert(1)</script>',
+      'vbscript:msgbox(1)', 'file:///etc/passwd', '//evil.example/x']) {
+      const r = await f.json('POST', '/v1/notifications', { body: { topic: 'xss.test', recipients: ['user:u_seed'], title: 't', action_url: url } })
+      expect([r.status, r.body?.error?.code], url).toEqual([400, 'validation_failed'])
+    }
+    for (const url of ['https://app.example.com/c/1', 'http://localhost:3000/x', '/inbox/42']) {
+      const r = await f.json('POST', '/v1/notifications', { body: { topic: 'xss.test', recipients: ['user:u_seed'], title: 't', action_url: url } })
+      expect(r.status, url).toBe(202)
+    }
+  })
+
   it('garbage credentials on every route', async () => {
     const creds = fc.oneof(
       pick(['', 'pbk_', 'pbu_', 'pbu_x.y', 'pbu_..', 'pbk_' + 'A'.repeat(5000), 'pbu_' + 'A'.repeat(5000) + '.' + 'B'.repeat(40), userToken + 'x', f?.keys?.admin ?? '']),

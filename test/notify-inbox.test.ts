@@ -48,6 +48,8 @@ describe('directory and notification routes', () => {
     expect((await call('PUT', '/v1/templates', admin, { topic: 'x', channel: 'email', subject: 's' })).body).toMatchObject({ version: 1, locale: 'en' })
     expect((await call('PUT', '/v1/templates', admin, { topic: 'x', channel: 'email', subject: 's2' })).body.version).toBe(2)
     expect((await call('GET', '/v1/templates', viewer)).body.data).toHaveLength(2)
+    const bad = await call('PUT', '/v1/templates', admin, { topic: 'x', channel: 'email', body: '{% if %}' })
+    expect(bad).toMatchObject({ status: 400, body: { error: { code: 'validation_failed', details: [{ field: 'body' }] } } })
     expect((await call('DELETE', '/v1/users/u1', admin)).body).toEqual({ deleted: true })
     expect((await call('GET', '/v1/users/u1', admin)).status).toBe(404)
   })

@@ -138,6 +138,23 @@ describe('inbox SSE stream (real HTTP server)', () => {
     expect((await fetch(`${base}/v1/inbox/stream?token=pbu_x.y`)).status).toBe(401)
   })
 
+  it('numbers a batch write per user in order, skipping repeated deliveries', () => {
+    h = notifyHarness()
+    const msg = (userId: string, deliveryId: string) => ({ userId, notificationId: null, deliveryId, topic: 't', title: deliveryId, body: '', severity: 'info', actionUrl: null, payload: null })
+    h.store.inbox.insertMessage(msg('u', 'd0'), 0)
+    const out = h.store.tx(() => h.store.inbox.insertMessages([msg('u', 'd1'), msg('v', 'd2'), msg('u', 'd0'), msg('u', 'd3')], 0))
+    expect(out.get('u')!.map((e) => [e.seq, e.kind, e.kind === 'notification' ? e.data.title : e.data.unread_count])).toEqual([
+      [3, 'notification', 'd1'],
+      [4, 'unread_count', 2],
+      [5, 'notification', 'd3'],
+      [6, 'unread_count', 3],
+    ])
+    expect(out.get('v')!.map((e) => e.seq)).toEqual([1, 2])
+    expect(h.notify.inbox('u').replay(2).map((e) => e.seq)).toEqual([3, 4, 5, 6])
+    expect(h.notify.inbox('u').unreadCount()).toBe(3)
+    expect(h.notify.inbox('u').list().data.map((m) => m.title)).toEqual(['d3', 'd1', 'd0'])
+  })
+
   it('keeps only the last 1,000 events per user in the durable log', () => {
     h = notifyHarness()
     for (let i = 0; i < 510; i++) h.store.inbox.insertMessage({ userId: 'u', notificationId: null, deliveryId: `d${i}`, topic: 't', title: 'x', body: '', severity: 'info', actionUrl: null, payload: null }, 0)

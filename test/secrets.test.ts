@@ -113,7 +113,11 @@ async function scenario(call: Call, receiverUrl: string, tokenKey: () => string)
   see(await call('POST', '/v1/notifications', { topic: 'secret.topic', recipients: ['user:u_secret'], title: 'hello' }))
 
   // Everything a viewer or admin can list or get, after deliveries have happened.
-  await new Promise((r) => setTimeout(r, 300))
+  for (let i = 0; i < 250; i++) {
+    const done = (await call('GET', '/v1/deliveries?status=success')).json?.data ?? []
+    if (done.length > 0) break
+    await new Promise((r) => setTimeout(r, 20))
+  }
   for (const path of ['/v1/endpoints', `/v1/endpoints/${e1.json.id}`, `/v1/endpoints/${e2.json.id}`, `/v1/endpoints/${e3.json.id}`,
     '/v1/keys', '/v1/deliveries', '/openapi.json', '/metrics', '/v1/users/u_secret']) {
     const r = see(await call('GET', path))

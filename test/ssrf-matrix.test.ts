@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAddressPolicy } from '../src/delivery/ssrf.js'
+import { createAddressPolicy, guardedLookup } from '../src/delivery/ssrf.js'
 import { tempDir } from './helpers.js'
 import { startRecordingReceiver, startRedirectReceiver, type HostileReceiver } from './support/hostile-receivers.js'
 import { apiClient, ensureBuilt, killAllChildren, newAdminKey, serverEnv, startServer, type ServerProcess } from './support/server-process.js'
@@ -73,6 +73,24 @@ describe('SSRF matrix', () => {
       expect(policy.isAllowed(parsed), `${host} (${what}) → ${parsed}`).toBe(false)
     }
     for (const ip of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '1.1.1.1']) expect(policy.isAllowed(ip), ip).toBe(true)
+  })
+
+  it('a name resolving to any blocked address is refused by the connect-time lookup (stub resolver)', async () => {
+    const policy = createAddressPolicy([])
+    const addresses = BLOCKED.map(([host]) => new URL(`http://${host}/`).hostname.replace(/^\[|\]$/g, ''))
+    const lookupVia = (answer: { address: string; family: number }[]) =>
+      new Promise<{ err: Error | null; result: unknown }>((resolve) => {
+        const stub = ((_name: string, _opts: unknown, cb: (err: Error | null, a: unknown) => void) => cb(null, answer)) as never
+        guardedLookup(policy, stub)('evil.example', { all: false }, ((err: Error | null, result: unknown) => resolve({ err, result })) as never)
+      })
+    for (const address of addresses) {
+      const { err } = await lookupVia([{ address, family: address.includes(':') ? 6 : 4 }])
+      expect((err as { code?: string } | null)?.code, address).toBe('destination_not_allowed')
+    }
+    // Mixed answers (a rebinding attempt): only the public address may be connected to.
+    const mixed = await lookupVia([{ address: '10.0.0.1', family: 4 }, { address: '93.184.216.34', family: 4 }, { address: '::1', family: 6 }])
+    expect(mixed.err).toBeNull()
+    expect(mixed.result).toBe('93.184.216.34')
   })
 
   it('refuses every blocked literal at endpoint create with 422 destination_not_allowed', async () => {

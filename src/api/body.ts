@@ -80,6 +80,7 @@ function readNodeLimited(incoming: NodeStream, limit: number): Promise<Uint8Arra
       incoming.off('data', onData)
       incoming.off('end', onEnd)
       incoming.off('error', onError)
+      incoming.off('close', onError)
     }
     const onData = (chunk?: unknown): void => {
       const bytes = chunk as Uint8Array
@@ -101,6 +102,8 @@ function readNodeLimited(incoming: NodeStream, limit: number): Promise<Uint8Arra
     incoming.on('data', onData)
     incoming.on('end', onEnd)
     incoming.on('error', onError)
+    // A client that disconnects mid-body may only produce 'close': never leave the read pending.
+    incoming.on('close', onError)
   })
 }
 

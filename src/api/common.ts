@@ -1,6 +1,7 @@
 import { OpenAPIHono, z, type Hook } from '@hono/zod-openapi'
 import type { ZodError } from 'zod'
 import { errors } from '../errors.js'
+import { decodeCursor } from '../lib/cursor.js'
 import type { ApiEnv } from './deps.js'
 
 /** One field problem in a `validation_failed` error's `details`. */
@@ -41,10 +42,18 @@ export const ErrorBody = z
   })
   .openapi('Error')
 
+/** An opaque list cursor: only values this API handed out (`next_cursor`) are accepted. */
+export const CursorParam = z
+  .string()
+  .max(400)
+  .refine((c) => decodeCursor(c) !== null, 'is not a cursor returned by this API')
+  .optional()
+  .openapi({ param: { name: 'cursor', in: 'query' } })
+
 /** `?limit=&cursor=` of every list. */
 export const PageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).optional().openapi({ param: { name: 'limit', in: 'query' }, example: 50 }),
-  cursor: z.string().max(400).optional().openapi({ param: { name: 'cursor', in: 'query' } }),
+  cursor: CursorParam,
 })
 
 /** A `:id` path parameter. */

@@ -15,11 +15,11 @@ afterEach(async () => {
   cleanup?.()
 })
 
-function setup(sender: ChannelSender, concurrency = 8): { store: Store; d: Dispatcher } {
+function setup(sender: ChannelSender, concurrency = 8, pollIntervalMs = 20): { store: Store; d: Dispatcher } {
   const t = tempStore()
   cleanup = t.cleanup
   const d = createDispatcher({
-    store: t.store, config: testConfig({ concurrency, pollIntervalMs: 20 }), clock: systemClock, rng: () => 0.5,
+    store: t.store, config: testConfig({ concurrency, pollIntervalMs }), clock: systemClock, rng: () => 0.5,
     log: silentLogger(), channels: new Map([['inbox', sender]]),
   })
   dispatcher = d
@@ -47,6 +47,20 @@ describe('dispatcher', () => {
     await waitFor(() => store.deliveries.countByStatus().success === 20)
     expect(new Set(seen).size).toBe(20)
     expect(d.inFlight()).toBe(0)
+  })
+
+  it('wakes for a retry due before the next poll tick', async () => {
+    let calls = 0
+    const sender: ChannelSender = {
+      send: async () => (++calls === 1 ? { outcome: { kind: 'retry', at: Date.now() + 30 } } : { outcome: { kind: 'success' } }),
+    }
+    const { store, d } = setup(sender, 8, 60_000)
+    d.start()
+    enqueue(store, 1)
+    const t0 = Date.now()
+    await waitFor(() => store.deliveries.countByStatus().success === 1)
+    expect(calls).toBe(2)
+    expect(Date.now() - t0).toBeLessThan(5000)
   })
 
   it('stop() aborts in-flight sends at the deadline; a sender that had not sent releases (attempt refunded)', async () => {

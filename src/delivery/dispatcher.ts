@@ -86,30 +86,72 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (!haveLock) {
       void lock.acquire(LOCK_NAME).then((ok) => {
         haveLock = ok
-        if (ok) wake()
+        if (!ok) return
+        // Holding the lock means no other dispatcher runs on this database, so every in-flight
+        // row belongs to a process that died: offer it again now instead of after its lease
+        // (timeout + 30 s). The attempt it spent stays spent, as SPEC §2 asks.
+        try {
+          const released = store.deliveries.releaseOrphanedClaims(clock.now())
+          if (released > 0) log.info({ released }, 'released claims of a previous process')
+        } catch (err) {
+          log.error({ err }, 'releasing orphaned claims failed')
+        }
+        wake()
       })
       return
     }
     try {
-      for (;;) {
-        const free = config.concurrency - running.size
-        if (free <= 0) return
-        const now = clock.now()
-        const limit = Math.min(free, CLAIM_BATCH)
-        const rows = store.deliveries.claimDue({
-          limit,
-          now,
-          defaultTimeoutMs,
-          capacity: (id) => limits.capacity(id, now),
-          excludeEndpoints: limits.saturated(now),
-        })
-        for (const row of rows) launch(row, now)
-        if (rows.length < limit) break
-      }
+      const now = clock.now()
+      for (const d of claimRound(now)) launch(d, now)
       scheduleRefill()
     } catch (err) {
       log.error({ err }, 'claim failed')
     }
+  }
+
+  /**
+   * Claims as many due rows as there are free slots and counts them as running; the caller
+   * starts their sends (after the commit, when this runs inside the settle transaction).
+   */
+  function claimRound(now: number): ClaimedDelivery[] {
+    const out: ClaimedDelivery[] = []
+    for (;;) {
+      const free = config.concurrency - running.size
+      if (free <= 0) return out
+      const limit = Math.min(free, CLAIM_BATCH)
+      const rows = store.deliveries.claimDue({
+        limit,
+        now,
+        defaultTimeoutMs,
+        capacity: (id) => limits.capacity(id, now),
+        excludeEndpoints: limits.saturated(now),
+      })
+      for (const d of rows) {
+        running.set(d.id, { delivery: d, controller: new AbortController() })
+        if (d.endpointId !== null) limits.acquire(d.endpointId, now)
+        out.push(d)
+      }
+      if (rows.length < limit) return out
+    }
+  }
+
+  // Retries due sooner than the next poll tick get their own one-shot wake.
+  let soonTimer: NodeJS.Timeout | null = null
+  let soonAt = Infinity
+  function wakeAt(at: number, now: number): void {
+    if (at >= soonAt || at - now >= config.pollIntervalMs) return
+    if (soonTimer) clearTimeout(soonTimer)
+    soonAt = at
+    soonTimer = setTimeout(() => {
+      soonTimer = null
+      soonAt = Infinity
+      wake()
+    }, Math.max(1, at - now))
+  }
+
+  function untrack(d: ClaimedDelivery): void {
+    if (!running.delete(d.id)) return
+    if (d.endpointId !== null) limits.release(d.endpointId)
   }
 
   function scheduleRefill(): void {
@@ -122,9 +164,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function launch(d: ClaimedDelivery, now: number): void {
-    const controller = new AbortController()
-    running.set(d.id, { delivery: d, controller })
-    if (d.endpointId !== null) limits.acquire(d.endpointId, now)
+    const controller = running.get(d.id)!.controller
     const sender = channels.get(d.channel)
     const t0 = performance.now()
     const done = (r: ChannelResult): void => {
@@ -169,21 +209,38 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (results.length === 0) return
     const batch = results.splice(0)
     const rows = finished.splice(0)
+    const now = clock.now()
+    let claimed: ClaimedDelivery[] = []
+    let claimedInTx = false
+    // The settle and the next claim share one transaction: one commit instead of two, and the
+    // freed slots are refilled at once.
     try {
-      const out = store.deliveries.settle(batch, clock.now())
-      out.forEach((r, i) => {
-        if (r.result === 'missed') observer?.attempt(rows[i]!.channel, 'missed', 0)
+      store.tx(() => {
+        const out = store.deliveries.settle(batch, now)
+        out.forEach((r, i) => {
+          if (r.result === 'missed') observer?.attempt(rows[i]!.channel, 'missed', 0)
+        })
+        for (const d of rows) untrack(d)
+        if (started && !stopping && haveLock) {
+          claimed = claimRound(now)
+          claimedInTx = true
+        }
       })
     } catch (err) {
-      // The rows stay in_flight until their lease expires, then are claimed again.
+      // Settled rows stay in_flight until their lease expires, then are claimed again; the
+      // claims rolled back with the transaction.
       log.error({ err, count: batch.length }, 'settle failed')
+      for (const d of rows) untrack(d)
+      for (const d of claimed) untrack(d)
+      claimed = []
+      claimedInTx = false
     }
-    for (const d of rows) {
-      running.delete(d.id)
-      if (d.endpointId !== null) limits.release(d.endpointId)
-    }
+    for (const d of claimed) launch(d, now)
+    for (const r of batch) if (r.outcome.kind === 'retry' || r.outcome.kind === 'snooze') wakeAt(r.outcome.at, now)
     if (running.size === 0 && drained) drained()
-    wake()
+    // The claim inside the transaction already saw every row this settle made due.
+    if (claimedInTx) scheduleRefill()
+    else wake()
   }
 
   return {
@@ -203,7 +260,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       unsubscribe?.()
       if (timer) clearInterval(timer)
       if (refillTimer) clearTimeout(refillTimer)
-      timer = refillTimer = null
+      if (soonTimer) clearTimeout(soonTimer)
+      timer = refillTimer = soonTimer = null
+      soonAt = Infinity
       if (running.size > 0) {
         let expire: NodeJS.Timeout | undefined
         await Promise.race([

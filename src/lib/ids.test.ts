@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { newId, randomToken, type IdPrefix } from './ids.js'
 
 const T = Date.UTC(2026, 0, 1)
@@ -28,6 +28,12 @@ describe('newId', () => {
     const later = newId('evt', T + 90_000_000)
     const earlier = newId('evt', T + 80_000_000)
     expect(earlier > later).toBe(true)
+  })
+
+  it('is well formed when the first id of a process is for time 0', async () => {
+    vi.resetModules()
+    const fresh = await import('./ids.js')
+    expect(fresh.newId('evt', 0)).toMatch(/^evt_0{10}[0-9a-hjkmnp-tv-z]{16}$/)
   })
 
   it('encodes the millisecond in the first ten characters', () => {

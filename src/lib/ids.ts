@@ -6,7 +6,7 @@ export type IdPrefix = 'evt' | 'ep' | 'dlv' | 'ntf' | 'msg' | 'key' | 'usr'
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz' // Crockford base32, lower case
 
 let lastMs = 0
-let lastTime = ''
+let lastTime = '0000000000' // encodeTime(lastMs)
 const lastRand = new Uint8Array(10)
 
 // Random bytes come from a pool refilled 256 ids at a time: one randomFillSync per 2.5 KiB

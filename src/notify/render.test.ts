@@ -66,3 +66,12 @@ describe('rendering', () => {
     expect(render(tpl('en', 1, { body: '{{ payload.author }}' }), ctx).body).toBe('Ann & <Bob>')
   })
 })
+
+describe('runaway templates', () => {
+  it('fall back to the raw title and body instead of stalling', () => {
+    const render = createRenderer()
+    const ctx: RenderContext = { topic: 't', title: 'T', body: 'B', severity: 'info', action_url: null, payload: {}, recipient: { id: 'u', name: null, email: null, locale: null } }
+    const r = render(tpl('en', 1, { body: '{% for i in (1..100000000) %}{{ i }}{% endfor %}' }), ctx)
+    expect(r).toMatchObject({ title: 'T', body: 'B', templateId: null })
+  })
+})

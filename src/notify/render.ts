@@ -52,14 +52,27 @@ export function chooseTemplate(templates: readonly TemplateRow[], locale: string
 }
 
 const MAX_CACHED = 500
+const checker = new Liquid({ strictVariables: false, strictFilters: false })
+
+/** The Liquid syntax error of a template text, or null when it parses. */
+export function templateSyntaxError(text: string): string | null {
+  try {
+    checker.parse(text)
+    return null
+  } catch (err) {
+    return (err as Error).message.split('\n')[0]!.slice(0, 300)
+  }
+}
 
 /**
  * Renders with liquidjs, synchronously (the pipeline runs inside one SQLite transaction).
  * Parsed templates are cached by source text; html templates escape every output value.
  */
 export function createRenderer(): (template: TemplateRow | null, ctx: RenderContext) => Rendered {
-  const plain = new Liquid({ strictVariables: false, strictFilters: false })
-  const html = new Liquid({ strictVariables: false, strictFilters: false, outputEscape: 'escape' })
+  // Limits keep a runaway admin template (a huge range loop) from stalling the pipeline transaction.
+  const limits = { strictVariables: false, strictFilters: false, renderLimit: 200, memoryLimit: 16e6 }
+  const plain = new Liquid(limits)
+  const html = new Liquid({ ...limits, outputEscape: 'escape' })
   const cache = new Map<string, Template[]>()
   const parse = (engine: Liquid, key: string, text: string): Template[] => {
     let parsed = cache.get(key)
@@ -82,11 +95,16 @@ export function createRenderer(): (template: TemplateRow | null, ctx: RenderCont
       const e = escaped ? engine : plain
       return e.renderSync(parse(e, `${escaped ? 'h' : 'p'}:${text}`, text), scope) as string
     }
-    return {
-      title: run(template.subject, false) || scope.title,
-      body: run(template.body, true),
-      format: template.format,
-      templateId: template.id,
+    try {
+      return {
+        title: run(template.subject, false) || scope.title,
+        body: run(template.body, true),
+        format: template.format,
+        templateId: template.id,
+      }
+    } catch {
+      // A template that fails at render time (checked for syntax at PUT) falls back to the raw text.
+      return { title: scope.title, body: scope.body, format: 'text', templateId: null }
     }
   }
 }

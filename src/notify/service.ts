@@ -9,6 +9,7 @@ import { toIso, type Clock, type Rng } from '../lib/clock.js'
 import { parseJsonOr } from '../lib/json.js'
 import { errors } from '../errors.js'
 import { apiChannel, createPipeline, type SendResult } from './pipeline.js'
+import { templateSyntaxError } from './render.js'
 import { createInboxStreamHub, type InboxStreamHub } from './inbox-stream.js'
 import { issueUserToken, verifyUserToken, type UserTokenClaims } from './tokens.js'
 import { createInboxChannel } from './channels/inbox.js'
@@ -245,8 +246,13 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
       list: (userId) => store.directory.preferencesOfUser(userId).map(preferenceJson),
     },
     templates: {
-      put: (t) =>
-        templateJson(
+      put: (t) => {
+        const issues = (['subject', 'body'] as const).flatMap((field) => {
+          const error = templateSyntaxError(t[field] ?? '')
+          return error === null ? [] : [{ field, message: `invalid Liquid template: ${error}`, in: 'body' }]
+        })
+        if (issues.length > 0) throw errors.validation(issues)
+        return templateJson(
           store.directory.putTemplate(
             {
               topic: t.topic,
@@ -259,7 +265,8 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
             },
             clock.now(),
           ),
-        ),
+        )
+      },
       list: (topic) => store.directory.listTemplates(topic).map(templateJson),
     },
     tokens: {

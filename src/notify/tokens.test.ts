@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { issueUserToken, verifyUserToken } from './tokens.js'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { issueUserToken, loadTokenKey, verifyUserToken } from './tokens.js'
 
 describe('user tokens', () => {
   const key = 'k'.repeat(32)
@@ -16,5 +19,20 @@ describe('user tokens', () => {
     expect(verifyUserToken(key, `pbu_${forged}.${mac}`, 0)).toBeNull()
     expect(verifyUserToken(key, `pbu_${body}`, 0)).toBeNull()
     expect(verifyUserToken(key, 'pbk_whatever', 0)).toBeNull()
+  })
+})
+
+describe('token key', () => {
+  it('prefers the configured secret, else generates one file with mode 0600 and reuses it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'postbox-token-'))
+    try {
+      expect(loadTokenKey('configured', dir)).toBe('configured')
+      const first = loadTokenKey(null, join(dir, 'data'))
+      expect(String(first).length).toBeGreaterThanOrEqual(40)
+      expect(statSync(join(dir, 'data', 'token-secret.txt')).mode & 0o777).toBe(0o600)
+      expect(loadTokenKey(null, join(dir, 'data'))).toBe(first)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { backupDatabase } from './backup.js'
@@ -33,6 +33,7 @@ describe('backupDatabase', () => {
       }
     })()
     const { pages } = await backupDatabase(q, target, { pagesPerStep: 20 })
+    expect(statSync(target).mode & 0o077).toBe(0)
     running = false
     await writer
     expect(pages).toBeGreaterThan(100)

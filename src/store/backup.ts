@@ -31,6 +31,8 @@ export async function backupDatabase(
   const tmp = join(dir, `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   const step = Math.max(1, opts.pagesPerStep ?? BACKUP_PAGES_PER_STEP)
   try {
+    // Created empty and owner-only first: the copy holds signing secrets, like the database.
+    closeSync(openSync(tmp, 'wx', 0o600))
     const meta = await store.db.backup(tmp, { progress: () => step })
     fsyncPath(tmp, 'r+')
     renameSync(tmp, target)

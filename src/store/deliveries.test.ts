@@ -86,6 +86,22 @@ describe('claimDue', () => {
     expect(ok).toEqual([{ result: 'settled', status: 'success', attempts: 2 }])
   })
 
+  it('releaseOrphanedClaims returns every in-flight row at once, attempt kept', () => {
+    const a = enqueue('a')
+    const last = enqueue('last', { maxAttempts: 1 })
+    const rows = claim()
+    expect(rows).toHaveLength(2)
+    const wakes = q.due.count
+    expect(q.deliveries.releaseOrphanedClaims(NOW + 1)).toBe(2)
+    expect(q.due.count).toBe(wakes + 1)
+    expect(q.deliveries.get(a)).toMatchObject({ status: 'pending', attempts: 1, claimToken: null, nextAttemptAt: NOW + 1 })
+    expect(q.deliveries.get(last)).toMatchObject({ status: 'dead', lastError: 'lease_expired' })
+    expect(q.deliveries.settle([{ id: a, claimToken: rows[0]!.claimToken, outcome: { kind: 'success' } }], NOW + 1)).toEqual([{ result: 'missed' }])
+    expect(claim(NOW + 1)).toMatchObject([{ id: a, attempts: 2 }])
+    expect(q.deliveries.releaseOrphanedClaims(NOW + 2)).toBe(1)
+    expect(q.deliveries.releaseOrphanedClaims(NOW + 2)).toBe(0)
+  })
+
   it('moves exhausted rows to dead instead of claiming them', () => {
     const none = enqueue('zero', { maxAttempts: 0 })
     const used = enqueue('used')
@@ -284,5 +300,12 @@ describe('reads', () => {
     claim(NOW, { limit: 1 })
     expect(q.deliveries.countByStatus()).toEqual({ pending: 2, in_flight: 1, success: 0, dead: 0, cancelled: 0 })
     expect(q.deliveries.oldestPendingAt()).toBe(NOW)
+    insertEndpoint(q.db, { id: 'ep_a' })
+    insertEndpoint(q.db, { id: 'ep_b' })
+    enqueue('ea1', { endpointId: 'ep_a' })
+    enqueue('ea2', { endpointId: 'ep_a', nextAttemptAt: NOW + 9_000 })
+    enqueue('eb1', { endpointId: 'ep_b' })
+    claim(NOW, { excludeEndpoints: ['ep_a'] })
+    expect(q.deliveries.pendingByEndpoint()).toEqual({ ep_a: 2 })
   })
 })

@@ -126,6 +126,13 @@ export interface DeliveryFilter {
 export interface DeliveriesStore {
   enqueue(row: NewDelivery, now: number): { id: string; created: boolean }
   claimDue(opts: ClaimOptions): ClaimedDelivery[]
+  /**
+   * Treats every in-flight row as an expired lease (pending again with its attempt spent, or
+   * dead when none is left) and returns how many. Only for a dispatcher that has just taken the
+   * dispatch lock at start: the claims then belong to a process that died, and waiting out
+   * their leases (timeout + 30 s) would delay recovery for nothing.
+   */
+  releaseOrphanedClaims(now: number): number
   settle(results: readonly SettleInput[], now: number): SettleResult[]
   get(id: string): Delivery | null
   attempts(id: string): Attempt[]

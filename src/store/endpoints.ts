@@ -43,13 +43,6 @@ export interface EndpointRow extends EndpointSettings {
   updatedAt: number
 }
 
-/** What one attempt did to an endpoint's health. */
-export interface HealthUpdate {
-  success: boolean
-  /** A transport failure or 5xx: counts towards the circuit breaker. */
-  breakerFailure: boolean
-}
-
 const COLUMNS = `id, url, description, event_types AS eventTypes, headers, method, timeout_ms AS timeoutMs,
   max_concurrency AS maxConcurrency, rate_limit AS rateLimit, ordered, retry_schedule AS retrySchedule, signature,
   secret, previous_secrets AS previousSecrets, metadata, disabled, disabled_reason AS disabledReason,

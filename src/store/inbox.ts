@@ -70,6 +70,18 @@ const SQL = {
   addUnread: `INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES (@userId, max(@delta, 0), 0)
     ON CONFLICT (user_id) DO UPDATE SET unread_count = max(unread_count + @delta, 0) RETURNING unread_count`,
   unread: `SELECT unread_count FROM inbox_counters WHERE user_id = ?`,
+  insertMany: `INSERT INTO inbox_messages (id, user_id, notification_id, delivery_id, topic, title, body, severity, action_url,
+      payload, created_at)
+    SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, @now
+      FROM json_each(@rows) WHERE true
+    ON CONFLICT (delivery_id) DO NOTHING RETURNING id`,
+  countNew: `INSERT INTO inbox_counters (user_id, unread_count, last_seq)
+    SELECT value->>0, value->>1, 2 * (value->>1) FROM json_each(@users) WHERE true
+    ON CONFLICT (user_id) DO UPDATE SET unread_count = unread_count + excluded.unread_count,
+      last_seq = last_seq + excluded.last_seq
+    RETURNING user_id AS userId, unread_count AS unread, last_seq AS seq`,
+  logMany: `INSERT INTO inbox_stream (user_id, seq, kind, data, created_at)
+    SELECT value->>0, value->>1, value->>2, value->>3, @now FROM json_each(@events)`,
   newMessage: `INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES (?, 1, 2)
     ON CONFLICT (user_id) DO UPDATE SET unread_count = unread_count + 1, last_seq = last_seq + 2
     RETURNING unread_count AS unread, last_seq AS seq`,
@@ -148,6 +160,11 @@ export function messageJson(m: InboxMessage): Record<string, unknown> {
 export interface InboxStore {
   /** Writes a message once per delivery id; returns the stream events it appended (none on a repeat). */
   insertMessage(input: NewInboxMessage, now: number): { message: InboxMessage; created: boolean; events: StreamEvent[] }
+  /**
+   * Writes many messages with one statement per table (the inbox channel's batch); repeats of a
+   * delivery id are skipped. Returns the appended stream events per user, in order.
+   */
+  insertMessages(inputs: readonly NewInboxMessage[], now: number): Map<string, StreamEvent[]>
   list(userId: string, filter: InboxFilter): { data: InboxMessage[]; nextCursor: string | null; unreadCount: number }
   unreadCount(userId: string): number
   /** Applies a state change to the user's own messages among `ids`; other users' ids are ignored. */
@@ -222,6 +239,46 @@ export function createInboxStore(db: Db): InboxStore {
     ]
     return { message, created: true, events }
   })
+  const insertManyTx = inTx(db, (inputs: readonly NewInboxMessage[], now: number) => {
+    const messages = inputs.map(
+      (m): InboxMessage => ({ ...m, id: newId('msg', now), seen: false, read: false, archived: false, createdAt: now }),
+    )
+    const rows = messages.map((m) => [
+      m.id, m.userId, m.notificationId, m.deliveryId, m.topic, m.title, m.body, m.severity, m.actionUrl,
+      m.payload ? JSON.stringify(m.payload) : null,
+    ])
+    const inserted = new Set((s.insertMany.all({ rows: JSON.stringify(rows), now }) as { id: string }[]).map((r) => r.id))
+    const byUser = new Map<string, InboxMessage[]>()
+    for (const m of messages) {
+      if (!inserted.has(m.id)) continue
+      const list = byUser.get(m.userId)
+      if (list) list.push(m)
+      else byUser.set(m.userId, [m])
+    }
+    const out = new Map<string, StreamEvent[]>()
+    if (byUser.size === 0) return out
+    const counters = s.countNew.all({ users: JSON.stringify([...byUser].map(([u, list]) => [u, list.length])) }) as {
+      userId: string
+      unread: number
+      seq: number
+    }[]
+    const logRows: unknown[][] = []
+    for (const c of counters) {
+      const list = byUser.get(c.userId)!
+      // The batch took 2 sequence numbers and 1 unread per message: hand them out in order.
+      const firstSeq = c.seq - 2 * list.length + 1
+      const firstUnread = c.unread - list.length + 1
+      const events = list.flatMap((m, k): StreamEvent[] => [
+        { seq: firstSeq + 2 * k, kind: 'notification', data: messageJson(m) },
+        { seq: firstSeq + 2 * k + 1, kind: 'unread_count', data: { unread_count: firstUnread + k } },
+      ])
+      for (const e of events) logRows.push([c.userId, e.seq, e.kind, e.kind === 'notification' ? e.data.id : JSON.stringify(e.data)])
+      if (c.seq > STREAM_LOG_SIZE) s.trim.run(c.userId, c.seq - STREAM_LOG_SIZE)
+      out.set(c.userId, events)
+    }
+    s.logMany.run({ events: JSON.stringify(logRows), now })
+    return out
+  })
   const changeTx = inTx(db, (userId: string, ids: readonly string[], change: InboxStateChange, now: number) => {
     const { sql, delta } = CHANGES[change]
     const rows = s[sql].all({ userId, ids: JSON.stringify(ids) }) as { id: string; counts: number }[]
@@ -235,6 +292,7 @@ export function createInboxStore(db: Db): InboxStore {
 
   return {
     insertMessage: insertTx,
+    insertMessages: (inputs, now) => (inputs.length === 0 ? new Map() : insertManyTx(inputs, now)),
     list(userId, f) {
       const where = ['user_id = ?', 'archived = ?']
       const params: unknown[] = [userId, f.archived ? 1 : 0]

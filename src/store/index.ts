@@ -40,6 +40,8 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
   const listeners = new Set<() => void>()
   let dueInTx = false
   let depth = 0
+  // One wrapper for every tx: db.transaction(fn) per call measured ~8 µs of CPU per commit.
+  const runTx = db.transaction((fn: () => unknown) => fn())
   const markDue = (): void => {
     if (depth > 0) dueInTx = true
     else for (const l of listeners) l()
@@ -59,7 +61,10 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
       depth++
       let result: T
       try {
-        result = db.transaction(fn).immediate()
+        result = runTx.immediate(fn) as T
+      } catch (err) {
+        if (depth === 1) dueInTx = false // rolled back: nothing it enqueued exists
+        throw err
       } finally {
         depth--
       }

@@ -83,7 +83,9 @@ CREATE INDEX deliveries_event ON deliveries (event_id) WHERE event_id IS NOT NUL
 -- No status column here: claim and settle change status, and every index on it costs a delete + insert.
 CREATE INDEX deliveries_endpoint ON deliveries (endpoint_id, id) WHERE endpoint_id IS NOT NULL;
 CREATE INDEX deliveries_notification ON deliveries (notification_id) WHERE notification_id IS NOT NULL;
-CREATE INDEX deliveries_finished ON deliveries (status, completed_at) WHERE status IN ('success', 'dead', 'cancelled');
+-- Retention walks this. Claims never touch it; the earlier (status, completed_at) WHERE status IN
+-- (…) form cost ~25% of claim+settle throughput (bench/store.ts).
+CREATE INDEX deliveries_finished ON deliveries (completed_at) WHERE completed_at IS NOT NULL;
 CREATE INDEX deliveries_group ON deliveries (group_key) WHERE group_key IS NOT NULL;
 
 CREATE TABLE attempts (

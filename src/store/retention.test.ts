@@ -44,7 +44,7 @@ const exactUnread = (userId: string): number =>
   q.db.prepare(`SELECT count(*) FROM inbox_messages WHERE user_id = ? AND read = 0 AND archived = 0`).pluck().get(userId) as number
 
 describe('sweepRetention', () => {
-  it('deletes only what has expired, attempts with their deliveries, and events left without deliveries', () => {
+  it.each([1000, 2, 1])('deletes only what has expired, attempts with their deliveries, and events left without deliveries (batch %d)', (batchSize) => {
     event('evt_old_done', NOW - 40 * DAY)
     event('evt_old_kept', NOW - 40 * DAY)
     event('evt_old_bare', NOW - 8 * DAY)
@@ -56,11 +56,16 @@ describe('sweepRetention', () => {
     const oldCancelled = finished('c-old', 'cancelled', NOW - 31 * DAY)
     const pending = q.deliveries.enqueue(row('p', NOW - 100 * DAY, { endpointId: 'ep_1' }), NOW - 100 * DAY).id
 
-    const r = sweepRetention(q, periods)
-    expect(r).toMatchObject({ deliveries: 3, events: 2, inboxMessages: 0 })
+    // A dead row younger than deadMs sits between the expired successes in completed_at order.
+    const midDead = finished('d-mid', 'dead', NOW - 7 * DAY - 2)
+    const olderSuccess = finished('s-older', 'success', NOW - 7 * DAY - 3)
+    const r = sweepRetention(q, { ...periods, batchSize })
+    expect(r).toMatchObject({ deliveries: 4, events: 2, inboxMessages: 0 })
+    expect(q.deliveries.get(midDead)).not.toBeNull()
+    expect(q.deliveries.get(olderSuccess)).toBeNull()
     for (const id of [oldSuccess, oldDead, oldCancelled]) expect(q.deliveries.get(id)).toBeNull()
     for (const id of [newSuccess, newDead, pending]) expect(q.deliveries.get(id)).not.toBeNull()
-    expect(q.db.prepare(`SELECT delivery_id FROM attempts ORDER BY delivery_id`).pluck().all()).toEqual([newSuccess, newDead].sort())
+    expect(q.db.prepare(`SELECT delivery_id FROM attempts ORDER BY delivery_id`).pluck().all()).toEqual([newSuccess, newDead, midDead].sort())
     expect(q.db.prepare(`SELECT id FROM events ORDER BY id`).pluck().all()).toEqual(['evt_new_bare', 'evt_old_kept'])
     expect(sweepRetention(q, periods)).toMatchObject({ deliveries: 0, events: 0, inboxMessages: 0 })
   })

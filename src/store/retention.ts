@@ -26,18 +26,25 @@ export interface RetentionResult {
 /** The default number of rows deleted per transaction (SPEC §2). */
 export const RETENTION_BATCH_SIZE = 1000
 
+// Deliveries and events are walked by time from where the previous batch stopped (keyset), so
+// rows that must stay (dead rows younger than deadMs inside the success window, events that still
+// have deliveries) are not re-read by every batch. Attempts go with their delivery through
+// ON DELETE CASCADE.
 const SQL = {
-  // Two arms so each uses the partial index deliveries_finished on (status, completed_at).
-  // Attempts go with their delivery through ON DELETE CASCADE.
-  deleteDeliveries: `DELETE FROM deliveries WHERE id IN (
-      SELECT id FROM deliveries WHERE status IN ('success', 'dead', 'cancelled') AND status = 'success' AND completed_at < @successBefore
-      UNION ALL
-      SELECT id FROM deliveries WHERE status IN ('success', 'dead', 'cancelled') AND status IN ('dead', 'cancelled') AND completed_at < @deadBefore
-      LIMIT @limit)`,
+  deleteSuccess: `DELETE FROM deliveries WHERE id IN (
+      SELECT id FROM deliveries WHERE completed_at >= @from AND completed_at < @before AND status = 'success'
+      ORDER BY completed_at LIMIT @limit)
+    RETURNING completed_at`,
+  deleteFinished: `DELETE FROM deliveries WHERE id IN (
+      SELECT id FROM deliveries WHERE completed_at >= @from AND completed_at < @before AND status IN ('dead', 'cancelled')
+      ORDER BY completed_at LIMIT @limit)
+    RETURNING completed_at`,
   deleteEvents: `DELETE FROM events WHERE id IN (
       SELECT e.id FROM events e
-       WHERE e.created_at < @before AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
-       ORDER BY e.created_at LIMIT @limit)`,
+       WHERE e.created_at >= @from AND e.created_at < @before
+         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+       ORDER BY e.created_at LIMIT @limit)
+    RETURNING created_at`,
   oldInbox: `SELECT id, user_id AS userId, (read = 0 AND archived = 0) AS unread
     FROM inbox_messages WHERE created_at < @before ORDER BY created_at LIMIT @limit`,
   deleteInbox: `DELETE FROM inbox_messages WHERE id IN (SELECT value FROM json_each(?))`,
@@ -54,8 +61,9 @@ type Family = keyof RetentionResult['batches']
 function* retentionSteps(db: Db, opts: RetentionOptions): Generator<void, RetentionResult> {
   const limit = Math.max(1, Math.floor(opts.batchSize ?? RETENTION_BATCH_SIZE))
   const { now } = opts
-  const deleteDeliveries = db.prepare(SQL.deleteDeliveries)
-  const deleteEvents = db.prepare(SQL.deleteEvents)
+  const deleteSuccess = db.prepare(SQL.deleteSuccess).pluck()
+  const deleteFinished = db.prepare(SQL.deleteFinished).pluck()
+  const deleteEvents = db.prepare(SQL.deleteEvents).pluck()
   const oldInbox = db.prepare(SQL.oldInbox)
   const deleteInbox = db.prepare(SQL.deleteInbox)
   const decrementUnread = db.prepare(SQL.decrementUnread)
@@ -66,6 +74,29 @@ function* retentionSteps(db: Db, opts: RetentionOptions): Generator<void, Retent
     batches: { deliveries: 0, events: 0, inboxMessages: 0 },
   }
 
+  // One transaction deletes up to `limit` rows: expired successes first, then dead and cancelled.
+  const arms = [
+    { stmt: deleteSuccess, before: now - opts.successMs, from: Number.MIN_SAFE_INTEGER, done: false },
+    { stmt: deleteFinished, before: now - opts.deadMs, from: Number.MIN_SAFE_INTEGER, done: false },
+  ]
+  const deliveriesBatch = (): number => {
+    let n = 0
+    for (const arm of arms) {
+      if (n >= limit || arm.done) continue
+      const want = limit - n
+      const times = arm.stmt.all({ from: arm.from, before: arm.before, limit: want }) as number[]
+      for (const t of times) if (t > arm.from) arm.from = t
+      arm.done = times.length < want
+      n += times.length
+    }
+    return n
+  }
+  let eventsFrom = Number.MIN_SAFE_INTEGER
+  const eventsBatch = (): number => {
+    const times = deleteEvents.all({ from: eventsFrom, before: now - opts.eventsMs, limit }) as number[]
+    for (const t of times) if (t > eventsFrom) eventsFrom = t
+    return times.length
+  }
   const inboxBatch = (): number => {
     const rows = oldInbox.all({ before: now - opts.inboxMs, limit }) as { id: string; userId: string; unread: number }[]
     if (rows.length === 0) return 0
@@ -77,12 +108,8 @@ function* retentionSteps(db: Db, opts: RetentionOptions): Generator<void, Retent
     return n
   }
   const batches: [Family, () => number][] = [
-    [
-      'deliveries',
-      () =>
-        deleteDeliveries.run({ successBefore: now - opts.successMs, deadBefore: now - opts.deadMs, limit }).changes,
-    ],
-    ['events', () => deleteEvents.run({ before: now - opts.eventsMs, limit }).changes],
+    ['deliveries', deliveriesBatch],
+    ['events', eventsBatch],
     ['inboxMessages', inboxBatch],
   ]
   for (const [family, batch] of batches) {

@@ -194,7 +194,7 @@ export function runCli(args: string[], env: Record<string, string>, timeoutMs = 
   })
 }
 
-/** Starts the CLI without waiting; for killing it part way through (backup). */
+/** Starts the CLI without waiting (`serve` that will be killed mid-start, `backup` mid-copy). */
 export function spawnCli(args: string[], env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
   children.add(child)

@@ -1,4 +1,6 @@
 import nodemailer, { type Transporter } from 'nodemailer'
+import shared from 'nodemailer/lib/shared/index.js'
+import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js'
 import type { Store } from '../../store/index.js'
 import type { ClaimedDelivery } from '../../store/deliveries.js'
 import type { ChannelResult, ChannelSender } from '../../delivery/channel.js'
@@ -50,11 +52,16 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
   const { store, clock, rng, log, schedule, from } = deps
   let transport: Transporter | null = null
   const getTransport = (): Transporter => {
-    transport ??= nodemailer.createTransport(deps.smtpUrl!, {
+    // Pooled: a burst of notification emails reuses a few connections instead of a handshake each.
+    // Options given in the URL's query (e.g. ?tls.rejectUnauthorized=false) still win.
+    transport ??= nodemailer.createTransport({
+      pool: true,
+      maxConnections: 5,
       connectionTimeout: SMTP_TIMEOUT_MS,
       greetingTimeout: SMTP_TIMEOUT_MS,
       socketTimeout: SMTP_TIMEOUT_MS,
-    } as never)
+      ...shared.parseConnectionUrl(deps.smtpUrl!),
+    } as SMTPPool.Options)
     return transport
   }
   const groups = new Map<string, Waiting[]>()

@@ -37,11 +37,9 @@ export function createInboxChannel(deps: InboxChannelDeps): ChannelSender {
     const items = batch
     batch = []
     const started = clock.now()
-    let written: { userId: string; events: StreamEvent[] }[]
+    let written: Map<string, StreamEvent[]>
     try {
-      written = store.tx(() =>
-        items.map((w) => ({ userId: w.message.userId, events: store.inbox.insertMessage(w.message, started).events })),
-      )
+      written = store.tx(() => store.inbox.insertMessages(items.map((w) => w.message), started))
     } catch (err) {
       log.warn({ err, n: items.length }, 'inbox write failed')
       const now = clock.now()
@@ -50,7 +48,7 @@ export function createInboxChannel(deps: InboxChannelDeps): ChannelSender {
       return
     }
     const durationMs = clock.now() - started
-    for (const { userId, events } of written) hub.publish(userId, events)
+    for (const [userId, events] of written) hub.publish(userId, events)
     for (const w of items) w.resolve({ outcome: { kind: 'success' }, attempt: { startedAt: started, durationMs } })
   }
 
