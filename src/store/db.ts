@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { mkdirSync, readFileSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { findPackageFile } from '../lib/package-file.js'
 import { MIGRATIONS } from './migrations.js'
 
 /** A better-sqlite3 connection; only code under src/store/ touches it. */
@@ -29,19 +29,13 @@ export const SCHEMA_VERSION = MIGRATIONS.length
 
 let schemaText: string | null = null
 
-/** Reads schema.sql, found by walking up from this file (works from src/ and from dist/src/). */
+/** Reads schema.sql from the package root (works from src/ and from dist/src/). */
 export function readSchemaSql(): string {
   if (schemaText !== null) return schemaText
-  let dir = dirname(fileURLToPath(import.meta.url))
-  for (let i = 0; i < 5; i++) {
-    const candidate = join(dir, 'schema.sql')
-    if (existsSync(candidate)) {
-      schemaText = readFileSync(candidate, 'utf8')
-      return schemaText
-    }
-    dir = dirname(dir)
-  }
-  throw new Error('schema.sql not found next to the Postbox package')
+  const file = findPackageFile('schema.sql')
+  if (file === null) throw new Error('schema.sql not found next to the Postbox package')
+  schemaText = readFileSync(file, 'utf8')
+  return schemaText
 }
 
 /**

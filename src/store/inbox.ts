@@ -23,18 +23,8 @@ export interface InboxMessage {
   createdAt: number
 }
 
-/** What an inbox delivery writes. */
-export interface NewInboxMessage {
-  userId: string
-  notificationId: string | null
-  deliveryId: string | null
-  topic: string
-  title: string
-  body: string
-  severity: string
-  actionUrl: string | null
-  payload: Record<string, unknown> | null
-}
+/** What an inbox delivery writes: a message before it has an id, state or time. */
+export type NewInboxMessage = Omit<InboxMessage, 'id' | 'seen' | 'read' | 'archived' | 'createdAt'>
 
 /** One entry of a user's durable stream log; `seq` is the per-user SSE event id. */
 export interface StreamEvent {

@@ -57,24 +57,8 @@ export const EndpointCreate = z
   })
   .openapi('EndpointCreate')
 
-/** `PATCH /v1/endpoints/:id` body: every field optional; `null` resets nullable ones. */
-export const EndpointUpdate = z
-  .object({
-    url: endpointFields.url.optional(),
-    description: endpointFields.description.optional(),
-    event_types: endpointFields.event_types.optional(),
-    headers: endpointFields.headers.optional(),
-    method: endpointFields.method.optional(),
-    timeout_ms: endpointFields.timeout_ms.optional(),
-    max_concurrency: endpointFields.max_concurrency.optional(),
-    rate_limit: endpointFields.rate_limit.optional(),
-    ordered: endpointFields.ordered.optional(),
-    retry_schedule: endpointFields.retry_schedule.optional(),
-    signature: endpointFields.signature.optional(),
-    disabled: endpointFields.disabled.optional(),
-    metadata: endpointFields.metadata.optional(),
-  })
-  .openapi('EndpointUpdate')
+/** `PATCH /v1/endpoints/:id` body: the create fields except `secret` (rotate it instead), all optional. */
+export const EndpointUpdate = EndpointCreate.omit({ secret: true }).partial().openapi('EndpointUpdate')
 
 /** An endpoint as the API returns it; `secret` appears only in the create response. */
 export const EndpointOut = z
