@@ -52,7 +52,12 @@ export function chooseTemplate(templates: readonly TemplateRow[], locale: string
 }
 
 const MAX_CACHED = 500
-const checker = new Liquid({ strictVariables: false, strictFilters: false })
+/**
+ * Templates are stored in the database, never on disk: an empty in-memory file map makes
+ * `{% include %}`, `{% render %}` and `{% layout %}` find nothing instead of reading server files.
+ */
+const NO_FILES = { templates: {}, relativeReference: false, strictVariables: false, strictFilters: false }
+const checker = new Liquid(NO_FILES)
 
 /** The Liquid syntax error of a template text, or null when it parses. */
 export function templateSyntaxError(text: string): string | null {
@@ -70,7 +75,7 @@ export function templateSyntaxError(text: string): string | null {
  */
 export function createRenderer(): (template: TemplateRow | null, ctx: RenderContext) => Rendered {
   // Limits keep a runaway admin template (a huge range loop) from stalling the pipeline transaction.
-  const limits = { strictVariables: false, strictFilters: false, renderLimit: 200, memoryLimit: 16e6 }
+  const limits = { ...NO_FILES, renderLimit: 200, memoryLimit: 16e6 }
   const plain = new Liquid(limits)
   const html = new Liquid({ ...limits, outputEscape: 'escape' })
   const cache = new Map<string, Template[]>()

@@ -16,6 +16,15 @@ const UserId = z.string().min(1).max(200).regex(/^[^\s:*]+$/, 'must not contain 
 const Name = z.string().min(1).max(200).regex(/^[^\s:]+$/, 'must not contain spaces or ":"')
 const Clock = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM')
 
+/**
+ * Where the inbox UI links to: an absolute http(s) URL or a path on the app's own origin.
+ * Inbox UIs render it as a link, so `javascript:`, `data:` and protocol-relative `//host` are refused.
+ */
+const ActionUrl = z
+  .string()
+  .max(2048)
+  .regex(/^(?:https?:\/\/[^\s/?#]+[^\s]*|\/(?![/\\])[^\s]*)$/i, 'must be an http(s) URL or a path starting with /')
+
 /** `POST /v1/notifications` body. */
 export const NotificationIn = z
   .object({
@@ -25,7 +34,7 @@ export const NotificationIn = z
     body: z.string().max(100_000).optional(),
     payload: z.record(z.string(), z.unknown()).optional(),
     severity: z.enum(['info', 'warning', 'critical']).optional(),
-    action_url: z.string().max(2048).optional(),
+    action_url: ActionUrl.optional(),
     channels: z.array(Channel).min(1).max(3).optional().openapi({ example: ['inbox', 'email'] }),
     dedup_key: z.string().min(1).max(200).optional(),
   })
@@ -210,8 +219,11 @@ export const InboxUpdated = z.object({ updated: z.number().int() }).openapi('Inb
 /** `{unread_count}`. */
 export const UnreadCount = z.object({ unread_count: z.number().int() }).openapi('UnreadCount')
 
-/** Inferred input types, used by the service. */
+/** A validated `POST /v1/notifications` body. */
 export type NotificationInput = z.infer<typeof NotificationIn>
+/** A validated `PUT /v1/users/:id` body. */
 export type UserInputBody = z.infer<typeof UserIn>
+/** A validated `PUT /v1/preferences` body. */
 export type PreferenceInput = z.infer<typeof PreferenceIn>
+/** A validated `PUT /v1/templates` body. */
 export type TemplateInputBody = z.infer<typeof TemplateIn>
