@@ -31,6 +31,7 @@ function chunked(text: string, chunkSize = 1024): ReadableStream<Uint8Array> {
 const SCENARIOS: Scenario[] = [
   { name: 'malformed JSON', method: 'POST', path: '/v1/events', req: { raw: '{"type":', headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
   { name: 'invalid UTF-8', method: 'POST', path: '/v1/events', req: { raw: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
+  { name: 'lone surrogate escape', method: 'PUT', path: '/v1/subscriptions', req: { raw: '{"topic":"a.b","principal":"\\ud800"}', headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
   { name: 'wrong type', method: 'POST', path: '/v1/events', req: { body: { type: 'bad type!', data: [] } }, status: 400, code: 'validation_failed' },
   { name: 'body is an array', method: 'POST', path: '/v1/events', req: { body: [1, 2] }, status: 400, code: 'validation_failed' },
   { name: 'empty JSON body on a required body', method: 'POST', path: '/v1/events', req: { raw: '', headers: { 'content-type': 'application/json' } }, status: 400, code: 'validation_failed' },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isJsonContentType, jsonDepth } from './body.js'
+import { isJsonContentType, jsonDepth, hasLoneSurrogate } from './body.js'
 
 describe('jsonDepth', () => {
   it.each([
@@ -27,5 +27,18 @@ describe('isJsonContentType', () => {
     ['', false],
   ])('%s → %s', (header, ok) => {
     expect(isJsonContentType(header)).toBe(ok)
+  })
+})
+
+describe('hasLoneSurrogate', () => {
+  it.each([
+    ['plain text', { a: 'héllo 😀' }, false],
+    ['a paired surrogate escape', JSON.parse('{"a":"\\ud83d\\ude00"}'), false],
+    ['a lone high surrogate in a value', JSON.parse('{"a":"x\\ud800"}'), true],
+    ['a lone low surrogate deep in an array', JSON.parse('{"a":[1,{"b":["\\udc00"]}]}'), true],
+    ['a lone surrogate in a key', JSON.parse('{"\\ud800":1}'), true],
+    ['numbers and nulls', [1, null, true], false],
+  ])('%s', (_name, value, expected) => {
+    expect(hasLoneSurrogate(value)).toBe(expected)
   })
 })

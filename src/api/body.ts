@@ -46,6 +46,12 @@ export function jsonBodyGuard(limit: number): MiddlewareHandler<ApiEnv> {
     } catch {
       throw errors.invalidJson()
     }
+    // Fatal UTF-8 decoding rules out raw lone surrogates, but a `\ud800` escape still parses
+    // to one. SQLite would store it as U+FFFD, so the value read back would differ from the
+    // value written: refuse it here, once, for every route.
+    if (text.includes('\\u') && hasLoneSurrogate(parsed)) {
+      throw errors.invalidJson('Request body contains an unpaired UTF-16 surrogate escape')
+    }
     if (jsonDepth(text) > MAX_JSON_DEPTH) {
       throw errors.validation([{ field: '(root)', message: `JSON is nested deeper than ${MAX_JSON_DEPTH} levels`, in: 'body' }])
     }
@@ -54,6 +60,17 @@ export function jsonBodyGuard(limit: number): MiddlewareHandler<ApiEnv> {
     c.req.json = <T>() => Promise.resolve(parsed as T)
     return next()
   }
+}
+
+const LONE_SURROGATE = /\p{Cs}/u
+
+/** True when any string or key in a parsed JSON value holds an unpaired surrogate. */
+export function hasLoneSurrogate(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value)
+  if (typeof value !== 'object' || value === null || depth > MAX_JSON_DEPTH) return false
+  if (Array.isArray(value)) return value.some((v) => hasLoneSurrogate(v, depth + 1))
+  for (const [k, v] of Object.entries(value)) if (LONE_SURROGATE.test(k) || hasLoneSurrogate(v, depth + 1)) return true
+  return false
 }
 
 interface NodeStream {
