@@ -67,4 +67,17 @@ describe('backupDatabase', () => {
     expect(existsSync(missingDir)).toBe(false)
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([])
   })
+
+  it('removes temporary files of killed backups of the same target, not those of live ones', async () => {
+    fill(0, 5)
+    const dir = dirname(q.path)
+    const target = join(dir, 'nightly.db')
+    const deadPid = 2 ** 22 + 12345 // above Linux's pid_max, so no such process
+    const stale = join(dir, `.nightly.db.${deadPid}.0badc0de.tmp`)
+    const live = join(dir, `.nightly.db.${process.pid}.00c0ffee.tmp`)
+    const other = join(dir, `.other.db.${deadPid}.0badc0de.tmp`)
+    for (const f of [stale, live, other]) writeFileSync(f, 'partial')
+    await backupDatabase(q, target)
+    expect([existsSync(stale), existsSync(live), existsSync(other), existsSync(target)]).toEqual([false, true, true, true])
+  })
 })

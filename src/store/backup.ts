@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { basename, dirname, join, resolve } from 'node:path'
 import type { Db } from './db.js'
@@ -30,6 +30,7 @@ export async function backupDatabase(
   const dir = dirname(target)
   const tmp = join(dir, `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   const step = Math.max(1, opts.pagesPerStep ?? BACKUP_PAGES_PER_STEP)
+  removeStaleTemps(dir, basename(target))
   try {
     // Created empty and owner-only first: the copy holds signing secrets, like the database.
     closeSync(openSync(tmp, 'wx', 0o600))
@@ -42,6 +43,31 @@ export async function backupDatabase(
     rmSync(tmp, { force: true })
     rmSync(`${tmp}-journal`, { force: true })
     throw err
+  }
+}
+
+/** Removes temporary files that killed backups of the same target left behind (their process is gone). */
+function removeStaleTemps(dir: string, name: string): void {
+  const prefix = `.${name}.`
+  let entries: string[]
+  try {
+    entries = readdirSync(dir)
+  } catch {
+    return
+  }
+  for (const entry of entries) {
+    if (!entry.startsWith(prefix)) continue
+    const m = /^(\d+)\.[0-9a-f]{8}\.tmp(-journal)?$/.exec(entry.slice(prefix.length))
+    if (m && !processAlive(Number(m[1]))) rmSync(join(dir, entry), { force: true })
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 
