@@ -1,13 +1,14 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import Database from 'better-sqlite3'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { createServer } from 'node:http'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testConfig } from '../src/config.js'
 import { createWebhookSender, type WebhookSender } from '../src/delivery/http-sender.js'
-import { silentLogger } from '../src/log.js'
+import { createLogger, silentLogger } from '../src/log.js'
 import type { ClaimedDelivery } from '../src/store/deliveries.js'
 import type { Store } from '../src/store/index.js'
 import { systemClock } from '../src/lib/clock.js'
@@ -22,7 +23,7 @@ import {
   startResettingReceiver,
   type HostileReceiver,
 } from './support/hostile-receivers.js'
-import { apiClient, ensureBuilt, killAllChildren, newAdminKey, runCli, serverEnv, startServer } from './support/server-process.js'
+import { apiClient, ensureBuilt, killAllChildren, newAdminKey, ROOT, runCli, serverEnv, startServer } from './support/server-process.js'
 
 /**
  * Faults from outside: receivers that hang, reset, stream forever or redirect to private
@@ -340,7 +341,13 @@ describe('disk full, size-limited database file (runs everywhere, no mount neede
     db.pragma('max_page_count = 1073741823')
     expect(await ingest()).toEqual([202, 202, 202, 202, 202])
     await waitFor('every acknowledged event to be delivered', () => [...acked].every((s) => receiver.successesBySeq().has(s)), 15_000)
-    console.log(`[faults] size-limited file: ${acked.size} acknowledged, answers ${JSON.stringify([...answers])}`)
+    // Outcomes of requests that finished while the disk was full must not be lost: once the
+    // receiver has answered everything, nothing may stay in flight until its lease expires.
+    const inFlight = db.prepare(`SELECT count(*) FROM deliveries WHERE status IN ('in_flight', 'pending')`).pluck()
+    await waitFor('no delivery left in flight', () => inFlight.get() === 0, 5_000).catch(() => {})
+    const dups = [...receiver.successesBySeq().values()].filter((l) => l.length > 1).length
+    console.log(`[faults] size-limited file: ${acked.size} acknowledged, answers ${JSON.stringify([...answers])}, still open ${String(inFlight.get())}, duplicates ${dups}`)
+    expect(inFlight.get()).toBe(0)
     const stored = new Set(f.pb.store.db.prepare(`SELECT json_extract(body, '$.data.seq') FROM events WHERE type = 'page.limit'`).pluck().all() as number[])
     expect([...acked].filter((s) => !stored.has(s))).toEqual([])
     expect(db.prepare(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)`).pluck().get()).toBe(0)
@@ -443,6 +450,44 @@ describe('database locked for longer than busy_timeout', () => {
     db.close()
     expect(stored.sort((a, b) => a - b)).toEqual([...acked].sort((a, b) => a - b))
   }, 45_000)
+})
+
+describe('a settle that fails', () => {
+  it('is retried once the database is writable again, not left in flight until the lease expires', async () => {
+    // Answers only when told to, so the answers arrive while the lock is held.
+    const held: { end: () => void }[] = []
+    const slow = createServer((req, res) => {
+      req.resume()
+      held.push({ end: () => res.writeHead(200).end('ok') })
+    })
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()))
+    cleanups.push(() => new Promise<void>((r) => slow.close(() => r())))
+    let logged = ''
+    // No poll timer: only the settle touches the database while the lock is held.
+    const f = await apiFixture({ pollIntervalMs: 60_000, log: createLogger('warn', { write: (line: string) => void (logged += line) }) })
+    cleanups.push(() => f.close())
+    const port = (slow.address() as { port: number }).port
+    expect((await f.json('POST', '/v1/endpoints', { body: { url: `http://127.0.0.1:${port}/` } })).status).toBe(201)
+    f.pb.start()
+    const ev = await f.json('POST', '/v1/events/batch', { body: { events: Array.from({ length: 10 }, (_, i) => ({ type: 'settle.fail', data: { i } })) } })
+    expect(ev.status).toBe(202)
+    const db = f.pb.store.db
+    const count = db.prepare(`SELECT count(*) FROM deliveries WHERE status = ?`).pluck()
+    await waitFor('the requests to be in flight', () => count.get('in_flight') === 10, 5000)
+    // Another process takes the write lock for 7 s, past busy_timeout (5 s): the settle of the
+    // answers, released once the lock is held, waits 5 s and fails with SQLITE_BUSY.
+    const holder = spawn(process.execPath, ['-e', `
+      const db = require('better-sqlite3')(${JSON.stringify(f.pb.store.path)})
+      db.exec('BEGIN IMMEDIATE'); console.log('locked')
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 7000)
+      db.exec('COMMIT'); db.close()`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+    cleanups.push(() => void holder.kill('SIGKILL'))
+    await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()))
+    await waitFor('the receiver to hold every request', () => held.length === 10, 5000)
+    for (const h of held) h.end()
+    await waitFor('every delivery to be settled', () => count.get('success') === 10, 15_000)
+    console.log(`[faults] settle failure: log ${logged.includes('settle failed') ? 'has' : 'has no'} "settle failed"`)
+  }, 30_000)
 })
 
 describe('graceful stop with a receiver that never answers', () => {
