@@ -13,7 +13,7 @@ const ROLES: Role[] = ['admin', 'publisher', 'viewer']
 /** Every key-authenticated route of the webhook API and who may call it (SPEC §6 roles). */
 const MATRIX: { method: string; path: string; body?: unknown; allowed: Role[] }[] = [
   { method: 'POST', path: '/v1/keys', body: { role: 'viewer' }, allowed: ['admin'] },
-  { method: 'GET', path: '/v1/keys', allowed: ['admin'] },
+  { method: 'GET', path: '/v1/keys', allowed: ['admin', 'viewer'] },
   { method: 'DELETE', path: '/v1/keys/key_unknown', allowed: ['admin'] },
   { method: 'POST', path: '/v1/endpoints', body: { url: 'http://127.0.0.1:9/x' }, allowed: ['admin'] },
   { method: 'GET', path: '/v1/endpoints', allowed: ['admin', 'viewer'] },

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tempDir } from './helpers.js'
@@ -390,10 +390,13 @@ describe('crash recovery (SIGKILL)', () => {
     // Kill each run at a random moment after its temporary copy appears, i.e. mid-copy.
     const outcomes: string[] = []
     let midCopy = 0
+    // The same target every time, as a nightly job would: each run also clears what the
+    // previous killed run left behind.
+    const file = join(out.dir, 'killed.db')
     for (let i = 0; i < 6; i++) {
-      const file = join(out.dir, `killed-${i}.db`)
+      rmSync(file, { force: true })
       const child = spawnCli(['backup', file], env)
-      const tmpPrefix = `.killed-${i}.db.`
+      const tmpPrefix = `.killed.db.${child.pid}.`
       const started = Date.now()
       while (!readdirSync(out.dir).some((f) => f.startsWith(tmpPrefix)) && !existsSync(file) && Date.now() - started < 5000) await sleep(1)
       await sleep(Math.round(rand() * fullMs * 0.3))
@@ -403,8 +406,8 @@ describe('crash recovery (SIGKILL)', () => {
       outcomes.push(`${copying ? 'mid-copy' : 'after'}:${verify(file)}`)
     }
     expect(midCopy).toBeGreaterThan(0)
-    const stray = readdirSync(out.dir).filter((f) => !/^(full|killed-\d+)\.db$/.test(f))
-    console.log(`[crash] backup: full ${fullMs} ms (${(statSync(path).size / 1e6).toFixed(1)} MB); kills ${outcomes.join(' ')}; temp files left: ${stray.length}`)
+    const stray = readdirSync(out.dir).filter((f) => /\.tmp(-journal)?$/.test(f))
+    console.log(`[crash] backup: full ${fullMs} ms (${(statSync(path).size / 1e6).toFixed(1)} MB); kills ${outcomes.join(' ')}; temp files left: ${stray.join(" ")}`)
     // Each backup removes the temporary copies earlier killed runs left; only the last run's remain.
     expect(stray.length).toBeLessThanOrEqual(2)
   }, 60_000)

@@ -15,7 +15,7 @@ type Route = { method: string; path: string; body: boolean; auth: 'admin' | 'use
 /** Every route of SPEC §6; `:id` is replaced per run. The SSE stream is only hit with bad tokens. */
 const ROUTES: Route[] = [
   ['GET', '/healthz', 'none'], ['GET', '/readyz', 'none'], ['GET', '/metrics', 'admin'], ['GET', '/openapi.json', 'none'],
-  ['POST', '/v1/keys', 'admin'], ['GET', '/v1/keys', 'admin'], ['DELETE', '/v1/keys/:id', 'admin'],
+  ['POST', '/v1/keys', 'admin'], ['GET', '/v1/keys', 'viewer'], ['DELETE', '/v1/keys/:id', 'admin'],
   ['POST', '/v1/endpoints', 'admin'], ['GET', '/v1/endpoints', 'admin'], ['GET', '/v1/endpoints/:id', 'admin'],
   ['PATCH', '/v1/endpoints/:id', 'admin'], ['DELETE', '/v1/endpoints/:id', 'admin'], ['GET', '/v1/endpoints/:id/secret', 'admin'],
   ['POST', '/v1/endpoints/:id/secret/rotate', 'admin'], ['POST', '/v1/endpoints/:id/enable', 'admin'],
@@ -247,8 +247,8 @@ describe('hostile input never produces a 5xx', () => {
       const view = await probe(route, { path, token: f.keys.viewer, body: route.body ? {} : undefined })
       const user = await probe(route, { path, token: userToken, body: route.body ? {} : undefined })
       if (PUBLISH.has(name) ? pub === 403 : pub !== 403) wrong.push(`publisher ${name} → ${pub}`)
-      // Secrets and the key list are admin only (a viewer must not learn who holds which key).
-      const viewerMayRead = route.method === 'GET' && !route.path.endsWith('/secret') && route.path !== '/v1/keys'
+      // Endpoint secrets are admin only; every other GET is open to viewers (SPEC §6).
+      const viewerMayRead = route.method === 'GET' && !route.path.endsWith('/secret')
       if (viewerMayRead ? view === 403 : view !== 403) wrong.push(`viewer ${name} → ${view}`)
       if (user !== 401) wrong.push(`user token ${name} → ${user}`)
     }

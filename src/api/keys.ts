@@ -44,9 +44,9 @@ const create = createRoute({
 const list = createRoute({
   method: 'get',
   path: '/v1/keys',
-  summary: 'List API keys (admin)',
+  summary: 'List API keys (viewer; hashes and keys are never returned)',
   security: bearerSecurity,
-  middleware: [admin] as const,
+  middleware: [requireRole('viewer')] as const,
   request: { query: PageQuery },
   responses: { 200: jsonResponse(KeyList, 'newest first'), ...errorResponses },
 })

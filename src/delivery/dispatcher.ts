@@ -44,6 +44,8 @@ const SETTLE_WINDOW_MS = 2
 const SETTLE_BATCH = 128
 /** After aborting at the deadline, how long stop() waits for senders to report. */
 const ABORT_GRACE_MS = 1000
+/** A settle that failed (disk full, database locked past busy_timeout) is tried again this often. */
+const SETTLE_RETRY_MS = 1000
 
 interface Running {
   delivery: ClaimedDelivery
@@ -72,6 +74,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let refillTimer: NodeJS.Timeout | null = null
   let unsubscribe: (() => void) | null = null
   let drained: (() => void) | null = null
+  let settleRetryTimer: NodeJS.Timeout | null = null
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
 
   const wake = (): void => {
@@ -227,13 +230,23 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         }
       })
     } catch (err) {
-      // Settled rows stay in_flight until their lease expires, then are claimed again; the
-      // claims rolled back with the transaction.
-      log.error({ err, count: batch.length }, 'settle failed')
+      // The claims rolled back with the transaction. The outcomes are kept and written again
+      // shortly: dropping them would leave requests that did happen in flight until their leases
+      // expire, and then send them a second time. Their tokens still guard every row.
+      log.error({ err, count: batch.length }, 'settle failed; retrying')
       for (const d of rows) untrack(d)
       for (const d of claimed) untrack(d)
       claimed = []
       claimedInTx = false
+      results.unshift(...batch)
+      finished.unshift(...rows)
+      if (started && !stopping && settleRetryTimer === null) {
+        settleRetryTimer = setTimeout(() => {
+          settleRetryTimer = null
+          flush()
+        }, SETTLE_RETRY_MS)
+        settleRetryTimer.unref()
+      }
     }
     for (const d of claimed) launch(d, now)
     for (const r of batch) if (r.outcome.kind === 'retry' || r.outcome.kind === 'snooze') wakeAt(r.outcome.at, now)
@@ -283,6 +296,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         drained = null
       }
       flush()
+      // One last attempt above; outcomes still unwritten are lost with the process, and the next
+      // start re-offers their rows (releaseOrphanedClaims).
+      if (settleRetryTimer) clearTimeout(settleRetryTimer)
+      settleRetryTimer = null
       started = false
       if (haveLock) await lock.release(LOCK_NAME)
       haveLock = false

@@ -158,7 +158,14 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     if (cls.kind !== 'success') error = cls.error
     const now = clock.now()
     let outcome = outcomeFor(cls, d, ep, now)
-    const h = health.record(ep, cls, now)
+    // Health is bookkeeping: if the database refuses the write (locked, full), the request still
+    // happened and its outcome stands; turning a 200 into a failure would send it again.
+    let h = { disabled: false }
+    try {
+      h = health.record(ep, cls, now)
+    } catch (err) {
+      log.warn({ err, endpoint: ep.id }, 'endpoint health not recorded')
+    }
     if (h.disabled && outcome.kind === 'retry') {
       outcome = { kind: 'dead' }
       error = 'endpoint_disabled'

@@ -1,3 +1,5 @@
+import { statfsSync } from 'node:fs'
+import { dirname } from 'node:path'
 import type { Db } from './db.js'
 
 /** One endpoint's health, for `postbox stats` and the circuit-state metric. */
@@ -22,11 +24,17 @@ const SQL = {
   rollback: `ROLLBACK`,
 } as const
 
+/**
+ * Below this much free space on the database's file system the store reports itself not ready:
+ * a write lock is still granted on a full disk, so readiness must look at the space as well.
+ */
+export const MIN_FREE_BYTES = 1024 * 1024
+
 /** Read-only aggregate queries for operations (stats, metrics, readiness). */
 export interface StatsStore {
   /** Health of up to `limit` live endpoints. */
   endpointHealth(limit?: number): EndpointHealthRow[]
-  /** Throws when the database cannot take a write lock (read-only file, locked, closed). */
+  /** Throws when the database cannot take a write lock (read-only file, locked, closed) or its disk is full. */
   probeWritable(): void
   /** SQLite's quick_check; an empty list means the file is sound. */
   integrityCheck(): string[]
@@ -52,6 +60,10 @@ export function createStatsStore(db: Db): StatsStore {
       if (db.inTransaction) return
       begin.run()
       rollback.run()
+      if (db.memory) return
+      const fs = statfsSync(dirname(db.name))
+      // A file system that reports no blocks at all (some network or pseudo file systems) is not judged.
+      if (fs.blocks > 0 && fs.bavail * fs.bsize < MIN_FREE_BYTES) throw Object.assign(new Error('disk full'), { code: 'SQLITE_FULL' })
     },
   }
 }
