@@ -1,13 +1,7 @@
 import type { Store } from '../store/index.js'
 import { circuitState } from './breaker.js'
 import { TokenBucket } from './rate-limit.js'
-
-interface Limits {
-  maxConcurrency: number
-  rateLimit: number | null
-  pausedUntil: number | null
-  pauseCount: number
-}
+import { createEndpointCache } from './endpoint-cache.js'
 
 /**
  * The dispatcher's per-endpoint flow control (SPEC §5): requests in flight against
@@ -17,23 +11,7 @@ interface Limits {
 export function createEndpointLimits(store: Store) {
   const inflight = new Map<string, number>()
   const buckets = new Map<string, TokenBucket>()
-  const cache = new Map<string, Limits | null>()
-  let version = -1
-
-  const info = (id: string): Limits | null => {
-    const v = store.endpoints.version()
-    if (v !== version) {
-      cache.clear()
-      version = v
-    }
-    let l = cache.get(id)
-    if (l === undefined) {
-      const row = store.endpoints.getAny(id)
-      l = row && { maxConcurrency: row.maxConcurrency, rateLimit: row.rateLimit, pausedUntil: row.pausedUntil, pauseCount: row.pauseCount }
-      cache.set(id, l)
-    }
-    return l
-  }
+  const info = createEndpointCache(store)
 
   const bucketFor = (id: string, rate: number, now: number): TokenBucket => {
     let b = buckets.get(id)

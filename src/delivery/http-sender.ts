@@ -14,6 +14,7 @@ import { signatureHeaders } from './signer.js'
 import { abortable, readBodyCapped, transportErrorCode } from './http-util.js'
 import { createHealthRecorder, type EndpointDisabledHandler } from './health.js'
 import { nextRetryAt } from './retry-policy.js'
+import { createEndpointCache } from './endpoint-cache.js'
 import { packageVersion } from './version.js'
 
 export type { EndpointDisabledHandler } from './health.js'
@@ -75,21 +76,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   }
   SEND_HEADERS.subscribe(onHead)
 
-  const endpointCache = new Map<string, EndpointRow | null>()
-  let cacheVersion = -1
-  const endpoint = (id: string): EndpointRow | null => {
-    const v = store.endpoints.version()
-    if (v !== cacheVersion) {
-      endpointCache.clear()
-      cacheVersion = v
-    }
-    let row = endpointCache.get(id)
-    if (row === undefined) {
-      row = store.endpoints.getAny(id)
-      endpointCache.set(id, row)
-    }
-    return row
-  }
+  const endpoint = createEndpointCache(store)
 
   const outcomeFor = (cls: Classification, d: ClaimedDelivery, ep: EndpointRow, now: number): ChannelResult['outcome'] => {
     if (cls.kind === 'success') return { kind: 'success' }
