@@ -30,5 +30,14 @@ export type Rng = () => number
 export function toIso(ms: number): string
 export function toIso(ms: number | null | undefined): string | null
 export function toIso(ms: number | null | undefined): string | null {
-  return ms === null || ms === undefined ? null : new Date(ms).toISOString()
+  if (ms === null || ms === undefined) return null
+  // A batch formats the same millisecond thousands of times (envelope and response per event).
+  if (ms !== lastIsoMs) {
+    lastIsoMs = ms
+    lastIso = new Date(ms).toISOString()
+  }
+  return lastIso
 }
+
+let lastIsoMs = Number.NaN
+let lastIso = ''

@@ -9,12 +9,14 @@ export const MIGRATIONS: readonly string[] = [
 -- ───────────────────────── events ─────────────────────────
 CREATE TABLE events (
   id            TEXT PRIMARY KEY,            -- evt_…
-  client_id     TEXT UNIQUE,                 -- the client's id or Idempotency-Key, for dedup
+  client_id     TEXT,                        -- the client's id or Idempotency-Key, for dedup
   type          TEXT NOT NULL,
   ordering_key  TEXT,
   body          TEXT NOT NULL,               -- the envelope, serialised once, sent byte for byte
   created_at    INTEGER NOT NULL
 );
+-- Partial: most events carry no client id, and a NULL would still cost an index entry.
+CREATE UNIQUE INDEX events_client_id ON events (client_id) WHERE client_id IS NOT NULL;
 CREATE INDEX events_created ON events (created_at);
 
 -- ───────────────────────── endpoints ─────────────────────────
