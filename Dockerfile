@@ -35,4 +35,5 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.POSTBOX_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM drains in-flight deliveries within POSTBOX_SHUTDOWN_TIMEOUT (10 s by default).
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/src/cli.js", "serve"]
+ENTRYPOINT ["node", "dist/src/cli.js"]
+CMD ["serve"]
