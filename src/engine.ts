@@ -9,6 +9,7 @@ import { loadTokenKey } from './notify/tokens.js'
 import type { Channel } from './store/deliveries.js'
 import type { Store } from './store/index.js'
 import type { WebhookService } from './webhooks/types.js'
+import { publishEndpointDisabled } from './webhooks/operational.js'
 
 /** What `createEngine` wires together. */
 export interface EngineDeps {
@@ -41,10 +42,7 @@ export function createEngine(deps: EngineDeps): Engine {
     clock,
     rng,
     log,
-    // Runs inside the disabling transaction, so the operational event commits with the disable.
-    onEndpointDisabled: (endpoint, reason) => {
-      webhooks.publish('postbox.endpoint.disabled', { endpoint_id: endpoint.id, url: endpoint.url, reason })
-    },
+    onEndpointDisabled: publishEndpointDisabled(webhooks),
   })
   const notify = createNotifyService({
     store,

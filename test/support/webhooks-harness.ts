@@ -5,6 +5,7 @@ import type { Store } from '../../src/store/index.js'
 import { createDispatcher, type Dispatcher } from '../../src/delivery/dispatcher.js'
 import { createWebhookSender, type WebhookSender, type WebhookSenderDeps } from '../../src/delivery/http-sender.js'
 import { createWebhookService } from '../../src/webhooks/service.js'
+import { publishEndpointDisabled } from '../../src/webhooks/operational.js'
 import type { WebhookService } from '../../src/webhooks/types.js'
 import { tempStore } from '../helpers.js'
 
@@ -34,7 +35,7 @@ export function webhookHarness(
     clock,
     rng,
     log,
-    onEndpointDisabled: (ep, reason) => webhooks.publish('postbox.endpoint.disabled', { endpoint_id: ep.id, url: ep.url, reason }),
+    onEndpointDisabled: publishEndpointDisabled(webhooks),
     ...opts.sender,
   })
   const dispatcher = createDispatcher({ store, config, clock, rng, log, channels: new Map([['webhook', sender]]) })
