@@ -47,11 +47,6 @@ const ABORT_GRACE_MS = 1000
 /** A settle that failed (disk full, database locked past busy_timeout) is tried again this often. */
 const SETTLE_RETRY_MS = 1000
 
-interface Running {
-  delivery: ClaimedDelivery
-  controller: AbortController
-}
-
 /**
  * Creates the dispatcher. Claims happen in one synchronous statement, sends run outside any
  * transaction, and outcomes of one event-loop turn are settled in one transaction. A row is only
@@ -62,7 +57,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { store, config, clock, log, channels, observer } = deps
   const lock = deps.lock ?? new LocalLock()
   const limits = createEndpointLimits(store)
-  const running = new Map<string, Running>()
+  const running = new Set<string>()
+  // Only shutdown aborts sends, and it aborts all of them: one controller per run, not per send.
+  let abortAll = new AbortController()
   const results: SettleInput[] = []
   const finished: ClaimedDelivery[] = []
   let started = false
@@ -130,7 +127,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         excludeEndpoints: limits.saturated(now),
       })
       for (const d of rows) {
-        running.set(d.id, { delivery: d, controller: new AbortController() })
+        running.add(d.id)
         if (d.endpointId !== null) limits.acquire(d.endpointId, now)
         out.push(d)
       }
@@ -167,7 +164,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function launch(d: ClaimedDelivery, now: number): void {
-    const controller = running.get(d.id)!.controller
+    const signal = abortAll.signal
     const sender = channels.get(d.channel)
     const t0 = performance.now()
     const done = (r: ChannelResult): void => {
@@ -180,7 +177,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       done({ outcome: { kind: 'dead' }, attempt: { startedAt: now, durationMs: 0, error: 'channel_not_configured' } })
       return
     }
-    sender.send(d, controller.signal).then(done, (err: unknown) => {
+    sender.send(d, signal).then(done, (err: unknown) => {
       log.error({ err, delivery: d.id }, 'channel sender rejected')
       done({ outcome: { kind: 'retry', at: clock.now() + 1000 }, attempt: { startedAt: now, durationMs: 0, error: 'internal' } })
     })
@@ -261,6 +258,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (started) return
       started = true
       stopping = false
+      if (abortAll.signal.aborted) abortAll = new AbortController()
       unsubscribe = store.onDue(wake)
       timer = setInterval(wake, config.pollIntervalMs)
       timer.unref()
@@ -289,7 +287,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           await new Promise<void>((resolve) => {
             drained = resolve
             expire = setTimeout(resolve, ABORT_GRACE_MS)
-            for (const r of running.values()) r.controller.abort(new Error('shutdown'))
+            abortAll.abort(new Error('shutdown'))
           })
           clearTimeout(expire)
         }

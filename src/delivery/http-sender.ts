@@ -1,4 +1,3 @@
-import diagnostics from 'node:diagnostics_channel'
 import type { lookup as dnsLookup } from 'node:dns'
 import { Agent, buildConnector } from 'undici'
 import type { Config } from '../config.js'
@@ -11,7 +10,9 @@ import type { ChannelResult, ChannelSender } from './channel.js'
 import { classifyResponse, classifyTransportError, type Classification } from './classify.js'
 import { createAddressPolicy, DestinationNotAllowedError, guardedLookup, literalIp } from './ssrf.js'
 import { signatureHeaders } from './signer.js'
-import { abortable, readBodyCapped, transportErrorCode } from './http-util.js'
+import { transportErrorCode } from './http-util.js'
+import { startExchange, type Exchange } from './http-exchange.js'
+import { createTargetCache } from './http-target.js'
 import { createHealthRecorder, type EndpointDisabledHandler } from './health.js'
 import { nextRetryAt } from './retry-policy.js'
 import { createEndpointCache } from './endpoint-cache.js'
@@ -46,8 +47,7 @@ export interface WebhookSender extends ChannelSender {
 
 /** How long close() lets pooled requests finish before destroying the sockets. */
 const CLOSE_GRACE_MS = 500
-const SEND_HEADERS = diagnostics.channel('undici:client:sendHeaders')
-const DELIVERY_HEADER = /\r\npostbox-delivery-id: ([^\r\n]+)/i
+const NONE: readonly string[] = []
 
 /**
  * Creates the webhook sender: one undici Agent (keep-alive pools per origin) whose connect step
@@ -67,16 +67,21 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   const agent = new Agent({ connect, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, pipelining: 1 })
   const health = createHealthRecorder({ store, config, log, onEndpointDisabled: deps.onEndpointDisabled })
 
-  // Which in-flight deliveries have had their request head written: an abort before that point
-  // releases the claim (refund); after it, the receiver may have the request, so it is kept.
-  const headSent = new Map<string, boolean>()
-  const onHead = (msg: unknown): void => {
-    const m = DELIVERY_HEADER.exec((msg as { headers?: string }).headers ?? '')
-    if (m && headSent.has(m[1]!)) headSent.set(m[1]!, true)
-  }
-  SEND_HEADERS.subscribe(onHead)
-
   const endpoint = createEndpointCache(store)
+  const target = createTargetCache()
+
+  // Shutdown aborts every in-flight exchange through the dispatcher's signal. One listener per
+  // signal (the dispatcher shares one per run) instead of one AbortController per request.
+  const inFlight = new Set<Exchange>()
+  const watched = new WeakSet<AbortSignal>()
+  const watch = (signal: AbortSignal): void => {
+    if (watched.has(signal)) return
+    watched.add(signal)
+    signal.addEventListener('abort', () => {
+      const reason = signal.reason instanceof Error ? signal.reason : new Error('aborted')
+      for (const x of inFlight) x.abort(reason)
+    }, { once: true })
+  }
 
   const outcomeFor = (cls: Classification, d: ClaimedDelivery, ep: EndpointRow, now: number): ChannelResult['outcome'] => {
     if (cls.kind === 'success') return { kind: 'success' }
@@ -89,59 +94,43 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     if (signal.aborted) return { outcome: { kind: 'release' } }
     const startedAt = clock.now()
     const ep = d.endpointId === null ? null : endpoint(d.endpointId)
-    const body = d.eventId === null ? null : store.events.body(d.eventId)
+    const body = d.eventId === null ? null : d.eventBody !== undefined ? d.eventBody : store.events.body(d.eventId)
     if (ep === null || ep.deletedAt !== null || ep.disabled || body === null) {
       const error = ep?.disabled ? 'endpoint_disabled' : body === null && ep ? 'event_missing' : 'endpoint_deleted'
       return { outcome: { kind: 'dead' }, attempt: { startedAt, durationMs: 0, error } }
     }
     const t0 = performance.now()
     const ts = Math.floor(startedAt / 1000)
-    const previous = ep.previousSecrets.filter((p) => p.expiresAt > startedAt).map((p) => p.secret)
-    const headers: Record<string, string> = {}
-    for (const [k, v] of Object.entries(ep.headers)) headers[k.toLowerCase()] = v
-    Object.assign(headers, {
-      'content-type': 'application/json',
-      'user-agent': userAgent,
-      'webhook-id': d.eventId!,
-      'webhook-timestamp': String(ts),
-      ...signatureHeaders({ mode: ep.signature, secret: ep.secret, previous }, d.eventId!, ts, body),
-      'postbox-event-type': d.eventType,
-      'postbox-delivery-id': d.id,
-      'postbox-attempt': String(d.attempts),
-    })
-    const url = new URL(ep.url)
-    const ac = new AbortController()
-    const onAbort = (): void => ac.abort(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    const timer = setTimeout(() => ac.abort(new Error('timeout')), ep.timeoutMs)
-    headSent.set(d.id, false)
+    const previous = ep.previousSecrets.length === 0 ? NONE : ep.previousSecrets.filter((p) => p.expiresAt > startedAt).map((p) => p.secret)
+    const t = target(ep)
+    const headers = t.headers.slice()
+    headers.push(
+      'content-type', 'application/json',
+      'user-agent', userAgent,
+      'webhook-id', d.eventId!,
+      'webhook-timestamp', String(ts),
+    )
+    const sig = signatureHeaders({ mode: ep.signature, secret: ep.secret, previous }, d.eventId!, ts, body)
+    for (const k in sig) headers.push(k, sig[k]!)
+    headers.push('postbox-event-type', d.eventType, 'postbox-delivery-id', d.id, 'postbox-attempt', String(d.attempts))
+
+    watch(signal)
+    const x = startExchange(agent, { origin: t.origin, path: t.path, method: ep.method, headers, body, timeoutMs: ep.timeoutMs })
+    inFlight.add(x)
+    const r = await x.result
+    inFlight.delete(x)
+
     let cls: Classification
-    let statusCode: number | null = null
-    let responseBody: string | null = null
     let error: string | null = null
-    try {
-      const res = await abortable(
-        agent.request({ origin: url.origin, path: url.pathname + url.search, method: ep.method, headers, body, signal: ac.signal }),
-        ac.signal,
-      )
-      statusCode = res.statusCode
-      responseBody = await readBodyCapped(res.body, res.headers['content-length'])
-      const retryAfter = res.headers['retry-after']
-      cls = classifyResponse(res.statusCode, Array.isArray(retryAfter) ? retryAfter[0]! : (retryAfter ?? null), clock.now())
-    } catch (err) {
-      if (signal.aborted) {
-        const sent = headSent.get(d.id) === true
-        if (!sent) return { outcome: { kind: 'release' } }
-        const attempt = { startedAt, durationMs: performance.now() - t0, error: 'aborted' }
-        return { outcome: { kind: 'retry', at: clock.now() }, attempt }
-      }
-      const code = ac.signal.aborted ? 'timeout' : transportErrorCode(err)
-      cls = classifyTransportError(code)
-    } finally {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', onAbort)
-      headSent.delete(d.id)
+    if (r.aborted) {
+      // Before the request was written the receiver has nothing: release (refund the attempt).
+      // After it, the receiver may have acted on it: keep the attempt and retry at once.
+      if (!r.requestSent) return { outcome: { kind: 'release' } }
+      const attempt = { startedAt, durationMs: performance.now() - t0, error: 'aborted' }
+      return { outcome: { kind: 'retry', at: clock.now() }, attempt }
     }
+    if (r.statusCode !== null) cls = classifyResponse(r.statusCode, r.retryAfter, clock.now())
+    else cls = classifyTransportError(r.timedOut ? 'timeout' : transportErrorCode(r.error))
     if (cls.kind !== 'success') error = cls.error
     const now = clock.now()
     let outcome = outcomeFor(cls, d, ep, now)
@@ -159,7 +148,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     }
     return {
       outcome,
-      attempt: { startedAt, durationMs: performance.now() - t0, statusCode, error, responseBody },
+      attempt: { startedAt, durationMs: performance.now() - t0, statusCode: r.statusCode, error, responseBody: r.body },
       health: { success: cls.kind === 'success', breakerFailure: cls.kind === 'retry' && cls.breakerFailure, disable: cls.kind === 'dead' ? cls.disable : null },
     }
   }
@@ -168,7 +157,6 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     timeoutMs: config.requestTimeoutMs,
     send,
     async close() {
-      SEND_HEADERS.unsubscribe(onHead)
       // A connect still in progress (stop() already settled its row) must not hold the close.
       let timer: NodeJS.Timeout | undefined
       const graceful = await Promise.race([

@@ -22,13 +22,23 @@ export function decodeSecret(secret: string): Buffer | null {
   return Buffer.from(b64, 'base64')
 }
 
+// Decoded keys by secret: decoding (a regex and a base64 pass) measured about a fifth of a
+// signature. Bounded so that rotated-away secrets do not pile up.
+const keys = new Map<string, Buffer>()
+const KEY_CACHE_SIZE = 1024
+
 /**
  * One Standard Webhooks v1 signature: `v1,` + base64 HMAC-SHA256 over `${id}.${timestamp}.${body}`
  * keyed by the decoded secret bytes (exactly what the `standardwebhooks` Webhook class verifies).
  */
 export function signStandard(secret: string, id: string, timestamp: number, body: string): string {
-  const key = decodeSecret(secret)
-  if (key === null) throw new Error('malformed signing secret')
+  let key = keys.get(secret)
+  if (key === undefined) {
+    const decoded = decodeSecret(secret)
+    if (decoded === null) throw new Error('malformed signing secret')
+    if (keys.size >= KEY_CACHE_SIZE) keys.clear()
+    keys.set(secret, (key = decoded))
+  }
   const mac = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
   return `v1,${mac}`
 }

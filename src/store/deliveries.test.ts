@@ -64,8 +64,17 @@ describe('claimDue', () => {
     expect(rows[1]!.leaseUntil).toBe(NOW + 60_000 + 15_000)
     expect(rows[0]!.claimToken).not.toBe(rows[1]!.claimToken)
     expect(rows[0]!.claimToken).toMatch(/^[0-9a-f]{24}$/)
-    for (const r of rows) expect(r).toEqual(q.deliveries.get(r.id))
+    for (const { eventBody, ...r } of rows) {
+      expect(eventBody).toBeNull()
+      expect(r).toEqual(q.deliveries.get(r.id))
+    }
     expect(claim()).toEqual([])
+  })
+
+  it("reads the event's body with the claim", () => {
+    q.db.prepare(`INSERT INTO events (id, type, body, created_at) VALUES ('evt_1', 'test.event', '{"hello":1}', 0)`).run()
+    const a = enqueue('a', { eventId: 'evt_1' })
+    expect(claim()).toMatchObject([{ id: a, eventId: 'evt_1', eventBody: '{"hello":1}' }])
   })
 
   it('re-offers a row whose lease expired, keeping the spent attempt; the stale token then misses', () => {
@@ -229,6 +238,36 @@ describe('settle', () => {
     expect(a).toMatchObject({ deliveryId: id, attempt: 1, outcome: 'success', statusCode: 200, durationMs: 13, error: null })
     expect(a!.responseBody).toHaveLength(RESPONSE_BODY_LIMIT)
     expect(q.deliveries.get(id)).toMatchObject({ status: 'success', completedAt: NOW + 13, lastStatusCode: 200, lastError: null })
+  })
+})
+
+describe('settle batches', () => {
+  it('settles a mixed batch in input order; a stale success misses and logs nothing', () => {
+    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((k) => enqueue(k))
+    const rows = claim()
+    const token = (id: string) => rows.find((r) => r.id === id)!.claimToken
+    const body = 'ünïcødé "quoted" \\ back\nslash 🎉'
+    const res = q.deliveries.settle(
+      [
+        { id: a!, claimToken: token(a!), outcome: { kind: 'success' }, attempt: { startedAt: NOW, durationMs: 2, statusCode: 204, responseBody: body } },
+        { id: b!, claimToken: 'stale', outcome: { kind: 'success' }, attempt: { startedAt: NOW, durationMs: 2, statusCode: 200 } },
+        { id: c!, claimToken: token(c!), outcome: { kind: 'retry', at: NOW + 5 }, attempt: { startedAt: NOW, durationMs: 1, error: 'timeout' } },
+        { id: d!, claimToken: token(d!), outcome: { kind: 'success' } },
+      ],
+      NOW + 3,
+    )
+    expect(res).toEqual([
+      { result: 'settled', status: 'success', attempts: 1 },
+      { result: 'missed' },
+      { result: 'settled', status: 'pending', attempts: 1 },
+      { result: 'settled', status: 'success', attempts: 1 },
+    ])
+    expect(q.deliveries.attempts(a!)).toMatchObject([{ attempt: 1, outcome: 'success', statusCode: 204, responseBody: body, error: null, durationMs: 2 }])
+    expect(q.deliveries.get(a!)).toMatchObject({ status: 'success', lastStatusCode: 204, claimToken: null, leaseUntil: null, completedAt: NOW + 3 })
+    expect(q.deliveries.get(b!)).toMatchObject({ status: 'in_flight' })
+    expect(q.deliveries.attempts(b!)).toEqual([])
+    expect(q.deliveries.attempts(d!)).toEqual([])
+    expect(q.deliveries.get(d!)).toMatchObject({ status: 'success', lastStatusCode: null })
   })
 })
 

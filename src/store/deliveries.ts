@@ -52,9 +52,6 @@ const SQL = {
   // One statement per outcome (SPEC §2 table); each needs the claim token of the current claim.
   // Positional parameters: named binding measured ~3 µs slower per call, and settle runs once
   // per delivery. The argument order of each is built in `settleArgs`.
-  settleSuccess: `UPDATE deliveries SET status = 'success', claim_token = NULL, lease_until = NULL,
-      last_status_code = COALESCE(?, last_status_code), last_error = NULL, completed_at = ?, updated_at = ?
-    ${SETTLE_WHERE}`,
   settleRetry: `UPDATE deliveries SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
       next_attempt_at = ?, claim_token = NULL, lease_until = NULL,
       last_status_code = COALESCE(?, last_status_code), last_error = ?,
@@ -67,6 +64,16 @@ const SQL = {
   settleRefund: `UPDATE deliveries SET status = 'pending', attempts = max(attempts - 1, 0), next_attempt_at = ?,
       claim_token = NULL, lease_until = NULL, last_status_code = COALESCE(?, last_status_code), updated_at = ?
     ${SETTLE_WHERE}`,
+  // Successes, the bulk of every settle, as one statement each for the rows and their attempts:
+  // per-row statements measured ~8 µs per delivery, these ~5 µs. Input: a JSON array of
+  // [id, claimToken, statusCode] and of [id, attempt, startedAt, durationMs, statusCode, error, body].
+  settleSuccessMany: `UPDATE deliveries SET status = 'success', claim_token = NULL, lease_until = NULL,
+      last_status_code = COALESCE(j.value ->> 2, last_status_code), last_error = NULL, completed_at = ?, updated_at = ?
+    FROM json_each(?) AS j
+    WHERE deliveries.id = j.value ->> 0 AND deliveries.claim_token = j.value ->> 1 AND deliveries.status = 'in_flight'
+    RETURNING deliveries.id, deliveries.attempts`,
+  insertSuccessAttempts: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, 'success', value ->> 4, value ->> 5, value ->> 6 FROM json_each(?)`,
   insertAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   get: `SELECT ${COLUMNS} FROM deliveries WHERE id = ?`,
@@ -113,13 +120,11 @@ export function truncateBody(body: string | null | undefined): string | null {
   return body.slice(0, RESPONSE_BODY_LIMIT)
 }
 
-/** The positional arguments of the settle statement for `r.outcome.kind`, in SQL order. */
+/** The positional arguments of the settle statement for `r.outcome.kind` (not success), in SQL order. */
 function settleArgs(r: SettleInput, at: number | null, now: number): unknown[] {
   const statusCode = r.attempt?.statusCode ?? null
   const error = r.attempt?.error ?? null
   switch (r.outcome.kind) {
-    case 'success':
-      return [statusCode, now, now, r.id, r.claimToken]
     case 'retry':
       return [at, statusCode, error, now, now, r.id, r.claimToken]
     case 'dead':
@@ -140,8 +145,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
   const idByDedup = s.idByDedup.pluck()
   // raw(): each returns [status, attempts] as an array rather than an object.
   const refund = s.settleRefund.raw()
-  const settleBy: Record<Outcome['kind'], Statement> = {
-    success: s.settleSuccess.raw(),
+  const settleBy: Record<Exclude<Outcome['kind'], 'success'>, Statement> = {
     retry: s.settleRetry.raw(),
     dead: s.settleDead.raw(),
     snooze: refund,
@@ -149,10 +153,35 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
   }
   const listStatements = new Map<string, Statement>()
 
+  const settleSuccessMany = s.settleSuccessMany.raw()
+
+  /** Settles the successes of a batch in two statements; returns id → attempts of the rows that matched. */
+  const settleSuccesses = (results: readonly SettleInput[], now: number): Map<string, number> => {
+    const rows: unknown[] = []
+    for (const r of results) if (r.outcome.kind === 'success') rows.push([r.id, r.claimToken, r.attempt?.statusCode ?? null])
+    const settled = new Map<string, number>()
+    if (rows.length === 0) return settled
+    for (const [id, attempts] of settleSuccessMany.all(now, now, JSON.stringify(rows)) as [string, number][]) settled.set(id, attempts)
+    const attempts: unknown[] = []
+    for (const r of results) {
+      const a = r.attempt
+      const n = r.outcome.kind === 'success' && a ? settled.get(r.id) : undefined
+      if (n === undefined) continue
+      attempts.push([r.id, n, a!.startedAt, Math.max(0, Math.round(a!.durationMs)), a!.statusCode ?? null, a!.error ?? null, truncateBody(a!.responseBody)])
+    }
+    if (attempts.length > 0) s.insertSuccessAttempts.run(JSON.stringify(attempts))
+    return settled
+  }
+
   const settleTx = db.transaction((results: readonly SettleInput[], now: number): SettleResult[] => {
     let due = false
+    const successes = settleSuccesses(results, now)
     const out = results.map((r): SettleResult => {
       const o = r.outcome
+      if (o.kind === 'success') {
+        const attempts = successes.get(r.id)
+        return attempts === undefined ? { result: 'missed' } : { result: 'settled', status: 'success', attempts }
+      }
       const at = o.kind === 'retry' || o.kind === 'snooze' ? o.at : o.kind === 'release' ? now : null
       const raw = settleBy[o.kind].get(...settleArgs(r, at, now)) as [DeliveryStatus, number] | undefined
       if (!raw) return { result: 'missed' }
