@@ -71,6 +71,23 @@ describe('claimDue', () => {
     expect(claim()).toEqual([])
   })
 
+  it('an idle claim takes no write lock; with due work it needs one', () => {
+    const other = openDatabase(q.path)
+    try {
+      q.db.pragma('busy_timeout = 20')
+      other.prepare('BEGIN IMMEDIATE').run()
+      expect(claim()).toEqual([])
+      other.prepare('ROLLBACK').run()
+      enqueue('a')
+      other.prepare('BEGIN IMMEDIATE').run()
+      expect(() => claim()).toThrow(/locked|busy/i)
+      other.prepare('ROLLBACK').run()
+      expect(claim()).toHaveLength(1)
+    } finally {
+      other.close()
+    }
+  })
+
   it("reads the event's body with the claim", () => {
     q.db.prepare(`INSERT INTO events (id, type, body, created_at) VALUES ('evt_1', 'test.event', '{"hello":1}', 0)`).run()
     const a = enqueue('a', { eventId: 'evt_1' })

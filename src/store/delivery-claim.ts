@@ -75,6 +75,10 @@ const EXPIRE_CLAIM = `UPDATE deliveries
           claim_token = NULL, lease_until = NULL, next_attempt_at = @now, updated_at = @now`
 
 const SQL = {
+  // A read, so an idle dispatcher's poll does not take the write lock (another process writing
+  // the same file would wait behind it). Due rows of a paused endpoint still count as work.
+  hasWork: `SELECT EXISTS (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_attempt_at <= @now)
+      OR EXISTS (SELECT 1 FROM deliveries WHERE status = 'in_flight' AND lease_until <= @now)`,
   expireLeases: `${EXPIRE_CLAIM} WHERE status = 'in_flight' AND lease_until <= @now`,
   releaseOrphans: `${EXPIRE_CLAIM} WHERE status = 'in_flight'`,
   candidates: CANDIDATES(false),
@@ -97,6 +101,7 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
     [K in keyof typeof SQL]: Statement
   }
   const claimRaw = s.claim.raw()
+  const hasWork = s.hasWork.pluck()
 
   /**
    * Picks up to `limit` claimable ids. Pages through due rows with a keyset instead of one
@@ -169,7 +174,8 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
   })
 
   return {
-    claimDue: (opts) => claimTx.immediate(opts),
+    // Inside a transaction the lock is already held, and the caller usually just freed slots.
+    claimDue: (opts) => (db.inTransaction || hasWork.get({ now: opts.now }) === 1 ? claimTx.immediate(opts) : []),
     releaseOrphanedClaims(now) {
       const n = s.releaseOrphans.run({ now }).changes
       if (n > 0) onDue()

@@ -105,8 +105,9 @@ export interface EndpointsStore {
   disable(id: string, reason: string, now: number): boolean
   enable(id: string, now: number): boolean
   /**
-   * Increases on every change of settings, secrets, enabled state or circuit state (not on
-   * plain success/failure counters); caches compare it to know they are stale.
+   * Increases on every change of settings, secrets, enabled state or circuit state made through
+   * this store (not on plain success/failure counters), and within FOREIGN_CHANGE_CHECK_MS of any
+   * commit by another connection; caches compare it to know they are stale.
    */
   version(): number
 }
@@ -152,12 +153,21 @@ function settingsParams(s: EndpointSettings): Record<string, unknown> {
   }
 }
 
+/** How often `version()` looks for commits by other connections (the CLI, another process). */
+export const FOREIGN_CHANGE_CHECK_MS = 1000
+
 /** Creates the endpoints store over a connection. */
-export function createEndpointsStore(db: Db): EndpointsStore {
+export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } = {}): EndpointsStore {
   const s = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, db.prepare(v)])) as {
     [K in keyof typeof SQL]: Statement
   }
   let version = 0
+  // PRAGMA data_version moves when another connection commits. Checked at most once per
+  // interval, so caches on the hot path stay free, and a change made elsewhere is seen within it.
+  const foreignCheckMs = opts.foreignCheckMs ?? FOREIGN_CHANGE_CHECK_MS
+  const dataVersion = db.prepare('PRAGMA data_version').pluck()
+  let seenDataVersion = dataVersion.get()
+  let checkedAt = performance.now()
   const bump = <T>(v: T): T => {
     version++
     return v
@@ -192,6 +202,17 @@ export function createEndpointsStore(db: Db): EndpointsStore {
     pause: (id, until) => void bump(s.pause.run({ id, until })),
     disable: (id, reason, now) => bump(s.disable.run({ id, reason, now }).changes > 0),
     enable: (id, now) => bump(s.enable.run({ id, now }).changes > 0),
-    version: () => version,
+    version() {
+      const t = performance.now()
+      if (t - checkedAt >= foreignCheckMs) {
+        checkedAt = t
+        const dv = dataVersion.get()
+        if (dv !== seenDataVersion) {
+          seenDataVersion = dv
+          version++
+        }
+      }
+      return version
+    },
   }
 }
