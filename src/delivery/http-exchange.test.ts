@@ -52,6 +52,17 @@ describe('startExchange', () => {
     expect(r).toMatchObject({ statusCode: 503, retryAfter: '7', body: 'busy', error: null, timedOut: false, aborted: false, requestSent: true })
   })
 
+  it('skips an informational 103 and its headers, and reports the final answer', async () => {
+    handler = (_req, res) => {
+      res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style', 'retry-after': '99' }, () => {
+        res.writeHead(503, { 'content-type': 'text/plain' })
+        res.end('later')
+      })
+    }
+    const r = await start().result
+    expect(r).toMatchObject({ statusCode: 503, retryAfter: null, body: 'later', error: null })
+  })
+
   it('keeps at most `limit` bytes of a body that never ends, without splitting a character', async () => {
     handler = (_req, res) => {
       res.writeHead(200)

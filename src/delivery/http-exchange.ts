@@ -92,6 +92,7 @@ export function startExchange(agent: Dispatcher, req: ExchangeRequest, limit = R
       requestSent = true
     },
     onHeaders(status, rawHeaders) {
+      if (status < 200) return true // 1xx informational (103 Early Hints): the final answer follows
       statusCode = status
       const raw = rawHeaders as unknown as Buffer[]
       for (let i = 0; i < raw.length; i += 2) {
