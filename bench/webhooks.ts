@@ -70,12 +70,27 @@ function mainThreadCpuMs(): number | null {
   }
 }
 
-/** Runs `fn` and returns its result with the main thread's CPU µs per item (null when unknown). */
-async function withCpu<T>(items: number, fn: () => Promise<T>): Promise<{ value: T; cpuUs: number | null }> {
+const processCpuMs = (): number => {
+  const u = process.cpuUsage()
+  return (u.user + u.system) / 1000
+}
+
+/** What one measured phase cost: its result, and CPU µs per item on the main thread and on the others (the receiver). */
+interface Measured<T> {
+  value: T
+  cpuUs: number | null
+  otherCpuUs: number | null
+}
+
+/** Runs `fn` and returns its result with the CPU µs per item of the main thread and of all other threads (null when unknown). */
+async function withCpu<T>(items: number, fn: () => Promise<T>): Promise<Measured<T>> {
   const c0 = mainThreadCpuMs()
+  const p0 = processCpuMs()
   const value = await fn()
   const c1 = mainThreadCpuMs()
-  return { value, cpuUs: c0 === null || c1 === null ? null : ((c1 - c0) * 1000) / items }
+  const p1 = processCpuMs()
+  if (c0 === null || c1 === null) return { value, cpuUs: null, otherCpuUs: null }
+  return { value, cpuUs: ((c1 - c0) * 1000) / items, otherCpuUs: ((p1 - p0 - (c1 - c0)) * 1000) / items }
 }
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
 
@@ -119,6 +134,33 @@ async function rawLoop(url: string, n: number): Promise<number> {
   return (n / ms) * 1000
 }
 
+/**
+ * The sender alone: the same signed request, sent by the webhook sender with the same
+ * concurrency, with no queue (no enqueue, claim or settle). Splits the gap to the raw loop into
+ * the HTTP path and the SQLite work.
+ */
+async function senderOnly(dir: string, url: string, n: number): Promise<number> {
+  const pb = postboxStack(dir, 'sender-only')
+  const ep = pb.webhooks.endpoints.create({ url, max_concurrency: CONCURRENCY })
+  const ev = pb.webhooks.events.send({ type: 'bench.event', data: { i: 0, pad: 'x'.repeat(64) } })
+  const claimed = pb.store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 30_000 })[0]!
+  const signal = new AbortController().signal
+  let next = 0
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) {
+        next++
+        const r = await pb.sender.send(claimed, signal)
+        if (r.outcome.kind !== 'success') throw new Error(`sender-only: ${r.attempt?.error ?? r.outcome.kind} (${ep.id}, ${ev.id})`)
+      }
+    }),
+  )
+  const ms = performance.now() - t0
+  await pb.close()
+  return (n / ms) * 1000
+}
+
 function postboxStack(dir: string, name: string) {
   const store = openStore(join(dir, `${name}.db`))
   let successes = 0
@@ -133,6 +175,7 @@ function postboxStack(dir: string, name: string) {
     store,
     successes: () => successes,
     webhooks,
+    sender,
     dispatcher,
     async close() {
       await dispatcher.stop(1000)
@@ -195,6 +238,8 @@ export async function run(): Promise<void> {
     const ours = await withCpu(EVENTS, () => postboxThroughput(dir, rx.url, EVENTS))
     const got = await rx.stats()
     if (got.count !== EVENTS) throw new Error(`receiver got ${got.count} of ${EVENTS}`)
+    const alone = await withCpu(EVENTS, () => senderOnly(dir, rx.url, EVENTS))
+    if ((await rx.stats()).count !== EVENTS) throw new Error('sender-only: receiver count mismatch')
     const sent = await postboxLatency(dir, rx.url)
     const lat = (await rx.stats()).latencies.sort((a, b) => a - b)
     if (lat.length !== sent) throw new Error(`latency samples ${lat.length} of ${sent}`)
@@ -202,8 +247,12 @@ export async function run(): Promise<void> {
     console.log('| measure | postbox | raw undici loop | ratio |')
     console.log('| --- | ---: | ---: | ---: |')
     const cpu = (x: number | null): string => (x === null ? 'n/a' : `${x.toFixed(1)} µs`)
+    const cpuRatio = (a: number | null, b: number | null): string => (a && b ? (b / a).toFixed(2) : 'n/a')
     console.log(`| deliveries/s, enqueue → receiver → settled | ${fmt(ours.value)} | ${fmt(raw.value)} | ${(ours.value / raw.value).toFixed(2)} |`)
-    console.log(`| main-thread CPU per delivery (enqueue included for postbox) | ${cpu(ours.cpuUs)} | ${cpu(raw.cpuUs)} | ${ours.cpuUs && raw.cpuUs ? (raw.cpuUs / ours.cpuUs).toFixed(2) : 'n/a'} |`)
+    console.log(`| main-thread CPU per delivery (enqueue included) | ${cpu(ours.cpuUs)} | ${cpu(raw.cpuUs)} | ${cpuRatio(ours.cpuUs, raw.cpuUs)} |`)
+    console.log(`| receiver-side CPU per delivery (other threads) | ${cpu(ours.otherCpuUs)} | ${cpu(raw.otherCpuUs)} | |`)
+    console.log(`| sender alone, no queue: requests/s | ${fmt(alone.value)} | ${fmt(raw.value)} | ${(alone.value / raw.value).toFixed(2)} |`)
+    console.log(`| sender alone: main-thread CPU per request | ${cpu(alone.cpuUs)} | ${cpu(raw.cpuUs)} | ${cpuRatio(alone.cpuUs, raw.cpuUs)} |`)
     console.log(`latency enqueue → receipt at ${LATENCY_RATE} events/s (${fmt(sent)} events): p50 ${pct(lat, 50).toFixed(2)} ms, p90 ${pct(lat, 90).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms, max ${lat[lat.length - 1]!.toFixed(2)} ms`)
   } finally {
     await rx.close()
