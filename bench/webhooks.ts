@@ -114,24 +114,31 @@ function startReceiver(): Promise<{ url: string; stats(): Promise<{ count: numbe
   })
 }
 
-async function rawLoop(url: string, n: number): Promise<number> {
-  const agent = new Agent({ keepAliveTimeout: 30_000 })
-  const u = new URL(url)
-  const body = JSON.stringify({ id: 'evt_x', type: 'bench.event', timestamp: new Date().toISOString(), data: { i: 0, pad: 'x'.repeat(64) } })
+/** Runs `one` n times with CONCURRENCY loops in parallel; returns calls per second. */
+async function closedLoop(n: number, one: () => Promise<void>): Promise<number> {
   let next = 0
   const t0 = performance.now()
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < n) {
         next++
-        const res = await agent.request({ origin: u.origin, path: u.pathname, method: 'POST', headers: { 'content-type': 'application/json' }, body })
-        await res.body.text()
+        await one()
       }
     }),
   )
-  const ms = performance.now() - t0
+  return (n / (performance.now() - t0)) * 1000
+}
+
+async function rawLoop(url: string, n: number): Promise<number> {
+  const agent = new Agent({ keepAliveTimeout: 30_000 })
+  const u = new URL(url)
+  const body = JSON.stringify({ id: 'evt_x', type: 'bench.event', timestamp: new Date().toISOString(), data: { i: 0, pad: 'x'.repeat(64) } })
+  const rate = await closedLoop(n, async () => {
+    const res = await agent.request({ origin: u.origin, path: u.pathname, method: 'POST', headers: { 'content-type': 'application/json' }, body })
+    await res.body.text()
+  })
   await agent.close()
-  return (n / ms) * 1000
+  return rate
 }
 
 /**
@@ -145,20 +152,12 @@ async function senderOnly(dir: string, url: string, n: number): Promise<number> 
   const ev = pb.webhooks.events.send({ type: 'bench.event', data: { i: 0, pad: 'x'.repeat(64) } })
   const claimed = pb.store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 30_000 })[0]!
   const signal = new AbortController().signal
-  let next = 0
-  const t0 = performance.now()
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < n) {
-        next++
-        const r = await pb.sender.send(claimed, signal)
-        if (r.outcome.kind !== 'success') throw new Error(`sender-only: ${r.attempt?.error ?? r.outcome.kind} (${ep.id}, ${ev.id})`)
-      }
-    }),
-  )
-  const ms = performance.now() - t0
+  const rate = await closedLoop(n, async () => {
+    const r = await pb.sender.send(claimed, signal)
+    if (r.outcome.kind !== 'success') throw new Error(`sender-only: ${r.attempt?.error ?? r.outcome.kind} (${ep.id}, ${ev.id})`)
+  })
   await pb.close()
-  return (n / ms) * 1000
+  return rate
 }
 
 function postboxStack(dir: string, name: string) {
