@@ -72,14 +72,14 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
 
   // Shutdown aborts every in-flight exchange through the dispatcher's signal. One listener per
   // signal (the dispatcher shares one per run) instead of one AbortController per request.
-  const inFlight = new Set<Exchange>()
+  const inFlight = new Map<Exchange, AbortSignal>()
   const watched = new WeakSet<AbortSignal>()
   const watch = (signal: AbortSignal): void => {
     if (watched.has(signal)) return
     watched.add(signal)
     signal.addEventListener('abort', () => {
       const reason = signal.reason instanceof Error ? signal.reason : new Error('aborted')
-      for (const x of inFlight) x.abort(reason)
+      for (const [x, s] of inFlight) if (s === signal) x.abort(reason)
     }, { once: true })
   }
 
@@ -116,7 +116,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
 
     watch(signal)
     const x = startExchange(agent, { origin: t.origin, path: t.path, method: ep.method, headers, body, timeoutMs: ep.timeoutMs })
-    inFlight.add(x)
+    inFlight.set(x, signal)
     const r = await x.result
     inFlight.delete(x)
 
