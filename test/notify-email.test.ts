@@ -137,6 +137,38 @@ describe('email channel over a real SMTP sink', () => {
     expect(ids.flatMap((id) => statusOf(h, id).map((s) => s.status))).toEqual(['success', 'success', 'success'])
   })
 
+  it('holds the pending members of a digest while it is sent, so a claim meanwhile cannot send them twice', async () => {
+    h = notifyHarness({ smtpUrl })
+    h.notify.users.put('u1', { email: 'ann@example.com' })
+    h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: 'email', digest: 'daily' })
+    const ids = ['A', 'B', 'C'].map((title) => h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title }).id)
+    h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
+    const claim = () => h.store.deliveries.claimDue({ limit: 1, now: h.clock.now(), defaultTimeoutMs: 30_000 })
+    const [one] = claim()
+    const sending = h.notify.channels.email.send(one!, new AbortController().signal)
+    await new Promise((r) => setImmediate(r)) // the digest has read its group and is now talking SMTP
+    expect(claim()).toEqual([])
+    const res = await sending
+    h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], h.clock.now())
+    await h.drain()
+    expect(mails).toEqual([expect.objectContaining({ subject: 'You have 3 notifications', text: '• A\n• B\n• C' })])
+    expect(ids.flatMap((id) => statusOf(h, id).map((s) => s.status))).toEqual(['success', 'success', 'success'])
+  })
+
+  it('a digest that must retry keeps its group together: held members become due with the retry', async () => {
+    h = notifyHarness({ smtpUrl })
+    h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'daily' })
+    for (const title of ['A', 'B']) h.notify.notifications.send({ topic: 'c', recipients: ['temp@example.com'], channels: ['email'], title })
+    h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
+    const start = h.clock.now()
+    const [one] = h.store.deliveries.claimDue({ limit: 1, now: start, defaultTimeoutMs: 30_000 })
+    const res = await h.notify.channels.email.send(one!, new AbortController().signal)
+    expect(res.outcome).toEqual({ kind: 'retry', at: start + 1000 })
+    h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], start)
+    const rows = h.store.deliveries.pendingInGroup(one!.groupKey!)
+    expect(rows.map((d) => d.nextAttemptAt)).toEqual([start + 1000, start + 1000])
+  })
+
   it('finishes still-pending group members when one member is claimed alone; N = 1 uses the title', async () => {
     h = notifyHarness({ smtpUrl })
     h.notify.users.put('u1', { email: 'ann@example.com' })

@@ -288,6 +288,23 @@ describe('settle batches', () => {
   })
 })
 
+describe('digest groups', () => {
+  it('holdPending moves pending rows out of reach of claims, and leaves claimed rows alone', () => {
+    const [a, b, c] = ['a', 'b', 'c'].map((k) => enqueue(k, { groupKey: 'g' }))
+    const [first] = claim(NOW, { limit: 1 })
+    expect(first!.id).toBe(a)
+    expect(q.deliveries.holdPending([a!, b!, c!], NOW + 60_000, NOW)).toBe(2)
+    expect(claim(NOW + 40_000)).toEqual([])
+    expect(q.deliveries.get(a!)).toMatchObject({ status: 'in_flight' })
+    expect(q.deliveries.pendingInGroup('g').map((d) => [d.id, d.nextAttemptAt])).toEqual([
+      [b, NOW + 60_000],
+      [c, NOW + 60_000],
+    ])
+    q.deliveries.settle([{ id: a!, claimToken: first!.claimToken, outcome: { kind: 'success' } }], NOW)
+    expect(ids(claim(NOW + 60_000))).toEqual([b, c])
+  })
+})
+
 describe('operator actions', () => {
   it('redeliver: only terminal rows, attempts reset, history kept', () => {
     const id = enqueue('a')

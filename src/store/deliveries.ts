@@ -99,6 +99,8 @@ const SQL = {
   byEvent: `SELECT ${COLUMNS} FROM deliveries WHERE event_id = ? ORDER BY id`,
   byNotification: `SELECT ${COLUMNS} FROM deliveries WHERE notification_id = ? ORDER BY id`,
   byGroup: `SELECT ${COLUMNS} FROM deliveries WHERE group_key = ? AND status = 'pending' ORDER BY id`,
+  holdPending: `UPDATE deliveries SET next_attempt_at = @until, updated_at = @now
+    WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
   finishGroupMember: `UPDATE deliveries SET status = @status, last_error = @error, claim_token = NULL,
       completed_at = @now, updated_at = @now
     WHERE id = @id AND status = 'pending'`,
@@ -264,6 +266,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     byEvent: (eventId) => s.byEvent.all(eventId) as Delivery[],
     byNotification: (id) => s.byNotification.all(id) as Delivery[],
     pendingInGroup: (groupKey) => s.byGroup.all(groupKey) as Delivery[],
+    holdPending: (ids, until, now) => (ids.length === 0 ? 0 : s.holdPending.run({ ids: JSON.stringify(ids), until, now }).changes),
     finishGroupMember: (id, status, error, now) => s.finishGroupMember.run({ id, status, error, now }).changes > 0,
     redeliver(id, now) {
       if (s.redeliver.run({ id, now }).changes > 0) {

@@ -142,6 +142,11 @@ export interface DeliveriesStore {
   byEvent(eventId: string): Delivery[]
   byNotification(notificationId: string): Delivery[]
   pendingInGroup(groupKey: string): Delivery[]
+  /**
+   * Moves the due time of still-pending rows to `until`, so no claim takes them while a digest
+   * that already includes them is being sent; returns how many were moved.
+   */
+  holdPending(ids: readonly string[], until: number, now: number): number
   finishGroupMember(id: string, status: 'success' | 'dead', error: string | null, now: number): boolean
   redeliver(id: string, now: number): 'ok' | 'not_found' | 'not_eligible'
   recover(endpointId: string, since: number, until: number, now: number): number

@@ -93,7 +93,14 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     groups.delete(key)
     const first = claimed[0]!
     const claimedIds = new Set(claimed.map((w) => w.delivery.id))
-    const pending = store.deliveries.pendingInGroup(key).filter((d) => !claimedIds.has(d.id))
+    // The members still pending go into this message, so hold them out of reach of claims until
+    // it is sent: otherwise a claim during the SMTP exchange would send them a second time.
+    const pending = store.tx(() => {
+      const rows = store.deliveries.pendingInGroup(key).filter((d) => !claimedIds.has(d.id))
+      const now = clock.now()
+      store.deliveries.holdPending(rows.map((d) => d.id), now + 2 * SMTP_TIMEOUT_MS, now)
+      return rows
+    })
     const titles = [
       ...claimed.map((w) => ({ id: w.delivery.id, title: w.payload.title })),
       ...pending.map((d) => ({ id: d.id, title: parseJsonOr<{ title?: string }>(d.payload, {}).title ?? d.eventType })),
@@ -101,13 +108,16 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
       .sort((a, b) => (a.id < b.id ? -1 : 1))
       .map((t) => t.title)
     const result = await deliver(first.delivery, first.payload.recipient.email!, digestMessage(titles))
-    const k = result.outcome.kind
-    if (k === 'success' || k === 'dead') {
-      const now = clock.now()
-      const error = k === 'dead' ? (result.attempt?.error ?? 'smtp_rejected') : null
+    const o = result.outcome
+    const now = clock.now()
+    if (o.kind === 'success' || o.kind === 'dead') {
+      const error = o.kind === 'dead' ? (result.attempt?.error ?? 'smtp_rejected') : null
       store.tx(() => {
-        for (const d of pending) store.deliveries.finishGroupMember(d.id, k, error, now)
+        for (const d of pending) store.deliveries.finishGroupMember(d.id, o.kind, error, now)
       })
+    } else if (o.kind === 'retry') {
+      // The group stays together: the held members become due with the claimed ones.
+      store.tx(() => store.deliveries.holdPending(pending.map((d) => d.id), o.at, now))
     }
     for (const w of claimed) w.resolve(result)
   }
