@@ -8,6 +8,7 @@ interface Mail {
   to: string[]
   subject: string
   text: string
+  raw: string
 }
 
 /** Decodes the quoted-printable and base64 parts nodemailer may use, enough to read a body. */
@@ -27,6 +28,14 @@ function decodeBody(raw: string): string {
     return Buffer.from(bytes).toString('utf8')
   }
   return body
+}
+
+/** The decoded body of the MIME part with `contentType` in a multipart message, or null. */
+function mimePart(raw: string, contentType: string): string | null {
+  const boundary = /boundary="?([^";\r\n]+)"?/i.exec(raw)?.[1]
+  if (!boundary) return null
+  const part = raw.split(`--${boundary}`).find((p) => new RegExp(`content-type:\\s*${contentType}`, 'i').test(p))
+  return part === undefined ? null : decodeBody(part.replace(/^\r?\n/, '')).replace(/\r\n/g, '\n').trim()
 }
 
 function decodeSubject(raw: string): string {
@@ -64,6 +73,7 @@ beforeAll(async () => {
           to: session.envelope.rcptTo.map((r) => r.address),
           subject: decodeSubject(raw),
           text: decodeBody(raw).replace(/\r\n/g, "\n").trim(),
+          raw,
         })
         cb()
       })
@@ -89,8 +99,29 @@ describe('email channel over a real SMTP sink', () => {
     h.notify.users.put('u1', { email: 'ann@example.com' })
     const r = h.notify.notifications.send({ topic: 'welcome', recipients: ['u1'], channels: ['email'], title: 'Hello Ann', body: 'Welcome aboard' })
     await h.drain()
-    expect(mails).toEqual([{ from: 'bell@postbox.test', to: ['ann@example.com'], subject: 'Hello Ann', text: 'Welcome aboard' }])
+    expect(mails).toEqual([{ from: 'bell@postbox.test', to: ['ann@example.com'], subject: 'Hello Ann', text: 'Welcome aboard', raw: expect.any(String) }])
+    expect(mails[0]!.raw).not.toMatch(/text\/html/i)
     expect(statusOf(h, r.id)).toMatchObject([{ status: 'success', attempts: 1 }])
+  })
+
+  it('sends a markdown template as its text plus an HTML part, with HTML from the payload shown as text', async () => {
+    h = notifyHarness({ smtpUrl })
+    h.notify.users.put('u1', { email: 'ann@example.com' })
+    h.notify.templates.put({
+      topic: 'digest.ready',
+      channel: 'email',
+      locale: 'en',
+      subject: 'Report',
+      body: '**{{ payload.name }}**, your [report](https://example.com/r/1) is ready.',
+      format: 'markdown',
+    })
+    h.notify.notifications.send({ topic: 'digest.ready', recipients: ['u1'], channels: ['email'], payload: { name: 'Ann <b>x</b>' } })
+    await h.drain()
+    expect(mails).toHaveLength(1)
+    expect(mimePart(mails[0]!.raw, 'text/plain')).toBe('**Ann <b>x</b>**, your [report](https://example.com/r/1) is ready.')
+    expect(mimePart(mails[0]!.raw, 'text/html')).toBe(
+      '<p><strong>Ann &lt;b&gt;x&lt;/b&gt;</strong>, your <a href="https://example.com/r/1">report</a> is ready.</p>',
+    )
   })
 
   it('marks a 5xx reply dead at once', async () => {

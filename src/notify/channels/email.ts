@@ -9,6 +9,7 @@ import type { Log } from '../../log.js'
 import { parseJsonOr } from '../../lib/json.js'
 import type { DeliveryPayload } from '../pipeline.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
+import { markdownToHtml } from '../markdown.js'
 
 /** Dependencies of the email channel. */
 export interface EmailChannelDeps {
@@ -150,7 +151,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
           list.push({ delivery, payload, resolve })
         })
       }
-      const html = payload.format === 'html' ? payload.body : undefined
+      const html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? markdownToHtml(payload.body) : undefined
       return deliver(delivery, payload.recipient.email, { subject: payload.title, text: payload.body, ...(html ? { html } : {}) })
     },
     close() {
