@@ -18,6 +18,7 @@ import { testConfig } from '../src/config.js'
 import { systemClock } from '../src/lib/clock.js'
 import { silentLogger } from '../src/log.js'
 import { openStore } from '../src/store/index.js'
+import { startCheckpointer } from '../src/store/checkpointer.js'
 import { createDispatcher } from '../src/delivery/dispatcher.js'
 import { createWebhookSender } from '../src/delivery/http-sender.js'
 import { createWebhookService } from '../src/webhooks/service.js'
@@ -170,6 +171,8 @@ function postboxStack(dir: string, name: string) {
   const sender = createWebhookSender(deps)
   const observer = { attempt: (_c: string, outcome: string) => void (outcome === 'success' && successes++) }
   const dispatcher = createDispatcher({ ...deps, channels: new Map([['webhook', sender]]), observer })
+  // As in the server (Postbox.start): WAL checkpoints run on a background connection.
+  const checkpointer = startCheckpointer(store, log)
   return {
     store,
     successes: () => successes,
@@ -179,6 +182,7 @@ function postboxStack(dir: string, name: string) {
     async close() {
       await dispatcher.stop(1000)
       await sender.close()
+      await checkpointer.stop()
       store.close()
     },
   }

@@ -10,6 +10,7 @@ import { silentLogger, type Log } from './log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { openStore, type Store } from './store/index.js'
 import { sweepRetentionAsync } from './store/retention.js'
+import { startCheckpointer, type Checkpointer } from './store/checkpointer.js'
 import { createWebhookService } from './webhooks/service.js'
 import type { WebhookService } from './webhooks/types.js'
 import { createEngine, type Engine } from './engine.js'
@@ -57,6 +58,7 @@ export class Postbox {
   private started = false
   private closed = false
   private retentionTimer: NodeJS.Timeout | null = null
+  private checkpointer: Checkpointer | null = null
   private sweeping: Promise<unknown> | null = null
 
   private constructor(
@@ -148,10 +150,11 @@ export class Postbox {
     return this.engine.notify
   }
 
-  /** Starts the dispatcher and the retention sweep (now, then hourly). Idempotent. */
+  /** Starts the dispatcher, background WAL checkpoints and the retention sweep (now, then hourly). Idempotent. */
   start(): this {
     if (this.started || this.closed) return this
     this.started = true
+    this.checkpointer = startCheckpointer(this.store, this.log)
     this.engine.dispatcher.start()
     this.sweep()
     this.retentionTimer = setInterval(() => this.sweep(), RETENTION_INTERVAL_MS)
@@ -192,6 +195,7 @@ export class Postbox {
       this.log.warn({ err }, 'dispatcher did not stop cleanly')
     }
     await this.sweeping
+    await this.checkpointer?.stop()
     this.store.close()
   }
 }

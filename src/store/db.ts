@@ -38,6 +38,9 @@ export function readSchemaSql(): string {
   return schemaText
 }
 
+/** WAL pages between the automatic checkpoints a committing connection runs itself. */
+export const WAL_AUTOCHECKPOINT_PAGES = 1000
+
 /**
  * Opens (creating if needed) a Postbox database, sets the pragmas and brings the schema to
  * SCHEMA_VERSION. busy_timeout is set before anything that may wait on a lock, WAL before the
@@ -53,7 +56,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     db.pragma('foreign_keys = ON')
     db.pragma('temp_store = MEMORY')
     // ~4 MB of WAL between automatic checkpoints; the file is truncated back to 64 MB at most.
-    db.pragma('wal_autocheckpoint = 1000')
+    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`)
     db.pragma('journal_size_limit = 67108864')
     db.pragma('cache_size = -32000')
     if (!opts.readonly) migrate(db)

@@ -1,0 +1,50 @@
+import { statSync } from 'node:fs'
+import { afterEach, describe, expect, it } from 'vitest'
+import { silentLogger } from '../log.js'
+import { startCheckpointer, type Checkpointer } from './checkpointer.js'
+import { tempStore } from '../../test/helpers.js'
+
+const autocheckpoint = (db: { pragma(s: string, o: { simple: true }): unknown }): unknown => db.pragma('wal_autocheckpoint', { simple: true })
+
+describe('background checkpointer', () => {
+  let t: ReturnType<typeof tempStore>
+  let c: Checkpointer | null = null
+  afterEach(async () => {
+    await c?.stop()
+    c = null
+    t.cleanup()
+  })
+
+  const write = (n: number): void =>
+    t.store.tx(() => {
+      for (let i = 0; i < n; i++) t.store.events.insert({ id: `evt_${i}_${Math.random()}`, clientId: null, type: 't', orderingKey: null, body: 'x'.repeat(500), createdAt: i })
+    })
+
+  it('copies the WAL into the database file while the writer does no checkpoints of its own', async () => {
+    t = tempStore()
+    c = startCheckpointer(t.store, silentLogger(), 20)
+    expect(autocheckpoint(t.store.db)).toBe(0)
+    const before = statSync(t.store.path).size
+    write(12_000) // ~1,500 pages: more than one automatic checkpoint's worth
+    const deadline = Date.now() + 5000
+    while (statSync(t.store.path).size < before + 5_000_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    expect(statSync(t.store.path).size).toBeGreaterThan(before + 5_000_000)
+    expect(c.active()).toBe(true)
+    await c.stop()
+    expect(c.active()).toBe(false)
+    expect(autocheckpoint(t.store.db)).toBe(1000)
+  })
+
+  it('gives checkpoints back to the writer when the worker cannot run', async () => {
+    t = tempStore()
+    const store = { ...t.store, path: `${t.store.path}.missing` }
+    const warnings: unknown[] = []
+    const log = { ...silentLogger(), warn: (o: unknown) => void warnings.push(o) } as ReturnType<typeof silentLogger>
+    c = startCheckpointer(store, log, 20)
+    const deadline = Date.now() + 5000
+    while (c.active() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    expect(c.active()).toBe(false)
+    expect(autocheckpoint(t.store.db)).toBe(1000)
+    expect(warnings).toHaveLength(1)
+  })
+})
