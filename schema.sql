@@ -191,10 +191,19 @@ CREATE TABLE inbox_messages (
   seen             INTEGER NOT NULL DEFAULT 0,
   read             INTEGER NOT NULL DEFAULT 0,
   archived         INTEGER NOT NULL DEFAULT 0,
-  created_at       INTEGER NOT NULL
+  created_at       INTEGER NOT NULL,
+  -- v3: a message carries its own two stream events instead of two inbox_stream rows:
+  -- `notification` with id seq, then `unread_count` (unread_after) with id seq + 1.
+  -- NULL on messages written before v3, whose events are in inbox_stream.
+  seq              INTEGER,
+  unread_after     INTEGER
 );
-CREATE INDEX inbox_user ON inbox_messages (user_id, archived, id);
 CREATE INDEX inbox_created ON inbox_messages (created_at);
+-- v3: lists go newest first by rowid (arrival order, which is also seq order within a user), so
+-- this one per-user index serves both lists and replay. Every message of a fan-out lands on a
+-- different user's pages, so each per-user index costs about one page write per recipient;
+-- the v2 form (user_id, archived, id) was three times larger and needed a second one for seq.
+CREATE INDEX inbox_user ON inbox_messages (user_id, archived);
 
 -- unread_count per user, maintained in the same transaction as every state change.
 CREATE TABLE inbox_counters (
@@ -204,6 +213,8 @@ CREATE TABLE inbox_counters (
 );
 
 -- The live stream's durable log: the last 1,000 events per user, for Last-Event-ID replay.
+-- Since v3 it holds state and unread_count events of state changes; message events are on
+-- inbox_messages (seq), so a fan-out appends nothing here.
 CREATE TABLE inbox_stream (
   user_id     TEXT NOT NULL,
   seq         INTEGER NOT NULL,
@@ -213,4 +224,4 @@ CREATE TABLE inbox_stream (
   PRIMARY KEY (user_id, seq)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;

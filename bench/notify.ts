@@ -14,6 +14,7 @@ import { testConfig } from '../src/config.js'
 import { systemClock } from '../src/lib/clock.js'
 import { silentLogger } from '../src/log.js'
 import { openStore } from '../src/store/index.js'
+import { startCheckpointer } from '../src/store/checkpointer.js'
 import { openDatabase } from '../src/store/db.js'
 import type { Channel } from '../src/store/deliveries.js'
 import type { ChannelResult, ChannelSender } from '../src/delivery/channel.js'
@@ -52,6 +53,8 @@ async function fanout(dir: string): Promise<{ total: number[]; pipeline: number[
   }
   const channels = new Map<Channel, ChannelSender>([['inbox', counting]])
   const dispatcher = createDispatcher({ store, config, clock: systemClock, rng: Math.random, log, channels })
+  // As in the server (Postbox.start): WAL checkpoints run on a background connection.
+  const checkpointer = startCheckpointer(store, log)
   dispatcher.start()
   const times: number[] = []
   const pipeline: number[] = []
@@ -71,6 +74,7 @@ async function fanout(dir: string): Promise<{ total: number[]; pipeline: number[
     await new Promise((r) => setTimeout(r, 20)) // let the last settle commit
   }
   await dispatcher.stop(1000)
+  await checkpointer.stop()
   store.close()
   return { total: times, pipeline, cpu }
 }
@@ -117,7 +121,7 @@ function inboxRead(dir: string): { ours: number[]; raw: number[] } {
     if (page.data.length !== 50 || n !== 6000 || page.unread_count !== 6000) throw new Error(`unexpected page ${page.data.length} / ${n}`)
   }
   const db = openDatabase(store.path, { readonly: true })
-  const pageSql = db.prepare(`SELECT * FROM inbox_messages WHERE user_id = ? AND archived = 0 ORDER BY id DESC LIMIT 51`)
+  const pageSql = db.prepare(`SELECT * FROM inbox_messages WHERE user_id = ? AND archived = 0 ORDER BY rowid DESC LIMIT 51`)
   const countSql = db.prepare(`SELECT count(*) FROM inbox_messages WHERE user_id = ? AND archived = 0 AND read = 0`).pluck()
   const raw: number[] = []
   for (let i = 0; i < READ_RUNS; i++) {

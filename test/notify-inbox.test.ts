@@ -93,6 +93,10 @@ describe('end-user inbox', () => {
     expect(pages.map((p) => p.data.length)).toEqual([10, 10, 5])
     expect(pages.every((p) => p.unread_count === 25)).toBe(true)
     const ids = pages.flatMap((p) => p.data.map((m: { id: string }) => m.id))
+    expect(new Set(ids).size).toBe(25)
+    // A cursor made before v3 (the last message id, base64url) still continues after that message.
+    const oldCursor = Buffer.from(ids[9]!).toString('base64url')
+    expect((await call('GET', `/v1/inbox?limit=10&cursor=${oldCursor}`, t)).body.data.map((m: { id: string }) => m.id)).toEqual(ids.slice(10, 20))
     expect(ids[0]).toBe(pages[0]!.data[0].id)
     expect(pages[0]!.data[0].title).toBe('m24')
     const count = async () => (await call('GET', '/v1/inbox/unread-count', t)).body.unread_count

@@ -101,6 +101,23 @@ describe('notification pipeline (real SQLite)', () => {
     expect(h.notify.inbox('de').list().data[0]).toMatchObject({ title: 'New comment by Ann', body: '' })
   })
 
+  it('renders per recipient only what depends on the recipient, and keeps per-user preferences apart', async () => {
+    h = notifyHarness()
+    for (const [id, name] of [['u1', 'Ann'], ['u2', 'Bob'], ['u3', null], ['u4', 'Dee']] as const) h.notify.users.put(id, { name, roles: ['team'] })
+    h.notify.preferences.put({ user_id: 'u3', topic: 'greet', channel: 'inbox', enabled: false })
+    h.notify.templates.put({ topic: 'greet', channel: 'inbox', locale: 'en', subject: 'Hi {{ recipient.name | default: "there" }}', body: '{{ payload.n }}' })
+    h.notify.templates.put({ topic: 'plain', channel: 'inbox', locale: 'en', subject: 'Build {{ payload.n }}' })
+    const g = h.notify.notifications.send({ topic: 'greet', recipients: ['role:team'], payload: { n: 1 } })
+    const p = h.notify.notifications.send({ topic: 'plain', recipients: ['role:team'], payload: { n: 2 } })
+    expect([g.deliveries, p.deliveries]).toEqual([3, 4])
+    await h.drain()
+    const titles = (id: string) => h.notify.inbox(id).list().data.map((m) => [m.title, m.body])
+    expect(titles('u1')).toEqual([['Build 2', ''], ['Hi Ann', '1']])
+    expect(titles('u2')).toEqual([['Build 2', ''], ['Hi Bob', '1']])
+    expect(titles('u3')).toEqual([['Build 2', '']])
+    expect(titles('u4')).toEqual([['Build 2', ''], ['Hi Dee', '1']])
+  })
+
   it('reaches external addresses by email only, and publishes webhook notifications', async () => {
     h = notifyHarness()
     h.notify.users.put('u1', { email: 'ann@example.com', name: 'Ann' })

@@ -4,7 +4,16 @@ import type { AddressInfo } from 'node:net'
 import { createApp } from '../src/api/app.js'
 import { silentLogger } from '../src/log.js'
 import type { WebhookService } from '../src/webhooks/types.js'
+import Database from 'better-sqlite3'
+import { join } from 'node:path'
+import { MIGRATIONS } from '../src/store/migrations.js'
+import { openStore } from '../src/store/index.js'
 import { notifyHarness, type NotifyHarness } from './notify-harness.js'
+import { tempDir } from './helpers.js'
+
+const msgFor = (userId: string, deliveryId: string) => ({
+  userId, notificationId: null, deliveryId, topic: 't', title: deliveryId, body: '', severity: 'info', actionUrl: null, payload: null,
+})
 
 interface SseMessage {
   id?: string
@@ -162,5 +171,102 @@ describe('inbox SSE stream (real HTTP server)', () => {
     expect(log).toHaveLength(1000)
     expect(log[0]!.seq).toBe(21)
     expect(log[999]!.seq).toBe(1020)
+  })
+
+  it('numbers a large batch (several insert statements) per user, and replays it from any event id', () => {
+    h = notifyHarness()
+    const users = ['a', 'b', 'c']
+    const batch = Array.from({ length: 121 }, (_, i) => ({
+      userId: users[i % 3]!, notificationId: null, deliveryId: `d${i}`, topic: 't', title: `m${i}`, body: '', severity: 'info', actionUrl: null, payload: { i },
+    }))
+    const out = h.store.tx(() => h.store.inbox.insertMessages(batch, 0))
+    const a = out.get('a')!
+    expect(a).toHaveLength(2 * 41)
+    expect(a.map((e) => e.seq)).toEqual(Array.from({ length: 82 }, (_, k) => k + 1))
+    expect(a.filter((e) => e.kind === 'unread_count').map((e) => e.data.unread_count)).toEqual(Array.from({ length: 41 }, (_, k) => k + 1))
+    expect(a.filter((e) => e.kind === 'notification').map((e) => e.data.title)).toEqual(batch.filter((m) => m.userId === 'a').map((m) => m.title))
+    expect(users.map((u) => h.notify.inbox(u).unreadCount())).toEqual([41, 40, 40])
+    expect(h.notify.inbox('b').list({ limit: 100 }).data).toHaveLength(40)
+    // Replay is what the live stream sent, with each message's current state.
+    const inbox = h.notify.inbox('a')
+    expect(inbox.replay(0).map((e) => [e.seq, e.kind])).toEqual(a.map((e) => [e.seq, e.kind]))
+    // After a notification event, the replay starts with that message's unread_count event.
+    expect(inbox.replay(5).slice(0, 2)).toEqual([
+      { seq: 6, kind: 'unread_count', data: { unread_count: 3 } },
+      { seq: 7, kind: 'notification', data: expect.objectContaining({ title: 'm9', read: false }) },
+    ])
+    // Archived messages are replayed too, in the same order.
+    const archived = a.filter((e) => e.kind === 'notification' && e.seq % 4 === 1).map((e) => e.data.id as string)
+    expect(inbox.archive(archived).updated).toBe(21)
+    const afterArchive = inbox.replay(0)
+    expect(afterArchive.slice(0, 82).map((e) => [e.seq, e.kind])).toEqual(a.map((e) => [e.seq, e.kind]))
+    expect(afterArchive[0]!.data).toMatchObject({ title: 'm0', archived: true })
+    expect(afterArchive.slice(82).map((e) => e.kind)).toEqual(['state', 'unread_count'])
+    inbox.unarchive(archived)
+    inbox.readAll()
+    expect(inbox.replay(80).map((e) => [e.seq, e.kind])).toEqual([
+      [81, 'notification'],
+      [82, 'unread_count'],
+      [83, 'state'],
+      [84, 'unread_count'],
+      [85, 'state'],
+      [86, 'unread_count'],
+      [87, 'state'],
+      [88, 'unread_count'],
+    ])
+    expect(inbox.replay(80)[0]!.data).toMatchObject({ title: 'm120', read: true })
+    expect(inbox.replay(88)).toEqual([])
+  })
+
+  it('lists and replays an inbox written by a v2 database after the migration', () => {
+    const t = tempDir()
+    const path = join(t.dir, 'v2.db')
+    const raw = new Database(path)
+    raw.exec(MIGRATIONS[0]!)
+    raw.exec(MIGRATIONS[1]!)
+    raw.pragma('user_version = 2')
+    const insert = raw.prepare(`INSERT INTO inbox_messages (id, user_id, delivery_id, topic, title, created_at) VALUES (?, 'u', ?, 't', ?, 0)`)
+    const log = raw.prepare(`INSERT INTO inbox_stream (user_id, seq, kind, data, created_at) VALUES ('u', ?, ?, ?, 0)`)
+    for (const [i, id] of ['msg_a', 'msg_b', 'msg_c'].entries()) {
+      insert.run(id, `d${i}`, id)
+      log.run(2 * i + 1, 'notification', id)
+      log.run(2 * i + 2, 'unread_count', JSON.stringify({ unread_count: i + 1 }))
+    }
+    raw.prepare(`INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES ('u', 3, 6)`).run()
+    raw.close()
+    const store = openStore(path)
+    try {
+      expect(store.inbox.insertMessage(msgFor('u', 'd0'), 0).created).toBe(false)
+      const { message } = store.inbox.insertMessage(msgFor('u', 'd3'), 0)
+      const first = store.inbox.list('u', { status: 'all', archived: false, limit: 2 })
+      const second = store.inbox.list('u', { status: 'all', archived: false, limit: 2, cursor: first.nextCursor })
+      expect([...first.data, ...second.data].map((m) => m.id)).toEqual([message.id, 'msg_c', 'msg_b', 'msg_a'])
+      expect(second.nextCursor).toBeNull()
+      expect(first.unreadCount).toBe(4)
+      expect(store.inbox.replay('u', 0).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+      expect(store.inbox.replay('u', 6)).toEqual([
+        { seq: 7, kind: 'notification', data: expect.objectContaining({ id: message.id, title: 'd3' }) },
+        { seq: 8, kind: 'unread_count', data: { unread_count: 4 } },
+      ])
+    } finally {
+      store.close()
+      t.cleanup()
+    }
+  })
+
+  it('replays log rows written before v3 together with the events of newer messages', () => {
+    h = notifyHarness()
+    const db = h.store.db
+    // A message and its two log rows as a v2 database wrote them (no seq on the message).
+    db.prepare(`INSERT INTO inbox_messages (id, user_id, topic, title, created_at) VALUES ('msg_old', 'u', 't', 'old', 0)`).run()
+    db.prepare(`INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES ('u', 1, 2)`).run()
+    db.prepare(`INSERT INTO inbox_stream (user_id, seq, kind, data, created_at) VALUES ('u', 1, 'notification', 'msg_old', 0), ('u', 2, 'unread_count', '{"unread_count":1}', 0)`).run()
+    h.store.inbox.insertMessage({ userId: 'u', notificationId: null, deliveryId: 'd1', topic: 't', title: 'new', body: '', severity: 'info', actionUrl: null, payload: null }, 0)
+    expect(h.notify.inbox('u').replay(0).map((e) => [e.seq, e.kind, e.kind === 'notification' ? e.data.title : e.data.unread_count])).toEqual([
+      [1, 'notification', 'old'],
+      [2, 'unread_count', 1],
+      [3, 'notification', 'new'],
+      [4, 'unread_count', 2],
+    ])
   })
 })

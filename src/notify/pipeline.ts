@@ -1,14 +1,15 @@
 import type { Store } from '../store/index.js'
 import type { Channel } from '../store/deliveries.js'
-import type { TemplateRow } from '../store/directory.js'
+import type { PreferenceRow, TemplateRow } from '../store/directory.js'
 import type { Config } from '../config.js'
 import type { Clock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
 import { maxAttemptsFor } from '../delivery/retry-policy.js'
 import { resolveRecipients, type Recipient } from './recipients.js'
-import { decideChannel, type NotifyChannel } from './preferences.js'
+import { decideChannel, type ChannelDecision, type NotifyChannel } from './preferences.js'
 import { isValidTimeZone, planSend } from './schedule.js'
-import { chooseTemplate, createRenderer, type RenderContext } from './render.js'
+import { chooseTemplate, createRenderer, dependsOnRecipient, type RenderContext, type Rendered } from './render.js'
+import { encodePayload } from './delivery-payload.js'
 
 /** The accepted request of POST /v1/notifications (SPEC §7), after validation and defaults. */
 export interface NotificationRequest {
@@ -31,18 +32,7 @@ export interface SendResult {
   deliveries: number
 }
 
-/** The JSON a notification delivery carries: everything its channel needs to send it. */
-export interface DeliveryPayload {
-  notification_id: string
-  topic: string
-  title: string
-  body: string
-  format: 'text' | 'markdown' | 'html'
-  severity: string
-  action_url: string | null
-  payload: Record<string, unknown>
-  recipient: { id: string; email: string | null; name: string | null; locale: string | null; external: boolean }
-}
+export type { DeliveryPayload } from './delivery-payload.js'
 
 /** The queue's channel name for an API channel name. */
 export function queueChannel(channel: NotifyChannel): Channel {
@@ -82,28 +72,17 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       const templates = new Map<NotifyChannel, TemplateRow[]>()
       for (const ch of req.channels) templates.set(ch, store.directory.activeTemplates(req.topic, ch))
       const prefsOf = store.directory.preferencesForTopic(req.topic)
+      const cache = fanoutCache(req, render, templates, config.mandatoryTopics)
       let deliveries = 0
       for (const r of recipients) {
         const prefs = prefsOf(r.id)
         for (const channel of req.channels) {
           if (r.kind === 'external' && channel !== 'email') continue
-          const decision = decideChannel(prefs, r.id, req.topic, channel, config.mandatoryTopics)
+          const decision = cache.decide(prefs, r.id, channel)
           if (!decision.enabled) continue
-          const tz = pickZone(r, decision.quietHours?.tz)
-          const plan = planSend({ now, channel, severity: req.severity, ...decision, tz })
-          const locale = r.user?.locale ?? null
-          const rendered = render(chooseTemplate(templates.get(channel)!, locale), context(req, r))
-          const payload: DeliveryPayload = {
-            notification_id: id,
-            topic: req.topic,
-            title: rendered.title,
-            body: rendered.body,
-            format: rendered.format,
-            severity: req.severity,
-            action_url: req.action_url,
-            payload: req.payload,
-            recipient: { id: r.id, email: r.email, name: r.user?.name ?? null, locale, external: r.kind === 'external' },
-          }
+          // The inbox is never delayed (planSend's first rule), so its plan needs no time zone.
+          const plan =
+            channel === 'inbox' ? null : planSend({ now, channel, severity: req.severity, ...decision, tz: pickZone(r, decision.quietHours?.tz) })
           const ch = queueChannel(channel)
           const { created } = store.deliveries.enqueue(
             {
@@ -112,10 +91,10 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
               notificationId: id,
               recipient: r.id,
               eventType: req.topic,
-              payload: JSON.stringify(payload),
-              groupKey: plan.windowEnd === null ? null : `${r.id}|${ch}|${plan.windowEnd}`,
+              payload: cache.payload(r, channel),
+              groupKey: plan === null || plan.windowEnd === null ? null : `${r.id}|${ch}|${plan.windowEnd}`,
               maxAttempts,
-              nextAttemptAt: plan.at,
+              nextAttemptAt: plan === null ? now : plan.at,
             },
             now,
           )
@@ -133,6 +112,62 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       })
       return { id, deduplicated: false, recipients: recipients.length, deliveries }
     })
+}
+
+/**
+ * Per-notification memo of what a fan-out would otherwise redo for every recipient: the
+ * preference decision of users without rows of their own, the template per (channel, locale),
+ * the rendering of a template that does not look at the recipient, and the stored payload of a
+ * recipient with no details (a bare user id). Each is exactly what the uncached call returns.
+ */
+function fanoutCache(
+  req: NotificationRequest,
+  render: ReturnType<typeof createRenderer>,
+  templates: ReadonlyMap<NotifyChannel, TemplateRow[]>,
+  mandatoryTopics: readonly string[],
+) {
+  const decisions = new Map<readonly PreferenceRow[], Map<NotifyChannel, ChannelDecision>>()
+  const chosen = new Map<string, TemplateRow | null>()
+  const renders = new Map<TemplateRow | null, Rendered>()
+  const bare = new Map<Rendered, string>()
+  return {
+    decide(prefs: readonly PreferenceRow[], userId: string, channel: NotifyChannel): ChannelDecision {
+      // Rows that name no user decide the same for everyone they apply to.
+      if (!prefs.every((p) => p.userId === '*')) return decideChannel(prefs, userId, req.topic, channel, mandatoryTopics)
+      let byChannel = decisions.get(prefs)
+      if (!byChannel) decisions.set(prefs, (byChannel = new Map()))
+      let d = byChannel.get(channel)
+      if (!d) byChannel.set(channel, (d = decideChannel(prefs, userId, req.topic, channel, mandatoryTopics)))
+      return d
+    },
+    payload(r: Recipient, channel: NotifyChannel): string {
+      const locale = r.user?.locale ?? null
+      const key = `${channel}|${locale ?? ''}`
+      let template = chosen.get(key)
+      if (template === undefined) chosen.set(key, (template = chooseTemplate(templates.get(channel)!, locale)))
+      let rendered: Rendered
+      if (dependsOnRecipient(template)) rendered = render(template, context(req, r))
+      else {
+        rendered = renders.get(template) ?? render(template, context(req, r))
+        renders.set(template, rendered)
+      }
+      const name = r.user?.name ?? null
+      const plain = r.email === null && name === null && locale === null && r.kind !== 'external'
+      const cached = plain ? bare.get(rendered) : undefined
+      if (cached !== undefined) return cached
+      const json = encodePayload({
+        title: rendered.title,
+        body: rendered.body,
+        format: rendered.format,
+        severity: req.severity,
+        action_url: req.action_url,
+        payload: req.payload,
+        recipient: { email: r.email, name, locale, external: r.kind === 'external' },
+      })
+      if (plain) bare.set(rendered, json)
+      return json
+    },
+  }
 }
 
 function pickZone(r: Recipient, quietZone: string | undefined): string {

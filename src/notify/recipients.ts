@@ -1,10 +1,10 @@
-import type { UserRow } from '../store/directory.js'
+import type { MemberRow, UserRow } from '../store/directory.js'
 
 /** The directory lookups recipient resolution needs (the directory store satisfies it). */
 export interface DirectoryLookup {
   getUser(id: string): UserRow | null
   userByEmail(email: string): UserRow | null
-  members(kind: 'role' | 'team', name: string): UserRow[]
+  members(kind: 'role' | 'team', name: string): MemberRow[]
   subscribers(topic: string): string[]
 }
 
@@ -13,7 +13,7 @@ export interface Recipient {
   /** The delivery's recipient: a user id, or the address for an external recipient. */
   id: string
   kind: 'user' | 'external'
-  user: UserRow | null
+  user: MemberRow | null
   email: string | null
 }
 
@@ -32,12 +32,12 @@ export function isEmailShaped(text: string): boolean {
  */
 export function resolveRecipients(selectors: readonly string[], topic: string, dir: DirectoryLookup): Recipient[] {
   const out = new Map<string, Recipient>()
-  const addUser = (id: string, known?: UserRow): void => {
+  const addUser = (id: string, known?: MemberRow): void => {
     if (id.length === 0 || out.has(id)) return
     const user = known ?? dir.getUser(id)
     out.set(id, { id, kind: 'user', user, email: user?.email ?? null })
   }
-  const addMember = (u: UserRow): void => addUser(u.id, u)
+  const addMember = (u: MemberRow): void => addUser(u.id, u)
   const expand = (selector: string, allowSubscribers: boolean): void => {
     const s = selector.trim()
     if (s === 'subscribers') {

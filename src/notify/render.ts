@@ -51,6 +51,15 @@ export function chooseTemplate(templates: readonly TemplateRow[], locale: string
   return null
 }
 
+/**
+ * True when a template's output may differ between recipients: it names `recipient`, or it
+ * uses a bracket lookup that could reach it. A template that cannot is rendered once per
+ * notification and channel in a fan-out; no template at all never depends on the recipient.
+ */
+export function dependsOnRecipient(template: TemplateRow | null): boolean {
+  return template !== null && /recipient|\[/.test(`${template.subject}\n${template.body}`)
+}
+
 const MAX_CACHED = 500
 /**
  * Templates are stored in the database, never on disk: an empty in-memory file map makes

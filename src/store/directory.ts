@@ -15,6 +15,9 @@ export interface UserRow {
   updatedAt: number
 }
 
+/** The fields of a user that recipient resolution and rendering read (what `members` returns). */
+export type MemberRow = Pick<UserRow, 'id' | 'email' | 'name' | 'locale' | 'timezone'>
+
 /** The fields `putUser` writes (absent fields keep their stored value). */
 export interface UserInput {
   email?: string | null
@@ -82,7 +85,7 @@ const SQL = {
   deleteUser: `DELETE FROM users WHERE id = ?`,
   deleteGroups: `DELETE FROM user_groups WHERE user_id = ?`,
   insertGroup: `INSERT OR IGNORE INTO user_groups (kind, name, user_id) VALUES (?, ?, ?)`,
-  members: `SELECT ${USER_COLUMNS.replace(/(^|, )/g, '$1u.')} FROM user_groups g JOIN users u ON u.id = g.user_id
+  members: `SELECT u.id, u.email, u.name, u.locale, u.timezone FROM user_groups g JOIN users u ON u.id = g.user_id
     WHERE g.kind = ? AND g.name = ? ORDER BY g.user_id`,
   usersWithPreferences: `SELECT DISTINCT user_id FROM preferences WHERE topic IN (?, '*') AND user_id <> '*'`,
   userPreferencesFor: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = ? AND topic IN (?, '*')`,
@@ -132,8 +135,8 @@ export interface DirectoryStore {
   getUser(id: string): UserRow | null
   userByEmail(email: string): UserRow | null
   deleteUser(id: string): boolean
-  /** Users holding a role or team, in id order. */
-  members(kind: 'role' | 'team', name: string): UserRow[]
+  /** Users holding a role or team, in id order (without roles and teams: a fan-out does not read them). */
+  members(kind: 'role' | 'team', name: string): MemberRow[]
   putSubscription(topic: string, principal: string, now: number): SubscriptionRow
   deleteSubscription(topic: string, principal: string): boolean
   listSubscriptions(topic?: string): SubscriptionRow[]
@@ -161,6 +164,9 @@ export function createDirectoryStore(db: Db): DirectoryStore {
   const nextVersion = db.prepare(SQL.nextVersion).pluck()
   const usersWithPreferences = db.prepare(SQL.usersWithPreferences).pluck()
   const subscribers = db.prepare(SQL.subscribers).pluck()
+  // Arrays mapped in JS: a role of 1,000 users is a fan-out's first query, and better-sqlite3's
+  // row objects measured ~0.4 µs per row more.
+  const members = db.prepare(SQL.members).raw()
 
   const putUserTx = db.transaction((id: string, input: UserInput, now: number) => {
     const prev = mapUser(s.getUser.get(id) as RawUser | undefined)
@@ -206,7 +212,10 @@ export function createDirectoryStore(db: Db): DirectoryStore {
     getUser: (id) => mapUser(s.getUser.get(id) as RawUser | undefined),
     userByEmail: (email) => mapUser(s.userByEmail.get(email) as RawUser | undefined),
     deleteUser: (id) => deleteUserTx.immediate(id),
-    members: (kind, name) => (s.members.all(kind, name) as RawUser[]).map((r) => mapUser(r)!),
+    members: (kind, name) =>
+      (members.all(kind, name) as [string, string | null, string | null, string | null, string | null][]).map(
+        ([id, email, name, locale, timezone]): MemberRow => ({ id, email, name, locale, timezone }),
+      ),
     putSubscription(topic, principal, now) {
       s.putSubscription.run(topic, principal, now)
       const row = (s.subscriptionsByTopic.all(topic) as Parameters<typeof mapSub>[0][]).find((r) => r.principal === principal)!

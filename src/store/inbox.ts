@@ -4,6 +4,7 @@ import { newId } from '../lib/ids.js'
 import { toIso } from '../lib/clock.js'
 import { decodeCursor, encodeCursor } from '../lib/cursor.js'
 import { parseJsonOr } from '../lib/json.js'
+import { createReplay, STREAM_LOG_SIZE } from './inbox-replay.js'
 
 /** An inbox message, mapped to camelCase. */
 export interface InboxMessage {
@@ -45,33 +46,35 @@ export interface InboxFilter {
   cursor?: string | null
 }
 
-/** The stream log keeps this many events per user for Last-Event-ID replay (SPEC §6). */
-export const STREAM_LOG_SIZE = 1000
+export { STREAM_LOG_SIZE } from './inbox-replay.js'
 
 const COLUMNS = `id, user_id AS userId, notification_id AS notificationId, delivery_id AS deliveryId, topic, title, body,
   severity, action_url AS actionUrl, payload, seen, read, archived, created_at AS createdAt`
 
+const INSERT_COLUMNS = `INSERT INTO inbox_messages (id, user_id, notification_id, delivery_id, topic, title, body, severity,
+    action_url, payload, created_at, seq, unread_after) VALUES`
+const MESSAGE_WIDTH = 13
+const MESSAGE_VALUES = `(${Array(MESSAGE_WIDTH).fill('?').join(', ')})`
+/**
+ * A batch inserts its messages this many rows per statement. Multi-row VALUES measured ~35%
+ * faster than json_each (which re-parses each row's array once per column) and than one
+ * statement per row; 50 rows × 13 parameters stays far below SQLite's parameter limit.
+ */
+const MESSAGES_PER_INSERT = 50
+
 const SQL = {
-  insert: `INSERT INTO inbox_messages (id, user_id, notification_id, delivery_id, topic, title, body, severity, action_url,
-      payload, created_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (delivery_id) DO NOTHING`,
+  insert: `${INSERT_COLUMNS} ${MESSAGE_VALUES}`,
+  insertChunk: `${INSERT_COLUMNS} ${Array(MESSAGES_PER_INSERT).fill(MESSAGE_VALUES).join(', ')}`,
   byDelivery: `SELECT ${COLUMNS} FROM inbox_messages WHERE delivery_id = ?`,
   addUnread: `INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES (@userId, max(@delta, 0), 0)
     ON CONFLICT (user_id) DO UPDATE SET unread_count = max(unread_count + @delta, 0) RETURNING unread_count`,
   unread: `SELECT unread_count FROM inbox_counters WHERE user_id = ?`,
-  insertMany: `INSERT INTO inbox_messages (id, user_id, notification_id, delivery_id, topic, title, body, severity, action_url,
-      payload, created_at)
-    SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, @now
-      FROM json_each(@rows) WHERE true
-    ON CONFLICT (delivery_id) DO NOTHING RETURNING id`,
+  existing: `SELECT delivery_id FROM inbox_messages WHERE delivery_id IN (SELECT value FROM json_each(?))`,
   countNew: `INSERT INTO inbox_counters (user_id, unread_count, last_seq)
     SELECT value->>0, value->>1, 2 * (value->>1) FROM json_each(@users) WHERE true
     ON CONFLICT (user_id) DO UPDATE SET unread_count = unread_count + excluded.unread_count,
       last_seq = last_seq + excluded.last_seq
     RETURNING user_id AS userId, unread_count AS unread, last_seq AS seq`,
-  logMany: `INSERT INTO inbox_stream (user_id, seq, kind, data, created_at)
-    SELECT value->>0, value->>1, value->>2, value->>3, @now FROM json_each(@events)`,
   newMessage: `INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES (?, 1, 2)
     ON CONFLICT (user_id) DO UPDATE SET unread_count = unread_count + 1, last_seq = last_seq + 2
     RETURNING unread_count AS unread, last_seq AS seq`,
@@ -80,10 +83,7 @@ const SQL = {
   lastSeq: `SELECT last_seq FROM inbox_counters WHERE user_id = ?`,
   appendEvent: `INSERT INTO inbox_stream (user_id, seq, kind, data, created_at) VALUES (?, ?, ?, ?, ?)`,
   trim: `DELETE FROM inbox_stream WHERE user_id = ? AND seq <= ?`,
-  replay: `SELECT e.seq, e.kind, e.data, m.id AS msgId, m.topic, m.title, m.body, m.severity, m.action_url AS actionUrl,
-      m.seen, m.read, m.archived, m.created_at AS createdAt
-    FROM inbox_stream e LEFT JOIN inbox_messages m ON e.kind = 'notification' AND m.id = e.data
-    WHERE e.user_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`,
+  positionOf: `SELECT rowid FROM inbox_messages WHERE id = ? AND user_id = ?`,
   read: `UPDATE inbox_messages SET read = 1, seen = 1 WHERE user_id = @userId AND read = 0
       AND id IN (SELECT value FROM json_each(@ids)) RETURNING id, archived = 0 AS counts`,
   unreadState: `UPDATE inbox_messages SET read = 0 WHERE user_id = @userId AND read = 1
@@ -98,14 +98,6 @@ const SQL = {
       RETURNING id, archived = 0 AS counts`,
 } as const
 
-type ReplayRow = { seq: number; kind: StreamEvent['kind']; data: string; msgId: string | null } & Omit<
-  RawMessage,
-  'id' | 'userId' | 'notificationId' | 'deliveryId' | 'payload'
->
-
-const replayMessage = (r: ReplayRow, userId: string): InboxMessage =>
-  mapMessage({ ...r, id: r.msgId!, userId, notificationId: null, deliveryId: null, payload: null })
-
 /** Per state change: the statement, and whether each touched (counting) row adds or removes an unread. */
 const CHANGES: Record<InboxStateChange, { sql: keyof typeof SQL; delta: -1 | 0 | 1 }> = {
   read: { sql: 'read', delta: -1 },
@@ -115,7 +107,8 @@ const CHANGES: Record<InboxStateChange, { sql: keyof typeof SQL; delta: -1 | 0 |
   unarchive: { sql: 'unarchive', delta: 1 },
 }
 
-type RawMessage = Omit<InboxMessage, 'payload' | 'seen' | 'read' | 'archived'> & {
+/** A message row as SQLite returns it (flags as 0/1, payload as JSON text). */
+export type RawMessage = Omit<InboxMessage, 'payload' | 'seen' | 'read' | 'archived'> & {
   payload: string | null
   seen: number
   read: number
@@ -146,21 +139,48 @@ export function messageJson(m: InboxMessage): Record<string, unknown> {
   }
 }
 
+// Fields listed one by one: building the message with `{ ...m, id, … }` measured ~4 µs per
+// message more (1,000 per fan-out) than this literal.
+const newMessage = (m: NewInboxMessage, now: number): InboxMessage => ({
+  id: newId('msg', now),
+  userId: m.userId,
+  notificationId: m.notificationId,
+  deliveryId: m.deliveryId,
+  topic: m.topic,
+  title: m.title,
+  body: m.body,
+  severity: m.severity,
+  actionUrl: m.actionUrl,
+  payload: m.payload,
+  seen: false,
+  read: false,
+  archived: false,
+  createdAt: now,
+})
+
+/** The two stream events of a new message: `notification` at `seq`, `unread_count` at seq + 1. */
+const messageEvents = (m: InboxMessage, seq: number, unread: number): StreamEvent[] => [
+  { seq, kind: 'notification', data: messageJson(m) },
+  { seq: seq + 1, kind: 'unread_count', data: { unread_count: unread } },
+]
+
 /** Inbox messages, the exact unread counter and the per-user stream log. */
 export interface InboxStore {
   /** Writes a message once per delivery id; returns the stream events it appended (none on a repeat). */
   insertMessage(input: NewInboxMessage, now: number): { message: InboxMessage; created: boolean; events: StreamEvent[] }
   /**
-   * Writes many messages with one statement per table (the inbox channel's batch); repeats of a
-   * delivery id are skipped. Returns the appended stream events per user, in order.
+   * Writes many messages (the inbox channel's batch): one counter statement for all users, the
+   * messages 50 rows per statement, each carrying its two stream event ids, so nothing goes to
+   * the stream log. Repeats of a delivery id are skipped. Returns the new events per user, in order.
    */
   insertMessages(inputs: readonly NewInboxMessage[], now: number): Map<string, StreamEvent[]>
+  /** Newest first (arrival order); the cursor is the last row's position. */
   list(userId: string, filter: InboxFilter): { data: InboxMessage[]; nextCursor: string | null; unreadCount: number }
   unreadCount(userId: string): number
   /** Applies a state change to the user's own messages among `ids`; other users' ids are ignored. */
   changeState(userId: string, ids: readonly string[], change: InboxStateChange, now: number): { updated: number; events: StreamEvent[] }
   readAll(userId: string, now: number): { updated: number; events: StreamEvent[] }
-  /** Logged events with seq > `afterSeq`, oldest first. */
+  /** Events with seq > `afterSeq` among the user's last STREAM_LOG_SIZE (log rows and message events), oldest first. */
   replay(userId: string, afterSeq: number, limit?: number): StreamEvent[]
   lastSeq(userId: string): number
 }
@@ -183,13 +203,12 @@ export function createInboxStore(db: Db): InboxStore {
   const unread = db.prepare(SQL.unread).pluck()
   const nextSeq = db.prepare(SQL.nextSeq).pluck()
   const lastSeq = db.prepare(SQL.lastSeq).pluck()
+  const existing = db.prepare(SQL.existing).pluck()
+  const positionOf = db.prepare(SQL.positionOf).pluck()
 
-  /**
-   * Appends one event to the durable log. A notification event stores only its message id
-   * (the message row holds the rest), so a large body is not written twice.
-   */
+  /** Appends one state-change event to the durable log, keeping the user's last STREAM_LOG_SIZE. */
   const log = (userId: string, seq: number, kind: StreamEvent['kind'], data: Record<string, unknown>, now: number): StreamEvent => {
-    s.appendEvent.run(userId, seq, kind, kind === 'notification' ? (data.id as string) : JSON.stringify(data), now)
+    s.appendEvent.run(userId, seq, kind, JSON.stringify(data), now)
     if (seq > STREAM_LOG_SIZE) s.trim.run(userId, seq - STREAM_LOG_SIZE)
     return { seq, kind, data }
   }
@@ -214,61 +233,80 @@ export function createInboxStore(db: Db): InboxStore {
   }
 
   const insertTx = inTx(db, (input: NewInboxMessage, now: number) => {
-    const message: InboxMessage = { ...input, id: newId('msg', now), seen: false, read: false, archived: false, createdAt: now }
-    const m = message
-    const payload = m.payload ? JSON.stringify(m.payload) : null
-    const inserted = s.insert.run(m.id, m.userId, m.notificationId, m.deliveryId, m.topic, m.title, m.body, m.severity, m.actionUrl, payload, now)
-    if (inserted.changes === 0) {
-      return { message: mapMessage(s.byDelivery.get(input.deliveryId) as RawMessage), created: false, events: [] }
+    if (input.deliveryId !== null) {
+      const prior = s.byDelivery.get(input.deliveryId) as RawMessage | undefined
+      if (prior) return { message: mapMessage(prior), created: false, events: [] }
     }
     // One counter statement for both: unread + 1 and two stream sequence numbers.
     const { unread, seq } = s.newMessage.get(input.userId) as { unread: number; seq: number }
-    const events = [
-      log(input.userId, seq - 1, 'notification', messageJson(message), now),
-      log(input.userId, seq, 'unread_count', { unread_count: unread }, now),
-    ]
-    return { message, created: true, events }
+    const m = newMessage(input, now)
+    const payload = m.payload ? JSON.stringify(m.payload) : null
+    s.insert.run(
+      m.id, m.userId, m.notificationId, m.deliveryId, m.topic, m.title, m.body, m.severity, m.actionUrl, payload, now, seq - 1, unread,
+    )
+    return { message: m, created: true, events: messageEvents(m, seq - 1, unread) }
   })
   const insertManyTx = inTx(db, (inputs: readonly NewInboxMessage[], now: number) => {
-    const messages = inputs.map(
-      (m): InboxMessage => ({ ...m, id: newId('msg', now), seen: false, read: false, archived: false, createdAt: now }),
-    )
-    const rows = messages.map((m) => [
-      m.id, m.userId, m.notificationId, m.deliveryId, m.topic, m.title, m.body, m.severity, m.actionUrl,
-      m.payload ? JSON.stringify(m.payload) : null,
-    ])
-    const inserted = new Set((s.insertMany.all({ rows: JSON.stringify(rows), now }) as { id: string }[]).map((r) => r.id))
-    const byUser = new Map<string, InboxMessage[]>()
-    for (const m of messages) {
-      if (!inserted.has(m.id)) continue
+    // A delivery already written (a re-claim after a crash between write and settle) or twice
+    // in the batch is skipped before any counter moves, so unread counts stay exact.
+    const ids = inputs.flatMap((m) => (m.deliveryId === null ? [] : [m.deliveryId]))
+    const skip = new Set(existing.all(JSON.stringify(ids)) as string[])
+    const byUser = new Map<string, NewInboxMessage[]>()
+    for (const m of inputs) {
+      if (m.deliveryId !== null) {
+        if (skip.has(m.deliveryId)) continue
+        skip.add(m.deliveryId)
+      }
       const list = byUser.get(m.userId)
       if (list) list.push(m)
       else byUser.set(m.userId, [m])
     }
     const out = new Map<string, StreamEvent[]>()
     if (byUser.size === 0) return out
-    const counters = s.countNew.all({ users: JSON.stringify([...byUser].map(([u, list]) => [u, list.length])) }) as {
-      userId: string
-      unread: number
-      seq: number
-    }[]
-    const logRows: unknown[][] = []
+    const users: [string, number][] = []
+    for (const [u, list] of byUser) users.push([u, list.length])
+    const counters = s.countNew.all({ users: JSON.stringify(users) }) as { userId: string; unread: number; seq: number }[]
+    const rows: unknown[] = []
     for (const c of counters) {
       const list = byUser.get(c.userId)!
       // The batch took 2 sequence numbers and 1 unread per message: hand them out in order.
       const firstSeq = c.seq - 2 * list.length + 1
       const firstUnread = c.unread - list.length + 1
-      const events = list.flatMap((m, k): StreamEvent[] => [
-        { seq: firstSeq + 2 * k, kind: 'notification', data: messageJson(m) },
-        { seq: firstSeq + 2 * k + 1, kind: 'unread_count', data: { unread_count: firstUnread + k } },
-      ])
-      for (const e of events) logRows.push([c.userId, e.seq, e.kind, e.kind === 'notification' ? e.data.id : JSON.stringify(e.data)])
-      if (c.seq > STREAM_LOG_SIZE) s.trim.run(c.userId, c.seq - STREAM_LOG_SIZE)
+      const events: StreamEvent[] = []
+      for (let k = 0; k < list.length; k++) {
+        const m = newMessage(list[k]!, now)
+        const seq = firstSeq + 2 * k
+        const unread = firstUnread + k
+        rows.push(
+          m.id, m.userId, m.notificationId, m.deliveryId, m.topic, m.title, m.body, m.severity, m.actionUrl,
+          m.payload ? JSON.stringify(m.payload) : null, now, seq, unread,
+        )
+        events.push(...messageEvents(m, seq, unread))
+      }
       out.set(c.userId, events)
     }
-    s.logMany.run({ events: JSON.stringify(logRows), now })
+    const chunk = MESSAGES_PER_INSERT * MESSAGE_WIDTH
+    let at = 0
+    for (; at + chunk <= rows.length; at += chunk) s.insertChunk.run(rows.slice(at, at + chunk))
+    for (; at < rows.length; at += MESSAGE_WIDTH) s.insert.run(rows.slice(at, at + MESSAGE_WIDTH))
     return out
   })
+  const listStatements = new Map<string, Statement>()
+  const listStatement = (where: string): Statement => {
+    let st = listStatements.get(where)
+    if (!st) {
+      st = db.prepare(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ?`)
+      listStatements.set(where, st)
+    }
+    return st
+  }
+  /** A list cursor's position: a rowid, or (a cursor made before v3) the id of the user's message. */
+  const position = (userId: string, key: string | null): number | null => {
+    if (key === null) return null
+    if (/^\d{1,15}$/.test(key)) return Number(key)
+    return (positionOf.get(key, userId) as number | undefined) ?? null
+  }
+
   const changeTx = inTx(db, (userId: string, ids: readonly string[], change: InboxStateChange, now: number) => {
     const { sql, delta } = CHANGES[change]
     const rows = s[sql].all({ userId, ids: JSON.stringify(ids) }) as { id: string; counts: number }[]
@@ -291,19 +329,17 @@ export function createInboxStore(db: Db): InboxStore {
         where.push('topic = ?')
         params.push(f.topic)
       }
-      const after = decodeCursor(f.cursor)
-      if (after) {
-        where.push('id < ?')
+      const after = position(userId, decodeCursor(f.cursor))
+      if (after !== null) {
+        where.push('rowid < ?')
         params.push(after)
       }
-      const rows = db
-        .prepare(`SELECT ${COLUMNS} FROM inbox_messages WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`)
-        .all(...params, f.limit + 1) as RawMessage[]
+      const rows = listStatement(where.join(' AND ')).all(...params, f.limit + 1) as (RawMessage & { pos: number })[]
       const more = rows.length > f.limit
-      const data = (more ? rows.slice(0, f.limit) : rows).map(mapMessage)
+      const page = more ? rows.slice(0, f.limit) : rows
       return {
-        data,
-        nextCursor: more ? encodeCursor(data[data.length - 1]!.id) : null,
+        data: page.map(({ pos: _, ...r }) => mapMessage(r)),
+        nextCursor: more ? encodeCursor(String(page[page.length - 1]!.pos)) : null,
         unreadCount: (unread.get(userId) as number | undefined) ?? 0,
       }
     },
@@ -311,15 +347,7 @@ export function createInboxStore(db: Db): InboxStore {
     changeState: (userId, ids, change, now) =>
       ids.length === 0 ? { updated: 0, events: [] } : changeTx(userId, ids, change, now),
     readAll: readAllTx,
-    replay(userId, afterSeq, limit = STREAM_LOG_SIZE) {
-      const out: StreamEvent[] = []
-      for (const r of s.replay.all(userId, afterSeq, limit) as ReplayRow[]) {
-        if (r.kind !== 'notification') out.push({ seq: r.seq, kind: r.kind, data: parseJsonOr<Record<string, unknown>>(r.data, {}) })
-        // A message removed by retention since is skipped; ids stay increasing.
-        else if (r.msgId !== null) out.push({ seq: r.seq, kind: r.kind, data: messageJson(replayMessage(r, userId)) })
-      }
-      return out
-    },
+    replay: createReplay(db, (userId) => (lastSeq.get(userId) as number | undefined) ?? 0, (r) => messageJson(mapMessage(r))),
     lastSeq: (userId) => (lastSeq.get(userId) as number | undefined) ?? 0,
   }
 }

@@ -219,4 +219,11 @@ CREATE TABLE inbox_stream (
   PRIMARY KEY (user_id, seq)
 ) WITHOUT ROWID;
 `,
+  /* v2 → v3: inbox messages carry their own stream event ids; one smaller per-user index (see schema.sql). */
+  `
+ALTER TABLE inbox_messages ADD COLUMN seq INTEGER;
+ALTER TABLE inbox_messages ADD COLUMN unread_after INTEGER;
+DROP INDEX inbox_user;
+CREATE INDEX inbox_user ON inbox_messages (user_id, archived);
+`,
 ]

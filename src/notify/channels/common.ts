@@ -1,15 +1,12 @@
 import type { ClaimedDelivery } from '../../store/deliveries.js'
 import type { ChannelResult } from '../../delivery/channel.js'
 import type { Rng } from '../../lib/clock.js'
-import { parseJsonOr, isPlainObject } from '../../lib/json.js'
 import { nextRetryAt } from '../../delivery/retry-policy.js'
-import type { DeliveryPayload } from '../pipeline.js'
+import { decodePayload, type DeliveryPayload } from '../delivery-payload.js'
 
 /** Parses a notification delivery's payload; null when it is not one. */
 export function readPayload(d: ClaimedDelivery): DeliveryPayload | null {
-  const p = parseJsonOr<unknown>(d.payload, null)
-  if (!isPlainObject(p) || typeof p.topic !== 'string' || !isPlainObject(p.recipient)) return null
-  return p as unknown as DeliveryPayload
+  return decodePayload(d.payload, d)
 }
 
 /** A retry at the notification schedule's next delay, or dead when the schedule is spent. */
