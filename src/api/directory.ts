@@ -16,7 +16,7 @@ import {
   UserOut,
 } from '../notify/schemas.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, errorResponses, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
+import { bearerSecurity, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 import type { ApiEnv } from './deps.js'
 
 const admin = requireRole('admin')
@@ -25,7 +25,7 @@ const base = { security: bearerSecurity, tags: ['directory'] }
 const Deleted = z.object({ deleted: z.literal(true) }).openapi('Deleted')
 const listOf = <T extends z.ZodType>(item: T, name: string) =>
   z.object({ data: z.array(item), next_cursor: z.string().nullable() }).openapi(name)
-const TopicQuery = z.object({ topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }) })
+const TopicQuery = PageQuery.extend({ topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }) })
 
 /** The notify service of the app; 503 when the app was built without one. */
 export function notifyOf(c: Context<ApiEnv>): NotifyService {
@@ -58,7 +58,7 @@ const routes = {
   }),
   userPreferences: createRoute({
     ...base, method: 'get', path: '/v1/users/{id}/preferences', summary: "A user's preferences", middleware: [viewer] as const,
-    request: { params: IdParam },
+    request: { params: IdParam, query: PageQuery },
     responses: { 200: jsonResponse(listOf(PreferenceOut, 'PreferenceList'), 'the rows of that user'), ...errorResponses },
   }),
   putSubscription: createRoute({
@@ -112,8 +112,7 @@ export function directoryRoutes() {
     return c.json(notifyOf(c).tokens.issue(c.req.valid('param').id, body.ttl_seconds), 201)
   })
   r.openapi(routes.userPreferences, (c) => {
-    const data = notifyOf(c).preferences.list(c.req.valid('param').id) as Out<typeof PreferenceOut>[]
-    return c.json({ data, next_cursor: null }, 200)
+    return c.json(notifyOf(c).preferences.list(c.req.valid('param').id, c.req.valid('query')) as Out<ReturnType<typeof listOf<typeof PreferenceOut>>>, 200)
   })
   r.openapi(routes.putSubscription, (c) => c.json(notifyOf(c).subscriptions.put(c.req.valid('json')) as Out<typeof SubscriptionOut>, 200))
   r.openapi(routes.deleteSubscription, (c) => {
@@ -121,14 +120,14 @@ export function directoryRoutes() {
     return c.json({ deleted: true as const }, 200)
   })
   r.openapi(routes.listSubscriptions, (c) => {
-    const data = notifyOf(c).subscriptions.list(c.req.valid('query').topic) as Out<typeof SubscriptionOut>[]
-    return c.json({ data, next_cursor: null }, 200)
+    const { topic, ...page } = c.req.valid('query')
+    return c.json(notifyOf(c).subscriptions.list(topic, page) as Out<ReturnType<typeof listOf<typeof SubscriptionOut>>>, 200)
   })
   r.openapi(routes.putPreference, (c) => c.json(notifyOf(c).preferences.put(c.req.valid('json')) as Out<typeof PreferenceOut>, 200))
   r.openapi(routes.putTemplate, (c) => c.json(notifyOf(c).templates.put(c.req.valid('json')) as Out<typeof TemplateOut>, 201))
   r.openapi(routes.listTemplates, (c) => {
-    const data = notifyOf(c).templates.list(c.req.valid('query').topic) as Out<typeof TemplateOut>[]
-    return c.json({ data, next_cursor: null }, 200)
+    const { topic, ...page } = c.req.valid('query')
+    return c.json(notifyOf(c).templates.list(topic, page) as Out<ReturnType<typeof listOf<typeof TemplateOut>>>, 200)
   })
   return r
 }

@@ -16,3 +16,14 @@ export interface Page<T> {
   data: T[]
   next_cursor: string | null
 }
+
+/** A cursor for lists read by position (small configuration lists): the number of rows already returned. */
+export function encodeOffsetCursor(offset: number): string {
+  return encodeCursor(`o${offset}`)
+}
+
+/** The position in a cursor made by `encodeOffsetCursor`; null when it is not one. */
+export function decodeOffsetCursor(cursor: string | undefined | null): number | null {
+  const m = /^o(\d{1,9})$/.exec(decodeCursor(cursor) ?? '')
+  return m ? Number(m[1]) : null
+}

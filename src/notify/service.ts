@@ -1,12 +1,13 @@
 import type { Store } from '../store/index.js'
 import type { InboxStateChange, StreamEvent } from '../store/inbox.js'
 import { messageJson } from '../store/inbox.js'
-import type { PreferenceRow, SubscriptionRow, TemplateRow, UserRow } from '../store/directory.js'
+import type { ListSlice, PreferenceRow, SubscriptionRow, TemplateRow, UserRow } from '../store/directory.js'
 import type { ChannelSender } from '../delivery/channel.js'
 import type { Config } from '../config.js'
 import type { Log } from '../log.js'
 import { toIso, type Clock, type Rng } from '../lib/clock.js'
 import { parseJsonOr } from '../lib/json.js'
+import { decodeOffsetCursor, encodeOffsetCursor, type Page } from '../lib/cursor.js'
 import { errors } from '../errors.js'
 import { apiChannel, createPipeline, type SendResult } from './pipeline.js'
 import { templateSyntaxError } from './render.js'
@@ -58,6 +59,25 @@ export interface UserInbox {
   replay(afterSeq: number): StreamEvent[]
 }
 
+/** `?limit=&cursor=` of a directory list; the cursor is a `next_cursor` of the same list. */
+export interface PageRequest {
+  limit?: number
+  cursor?: string | null
+}
+
+/** Rows per page of a directory list when no limit is given. */
+export const DIRECTORY_PAGE = 50
+
+/** One page of a list read by position (subscriptions, preferences and templates are small). */
+function pageOf<T>(page: PageRequest | undefined, read: (slice: ListSlice) => T[], toJson: (row: T) => Record<string, unknown>): Page<Record<string, unknown>> {
+  const limit = page?.limit ?? DIRECTORY_PAGE
+  const offset = page?.cursor ? decodeOffsetCursor(page.cursor) : 0
+  if (offset === null) throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
+  const rows = read({ limit: limit + 1, offset })
+  const more = rows.length > limit
+  return { data: rows.slice(0, limit).map(toJson), next_cursor: more ? encodeOffsetCursor(offset + limit) : null }
+}
+
 /** The notification side of Postbox: pipeline, directory, tokens, inboxes, live streams and channels. */
 export interface NotifyService {
   notifications: {
@@ -72,15 +92,15 @@ export interface NotifyService {
   subscriptions: {
     put(input: { topic: string; principal: string }): Record<string, unknown>
     delete(input: { topic: string; principal: string }): void
-    list(topic?: string): Record<string, unknown>[]
+    list(topic?: string, page?: PageRequest): Page<Record<string, unknown>>
   }
   preferences: {
     put(input: PreferenceInput): Record<string, unknown>
-    list(userId: string): Record<string, unknown>[]
+    list(userId: string, page?: PageRequest): Page<Record<string, unknown>>
   }
   templates: {
     put(input: TemplateInputBody): Record<string, unknown>
-    list(topic?: string): Record<string, unknown>[]
+    list(topic?: string, page?: PageRequest): Page<Record<string, unknown>>
   }
   tokens: {
     issue(userId: string, ttlSeconds?: number): { token: string; expires_at: string }
@@ -228,7 +248,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
       delete({ topic, principal }) {
         if (!store.directory.deleteSubscription(topic, normalizePrincipal(principal))) throw errors.notFound('Subscription')
       },
-      list: (topic) => store.directory.listSubscriptions(topic).map(subscriptionJson),
+      list: (topic, page) => pageOf(page, (slice) => store.directory.listSubscriptions(topic, slice), subscriptionJson),
     },
     preferences: {
       put: (p) =>
@@ -243,7 +263,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
             updatedAt: clock.now(),
           }),
         ),
-      list: (userId) => store.directory.preferencesOfUser(userId).map(preferenceJson),
+      list: (userId, page) => pageOf(page, (slice) => store.directory.preferencesOfUser(userId, slice), preferenceJson),
     },
     templates: {
       put: (t) => {
@@ -267,7 +287,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
           ),
         )
       },
-      list: (topic) => store.directory.listTemplates(topic).map(templateJson),
+      list: (topic, page) => pageOf(page, (slice) => store.directory.listTemplates(topic, slice), templateJson),
     },
     tokens: {
       issue(userId, ttlSeconds) {

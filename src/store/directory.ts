@@ -98,19 +98,21 @@ const SQL = {
   subscriptionsByTopic: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
     WHERE topic = ? ORDER BY created_at, principal`,
   allSubscriptions: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
-    ORDER BY topic, created_at, principal LIMIT 10000`,
+    ORDER BY topic, created_at, principal LIMIT ? OFFSET ?`,
+  subscriptionsOfTopic: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
+    WHERE topic = ? ORDER BY created_at, principal LIMIT ? OFFSET ?`,
   subscribers: `SELECT principal FROM subscriptions WHERE topic = ? AND enabled = 1 ORDER BY created_at, principal`,
   putPreference: `INSERT INTO preferences (user_id, topic, channel, enabled, digest, quiet_hours, updated_at)
       VALUES (@userId, @topic, @channel, @enabled, @digest, @quietHours, @updatedAt)
     ON CONFLICT (user_id, topic, channel) DO UPDATE SET enabled = excluded.enabled, digest = excluded.digest,
       quiet_hours = excluded.quiet_hours, updated_at = excluded.updated_at`,
-  preferencesOfUser: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = ? ORDER BY topic, channel`,
+  preferencesOfUser: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = ? ORDER BY topic, channel LIMIT ? OFFSET ?`,
   preferencesFor: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id IN (?, '*') AND topic IN (?, '*')`,
   nextVersion: `SELECT COALESCE(MAX(version), 0) + 1 FROM templates WHERE topic = ? AND channel = ? AND locale = ?`,
   insertTemplate: `INSERT INTO templates (topic, channel, locale, version, subject, body, format, active, created_at)
     VALUES (@topic, @channel, @locale, @version, @subject, @body, @format, @active, @createdAt) RETURNING ${TEMPLATE_COLUMNS}`,
-  templates: `SELECT ${TEMPLATE_COLUMNS} FROM templates ORDER BY topic, channel, locale, version DESC LIMIT 10000`,
-  templatesByTopic: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? ORDER BY channel, locale, version DESC`,
+  templates: `SELECT ${TEMPLATE_COLUMNS} FROM templates ORDER BY topic, channel, locale, version DESC LIMIT ? OFFSET ?`,
+  templatesByTopic: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? ORDER BY channel, locale, version DESC LIMIT ? OFFSET ?`,
   activeTemplates: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? AND channel = ? AND active = 1
     ORDER BY locale, version DESC`,
 } as const
@@ -139,11 +141,12 @@ export interface DirectoryStore {
   members(kind: 'role' | 'team', name: string): MemberRow[]
   putSubscription(topic: string, principal: string, now: number): SubscriptionRow
   deleteSubscription(topic: string, principal: string): boolean
-  listSubscriptions(topic?: string): SubscriptionRow[]
+  /** Subscriptions (of one topic, or all) in a stable order, `slice.limit` rows after `slice.offset`. */
+  listSubscriptions(topic?: string, slice?: ListSlice): SubscriptionRow[]
   /** Principals of the enabled subscriptions to `topic`, oldest first. */
   subscribers(topic: string): string[]
   putPreference(row: PreferenceRow): PreferenceRow
-  preferencesOfUser(userId: string): PreferenceRow[]
+  preferencesOfUser(userId: string, slice?: ListSlice): PreferenceRow[]
   /** Every row that may apply to (user, topic): the user's and `*` rows, for the topic and `*`. */
   preferencesFor(userId: string, topic: string): PreferenceRow[]
   /**
@@ -152,9 +155,18 @@ export interface DirectoryStore {
    */
   preferencesForTopic(topic: string): (userId: string) => PreferenceRow[]
   putTemplate(input: TemplateInput, now: number): TemplateRow
-  listTemplates(topic?: string): TemplateRow[]
+  listTemplates(topic?: string, slice?: ListSlice): TemplateRow[]
   activeTemplates(topic: string, channel: string): TemplateRow[]
 }
+
+/** A window of a list read by position. */
+export interface ListSlice {
+  limit: number
+  offset: number
+}
+
+/** The slice of callers that want the whole list. */
+const WHOLE: ListSlice = { limit: -1, offset: 0 }
 
 /** Creates the directory store over a connection. */
 export function createDirectoryStore(db: Db): DirectoryStore {
@@ -222,10 +234,12 @@ export function createDirectoryStore(db: Db): DirectoryStore {
       return mapSub(row)
     },
     deleteSubscription: (topic, principal) => s.deleteSubscription.run(topic, principal).changes > 0,
-    listSubscriptions: (topic) =>
-      ((topic === undefined ? s.allSubscriptions.all() : s.subscriptionsByTopic.all(topic)) as Parameters<typeof mapSub>[0][]).map(
-        mapSub,
-      ),
+    listSubscriptions: (topic, { limit, offset } = WHOLE) =>
+      (
+        (topic === undefined ? s.allSubscriptions.all(limit, offset) : s.subscriptionsOfTopic.all(topic, limit, offset)) as Parameters<
+          typeof mapSub
+        >[0][]
+      ).map(mapSub),
     subscribers: (topic) => subscribers.all(topic) as string[],
     putPreference(row) {
       s.putPreference.run({
@@ -235,7 +249,7 @@ export function createDirectoryStore(db: Db): DirectoryStore {
       })
       return row
     },
-    preferencesOfUser: (userId) => (s.preferencesOfUser.all(userId) as RawPref[]).map(mapPref),
+    preferencesOfUser: (userId, { limit, offset } = WHOLE) => (s.preferencesOfUser.all(userId, limit, offset) as RawPref[]).map(mapPref),
     preferencesFor: (userId, topic) => (s.preferencesFor.all(userId, topic) as RawPref[]).map(mapPref),
     preferencesForTopic(topic) {
       const global = (s.globalPreferencesFor.all(topic) as RawPref[]).map(mapPref)
@@ -244,8 +258,10 @@ export function createDirectoryStore(db: Db): DirectoryStore {
         own.has(userId) ? [...(s.userPreferencesFor.all(userId, topic) as RawPref[]).map(mapPref), ...global] : global
     },
     putTemplate: (input, now) => putTemplateTx.immediate(input, now),
-    listTemplates: (topic) =>
-      ((topic === undefined ? s.templates.all() : s.templatesByTopic.all(topic)) as RawTemplate[]).map(mapTemplate),
+    listTemplates: (topic, { limit, offset } = WHOLE) =>
+      ((topic === undefined ? s.templates.all(limit, offset) : s.templatesByTopic.all(topic, limit, offset)) as RawTemplate[]).map(
+        mapTemplate,
+      ),
     activeTemplates: (topic, channel) => (s.activeTemplates.all(topic, channel) as RawTemplate[]).map(mapTemplate),
   }
 }
