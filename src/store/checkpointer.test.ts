@@ -1,8 +1,11 @@
-import { statSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { silentLogger } from '../log.js'
 import { startCheckpointer, type Checkpointer } from './checkpointer.js'
 import { tempStore } from '../../test/helpers.js'
+import { ensureBuilt, ROOT } from '../../test/support/server-process.js'
 
 const autocheckpoint = (db: { pragma(s: string, o: { simple: true }): unknown }): unknown => db.pragma('wal_autocheckpoint', { simple: true })
 
@@ -46,5 +49,32 @@ describe('background checkpointer', () => {
     expect(c.active()).toBe(false)
     expect(autocheckpoint(t.store.db)).toBe(1000)
     expect(warnings).toHaveLength(1)
+  })
+})
+
+describe('background checkpointer and process exit', () => {
+  it('never keeps a process alive, even when nobody stops it', { timeout: 120_000 }, async () => {
+    await ensureBuilt()
+    const t = tempStore()
+    try {
+      const dist = (f: string): string => JSON.stringify(join(ROOT, 'dist', 'src', 'store', f))
+      const script = `
+        const { openStore } = await import(${dist('index.js')})
+        const { startCheckpointer } = await import(${dist('checkpointer.js')})
+        const store = openStore(${JSON.stringify(t.store.path)})
+        startCheckpointer(store, { warn() {}, debug() {} })
+        store.events.insert({ id: 'evt_exit', clientId: null, type: 't', orderingKey: null, body: '{}', createdAt: 0 })
+        setTimeout(() => console.log('done'), 300)
+      `
+      // A file, not -e: an -e script exits even with a referenced worker port.
+      const file = join(t.dir, 'exit-check.mjs')
+      writeFileSync(file, script)
+      const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 10_000 })
+      expect(r.error).toBeUndefined()
+      expect(r.stdout.trim()).toBe('done')
+      expect(r.status).toBe(0)
+    } finally {
+      t.cleanup()
+    }
   })
 })

@@ -53,7 +53,6 @@ export function startCheckpointer(store: Store, log: Log, intervalMs = CHECKPOIN
   if (store.path === ':memory:' || db.memory || db.readonly) return { stop: async () => {}, active: () => false }
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path: store.path, intervalMs } })
-  worker.unref()
   let running = true
   db.pragma('wal_autocheckpoint = 0')
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
@@ -68,6 +67,9 @@ export function startCheckpointer(store: Store, log: Log, intervalMs = CHECKPOIN
     if (m.error) log.debug({ err: m.error }, 'background checkpoint failed; retrying')
   })
   void exited.then(() => fail(new Error('checkpoint worker exited')))
+  // After the listeners: adding a 'message' listener refs the worker's port again, and a
+  // forgotten checkpointer must never keep a process alive.
+  worker.unref()
   return {
     active: () => running,
     async stop() {
