@@ -25,7 +25,7 @@ describe('background checkpointer', () => {
 
   it('copies the WAL into the database file while the writer does no checkpoints of its own', async () => {
     t = tempStore()
-    c = startCheckpointer(t.store, silentLogger(), 20)
+    c = startCheckpointer(t.store, silentLogger(), { intervalMs: 20 })
     expect(autocheckpoint(t.store.db)).toBe(0)
     const before = statSync(t.store.path).size
     write(12_000) // ~1,500 pages: more than one automatic checkpoint's worth
@@ -38,12 +38,26 @@ describe('background checkpointer', () => {
     expect(autocheckpoint(t.store.db)).toBe(1000)
   })
 
+  it('keeps the WAL bounded under a steady stream of commits', async () => {
+    t = tempStore()
+    c = startCheckpointer(t.store, silentLogger(), { intervalMs: 10, maxWalPages: 250 })
+    let largest = 0
+    for (let i = 0; i < 40; i++) {
+      write(1500) // ~2.4 MB of WAL per commit (rows and index pages)
+      largest = Math.max(largest, statSync(`${t.store.path}-wal`).size)
+      await new Promise((r) => setTimeout(r, 5))
+    }
+    // 40 commits write ~95 MB of WAL. Without the writer finishing a checkpoint now and then the
+    // WAL never starts over and holds all of it; with it, a few commits' worth (7–11 MB seen).
+    expect(largest).toBeLessThan(40_000_000)
+  })
+
   it('gives checkpoints back to the writer when the worker cannot run', async () => {
     t = tempStore()
     const store = { ...t.store, path: `${t.store.path}.missing` }
     const warnings: unknown[] = []
     const log = { ...silentLogger(), warn: (o: unknown) => void warnings.push(o) } as ReturnType<typeof silentLogger>
-    c = startCheckpointer(store, log, 20)
+    c = startCheckpointer(store, log, { intervalMs: 20 })
     const deadline = Date.now() + 5000
     while (c.active() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
     expect(c.active()).toBe(false)

@@ -6,6 +6,8 @@ import type { Store } from './index.js'
 
 /** How often the background connection checkpoints the WAL. */
 export const CHECKPOINT_INTERVAL_MS = 200
+/** WAL size (pages of 4 KiB) past which the writer finishes a checkpoint itself, so the WAL starts over. */
+export const MAX_WAL_PAGES = 4000
 
 /** A running background checkpointer. */
 export interface Checkpointer {
@@ -24,7 +26,10 @@ const Database = require(workerData.driver)
 const db = new Database(workerData.path, { fileMustExist: true })
 db.pragma('busy_timeout = 0')
 const checkpoint = () => {
-  try { db.pragma('wal_checkpoint(PASSIVE)') } catch (err) { parentPort.postMessage({ error: String(err && err.message || err) }) }
+  try {
+    const [r] = db.pragma('wal_checkpoint(PASSIVE)')
+    if (r.log > workerData.maxWalPages) parentPort.postMessage({ walPages: r.log })
+  } catch (err) { parentPort.postMessage({ error: String(err && err.message || err) }) }
 }
 const timer = setInterval(checkpoint, workerData.intervalMs)
 parentPort.on('message', (m) => {
@@ -45,14 +50,16 @@ parentPort.postMessage({ ready: true })
  * never blocks the writer), and the writer's own automatic checkpoints are turned off while
  * the worker runs. If the worker fails, the writer checkpoints for itself again.
  */
-export function startCheckpointer(store: Store, log: Log, intervalMs = CHECKPOINT_INTERVAL_MS): Checkpointer {
+export function startCheckpointer(store: Store, log: Log, opts: { intervalMs?: number; maxWalPages?: number } = {}): Checkpointer {
+  const intervalMs = opts.intervalMs ?? CHECKPOINT_INTERVAL_MS
+  const maxWalPages = opts.maxWalPages ?? MAX_WAL_PAGES
   const { db } = store
   const restore = (): void => {
     if (db.open) db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`)
   }
   if (store.path === ':memory:' || db.memory || db.readonly) return { stop: async () => {}, active: () => false }
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path: store.path, intervalMs } })
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path: store.path, intervalMs, maxWalPages } })
   let running = true
   db.pragma('wal_autocheckpoint = 0')
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
@@ -63,8 +70,20 @@ export function startCheckpointer(store: Store, log: Log, intervalMs = CHECKPOIN
     log.warn({ err }, 'background checkpoints stopped; the writer checkpoints for itself')
   }
   worker.on('error', fail)
-  worker.on('message', (m: { error?: string }) => {
+  worker.on('message', (m: { error?: string; walPages?: number }) => {
     if (m.error) log.debug({ err: m.error }, 'background checkpoint failed; retrying')
+    // Under a steady stream of commits the background checkpoint never catches up with the last
+    // frame, and SQLite only starts the WAL over once a checkpoint has; the WAL would grow
+    // without bound. Past MAX_WAL_PAGES the writer checkpoints once itself, between its
+    // transactions: the worker has already copied nearly everything, so this copies only the
+    // tail, and the next commit starts the WAL from the beginning.
+    if (m.walPages !== undefined && running && db.open) {
+      try {
+        db.pragma('wal_checkpoint(PASSIVE)')
+      } catch (err) {
+        log.debug({ err }, 'writer checkpoint failed; retrying')
+      }
+    }
   })
   void exited.then(() => fail(new Error('checkpoint worker exited')))
   // After the listeners: adding a 'message' listener refs the worker's port again, and a
