@@ -6,8 +6,8 @@ import type { Store } from './index.js'
 
 /** How often the background connection checkpoints the WAL. */
 export const CHECKPOINT_INTERVAL_MS = 200
-/** WAL size (pages of 4 KiB) past which the writer finishes a checkpoint itself, so the WAL starts over. */
-export const MAX_WAL_PAGES = 4000
+/** WAL size (pages of 4 KiB, so 64 MiB: journal_size_limit) past which the writer finishes a checkpoint itself, so the WAL starts over. */
+export const MAX_WAL_PAGES = 16_384
 
 /** A running background checkpointer. */
 export interface Checkpointer {
