@@ -39,7 +39,6 @@ parentPort.on('message', (m) => {
   db.close()
   parentPort.close()
 })
-parentPort.postMessage({ ready: true })
 `
 
 /**
