@@ -94,7 +94,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     if (signal.aborted) return { outcome: { kind: 'release' } }
     const startedAt = clock.now()
     const ep = d.endpointId === null ? null : endpoint(d.endpointId)
-    const body = d.eventId === null ? null : d.eventBody !== undefined ? d.eventBody : store.events.body(d.eventId)
+    const body = d.eventBody
     if (ep === null || ep.deletedAt !== null || ep.disabled || body === null) {
       const error = ep?.disabled ? 'endpoint_disabled' : body === null && ep ? 'event_missing' : 'endpoint_deleted'
       return { outcome: { kind: 'dead' }, attempt: { startedAt, durationMs: 0, error } }

@@ -17,6 +17,13 @@ export interface Page<T> {
   next_cursor: string | null
 }
 
+/** Cuts `limit + 1` rows read newest first by id into a page whose cursor is its last row's id. */
+export function pageById<T extends { id: string }>(rows: T[], limit: number): Page<T> {
+  if (rows.length <= limit) return { data: rows, next_cursor: null }
+  const data = rows.slice(0, limit)
+  return { data, next_cursor: encodeCursor(data[limit - 1]!.id) }
+}
+
 /** A cursor for lists read by position (small configuration lists): the number of rows already returned. */
 export function encodeOffsetCursor(offset: number): string {
   return encodeCursor(`o${offset}`)

@@ -7,6 +7,16 @@ import { MIGRATIONS } from './migrations.js'
 /** A better-sqlite3 connection; only code under src/store/ touches it. */
 export type Db = Database.Database
 
+/** Prepares each distinct SQL text once per connection: for statements built from optional filters. */
+export function statementCache(db: Db): (sql: string) => Database.Statement {
+  const cache = new Map<string, Database.Statement>()
+  return (sql) => {
+    let st = cache.get(sql)
+    if (!st) cache.set(sql, (st = db.prepare(sql)))
+    return st
+  }
+}
+
 /** Options for `openDatabase`. */
 export interface OpenOptions {
   synchronous?: 'normal' | 'full'

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3'
-import type { Db } from './db.js'
+import { statementCache, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
-import { decodeCursor, encodeCursor } from '../lib/cursor.js'
+import { decodeCursor, pageById } from '../lib/cursor.js'
 import { createClaimer } from './delivery-claim.js'
 import type {
   Attempt,
@@ -153,7 +153,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     snooze: refund,
     release: refund,
   }
-  const listStatements = new Map<string, Statement>()
+  const listStatement = statementCache(db)
 
   const settleSuccessMany = s.settleSuccessMany.raw()
 
@@ -256,12 +256,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         params.push(after)
       }
       const sql = `SELECT ${COLUMNS} FROM deliveries ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`
-      let stmt = listStatements.get(sql)
-      if (!stmt) listStatements.set(sql, (stmt = db.prepare(sql)))
-      const rows = stmt.all(...params, f.limit + 1) as Delivery[]
-      const more = rows.length > f.limit
-      const data = more ? rows.slice(0, f.limit) : rows
-      return { data, next_cursor: more ? encodeCursor(data[data.length - 1]!.id) : null }
+      return pageById(listStatement(sql).all(...params, f.limit + 1) as Delivery[], f.limit)
     },
     byEvent: (eventId) => s.byEvent.all(eventId) as Delivery[],
     byNotification: (id) => s.byNotification.all(id) as Delivery[],

@@ -15,8 +15,7 @@ export const LEASE_MARGIN_MS = 30_000
 // status, updated_at and completed_at are known after a claim and are filled in by `toClaimed`.
 const CLAIM_COLUMNS = `id, channel, dedup_key, event_id, endpoint_id, notification_id, recipient, event_type,
   ordering_key, payload, group_key, attempts, max_attempts, next_attempt_at, claim_token, lease_until,
-  last_status_code, last_error, created_at,
-  CASE WHEN event_id IS NULL THEN NULL ELSE (SELECT body FROM events WHERE id = deliveries.event_id) END`
+  last_status_code, last_error, created_at, (SELECT body FROM events WHERE id = deliveries.event_id)`
 
 /** Maps one raw CLAIM_COLUMNS row of a claim made at `now`. */
 function toClaimed(r: unknown[], now: number): ClaimedDelivery {

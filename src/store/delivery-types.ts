@@ -42,8 +42,8 @@ export interface Delivery {
 export interface ClaimedDelivery extends Delivery {
   claimToken: string
   leaseUntil: number
-  /** The event's body for rows with an event, read by the claim itself (one query less per send). */
-  eventBody?: string | null
+  /** The event's body for rows with an event (null without one, or once retention removed it), read by the claim. */
+  eventBody: string | null
 }
 
 /** What `enqueue` needs to create one delivery. */

@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3'
-import type { Db } from './db.js'
-import { decodeCursor, encodeCursor, type Page } from '../lib/cursor.js'
+import { statementCache, type Db } from './db.js'
+import { decodeCursor, pageById, type Page } from '../lib/cursor.js'
 
 /** A secret still sent during its rotation grace period. */
 export interface PreviousSecret {
@@ -161,6 +161,7 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
   const s = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, db.prepare(v)])) as {
     [K in keyof typeof SQL]: Statement
   }
+  const listStatement = statementCache(db)
   let version = 0
   // PRAGMA data_version moves when another connection commits. Checked at most once per
   // interval, so caches on the hot path stay free, and a change made elsewhere is seen within it.
@@ -182,12 +183,9 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
     active: () => (s.active.all() as RawRow[]).map((r) => mapRow(r)!),
     list({ limit, cursor }) {
       const after = decodeCursor(cursor)
-      const rows = db
-        .prepare(`SELECT ${COLUMNS} FROM endpoints WHERE deleted_at IS NULL ${after ? 'AND id < ?' : ''} ORDER BY id DESC LIMIT ?`)
-        .all(...(after ? [after] : []), limit + 1) as RawRow[]
-      const more = rows.length > limit
-      const data = (more ? rows.slice(0, limit) : rows).map((r) => mapRow(r)!)
-      return { data, next_cursor: more ? encodeCursor(data[data.length - 1]!.id) : null }
+      const sql = `SELECT ${COLUMNS} FROM endpoints WHERE deleted_at IS NULL ${after ? 'AND id < ?' : ''} ORDER BY id DESC LIMIT ?`
+      const page = pageById(listStatement(sql).all(...(after ? [after] : []), limit + 1) as RawRow[], limit)
+      return { data: page.data.map((r) => mapRow(r)!), next_cursor: page.next_cursor }
     },
     update: (id, settings, now) => bump(s.update.run({ ...settingsParams(settings), id, now }).changes > 0),
     softDelete: (id, now) => bump(s.softDelete.run({ id, now }).changes > 0),

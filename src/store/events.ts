@@ -1,5 +1,5 @@
-import type { Db } from './db.js'
-import { decodeCursor, encodeCursor, type Page } from '../lib/cursor.js'
+import { statementCache, type Db } from './db.js'
+import { decodeCursor, pageById, type Page } from '../lib/cursor.js'
 
 /** A stored event, mapped to camelCase. */
 export interface EventRow {
@@ -18,7 +18,6 @@ const SQL = {
   insert: `INSERT INTO events (id, client_id, type, ordering_key, body, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
   get: `SELECT ${COLUMNS} FROM events WHERE id = ?`,
   byClientId: `SELECT ${COLUMNS} FROM events WHERE client_id = ?`,
-  body: `SELECT body FROM events WHERE id = ?`,
 } as const
 
 /** The events table: inserts and lookups. */
@@ -26,7 +25,6 @@ export interface EventsStore {
   insert(row: EventRow): void
   get(id: string): EventRow | null
   byClientId(clientId: string): EventRow | null
-  body(id: string): string | null
   list(opts: { limit: number; cursor?: string | null; type?: string }): Page<EventRow>
 }
 
@@ -35,12 +33,11 @@ export function createEventsStore(db: Db): EventsStore {
   const insert = db.prepare(SQL.insert)
   const get = db.prepare(SQL.get)
   const byClientId = db.prepare(SQL.byClientId)
-  const body = db.prepare(SQL.body).pluck()
+  const listStatement = statementCache(db)
   return {
     insert: (row) => void insert.run(row.id, row.clientId, row.type, row.orderingKey, row.body, row.createdAt),
     get: (id) => (get.get(id) as EventRow | undefined) ?? null,
     byClientId: (clientId) => (byClientId.get(clientId) as EventRow | undefined) ?? null,
-    body: (id) => (body.get(id) as string | undefined) ?? null,
     list({ limit, cursor, type }) {
       const where: string[] = []
       const params: unknown[] = []
@@ -53,12 +50,8 @@ export function createEventsStore(db: Db): EventsStore {
         where.push('type = ?')
         params.push(type)
       }
-      const rows = db
-        .prepare(`SELECT ${COLUMNS} FROM events ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`)
-        .all(...params, limit + 1) as EventRow[]
-      const more = rows.length > limit
-      const data = more ? rows.slice(0, limit) : rows
-      return { data, next_cursor: more ? encodeCursor(data[data.length - 1]!.id) : null }
+      const sql = `SELECT ${COLUMNS} FROM events ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`
+      return pageById(listStatement(sql).all(...params, limit + 1) as EventRow[], limit)
     },
   }
 }

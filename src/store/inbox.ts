@@ -1,5 +1,5 @@
 import type { Statement } from 'better-sqlite3'
-import type { Db } from './db.js'
+import { statementCache, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { toIso } from '../lib/clock.js'
 import { decodeCursor, encodeCursor } from '../lib/cursor.js'
@@ -291,15 +291,9 @@ export function createInboxStore(db: Db): InboxStore {
     for (; at < rows.length; at += MESSAGE_WIDTH) s.insert.run(rows.slice(at, at + MESSAGE_WIDTH))
     return out
   })
-  const listStatements = new Map<string, Statement>()
-  const listStatement = (where: string): Statement => {
-    let st = listStatements.get(where)
-    if (!st) {
-      st = db.prepare(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ?`)
-      listStatements.set(where, st)
-    }
-    return st
-  }
+  const statement = statementCache(db)
+  const listStatement = (where: string): Statement =>
+    statement(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ?`)
   /** A list cursor's position: a rowid, or (a cursor made before v3) the id of the user's message. */
   const position = (userId: string, key: string | null): number | null => {
     if (key === null) return null

@@ -1,5 +1,5 @@
 import type { Db } from './db.js'
-import { decodeCursor, encodeCursor, type Page } from '../lib/cursor.js'
+import { decodeCursor, pageById, type Page } from '../lib/cursor.js'
 
 /** The roles of SPEC §6. */
 export type KeyRole = 'admin' | 'publisher' | 'viewer'
@@ -61,10 +61,7 @@ export function createKeysStore(db: Db): KeysStore {
     countActiveAdmins: () => activeAdmins.get() as number,
     list({ limit, cursor }) {
       const after = decodeCursor(cursor)
-      const rows = (after ? listAfter.all(after, limit + 1) : listFirst.all(limit + 1)) as ApiKeyRow[]
-      const more = rows.length > limit
-      const data = more ? rows.slice(0, limit) : rows
-      return { data, next_cursor: more ? encodeCursor(data[data.length - 1]!.id) : null }
+      return pageById((after ? listAfter.all(after, limit + 1) : listFirst.all(limit + 1)) as ApiKeyRow[], limit)
     },
   }
 }
