@@ -1,7 +1,7 @@
 import { OpenAPIHono, z, type Hook } from '@hono/zod-openapi'
 import type { ZodError } from 'zod'
 import { errors } from '../errors.js'
-import { decodeCursor } from '../lib/cursor.js'
+import { decodeCursor, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../lib/cursor.js'
 import type { ApiEnv } from './deps.js'
 
 /** One field problem in a `validation_failed` error's `details`. */
@@ -52,7 +52,7 @@ export const CursorParam = z
 
 /** `?limit=&cursor=` of every list. */
 export const PageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).optional().openapi({ param: { name: 'limit', in: 'query' }, example: 50 }),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' }, example: DEFAULT_PAGE_SIZE }),
   cursor: CursorParam,
 })
 
@@ -62,7 +62,7 @@ export const IdParam = z.object({
 })
 
 /** The default list size. */
-export const DEFAULT_LIMIT = 50
+export const DEFAULT_LIMIT = DEFAULT_PAGE_SIZE
 
 /** JSON request body spec for createRoute. */
 export function jsonBody<T extends z.ZodType>(schema: T, required = true) {

@@ -6,7 +6,7 @@ import type { StreamEvent } from '../store/inbox.js'
 import type { UserInbox } from '../notify/service.js'
 import { InboxIds, InboxList, InboxQuery, InboxUpdated, UnreadCount } from '../notify/schemas.js'
 import { bearerToken } from './auth.js'
-import { errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
+import { DEFAULT_LIMIT, errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
 import type { ApiEnv } from './deps.js'
 import { notifyOf } from './directory.js'
 
@@ -80,7 +80,7 @@ export function inboxRoutes() {
       status: q.status ?? 'all',
       archived: q.archived === 'true',
       ...(q.topic !== undefined ? { topic: q.topic } : {}),
-      limit: q.limit ?? 50,
+      limit: q.limit ?? DEFAULT_LIMIT,
       cursor: q.cursor ?? null,
     })
     return c.json(page as z.infer<typeof InboxList>, 200)

@@ -11,6 +11,16 @@ export function decodeCursor(cursor: string | undefined | null): string | null {
   return /^[\x21-\x7e]{1,200}$/.test(key) ? key : null
 }
 
+/** Rows per page when a list call gives no limit. */
+export const DEFAULT_PAGE_SIZE = 50
+/** The largest page a list returns. */
+export const MAX_PAGE_SIZE = 200
+
+/** A requested page size bounded to 1..MAX_PAGE_SIZE; DEFAULT_PAGE_SIZE when none is given. */
+export function pageSize(limit?: number): number {
+  return Math.min(Math.max(limit ?? DEFAULT_PAGE_SIZE, 1), MAX_PAGE_SIZE)
+}
+
 /** One page of a newest-first list. */
 export interface Page<T> {
   data: T[]

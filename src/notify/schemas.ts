@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi'
 import { isValidTimeZone } from './schedule.js'
+import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 
 /**
  * Request and response schemas of the notification, directory and inbox API (SPEC §6–§7).
@@ -200,7 +201,7 @@ export const InboxQuery = z.object({
   status: z.enum(['unread', 'read', 'all']).optional().openapi({ param: { name: 'status', in: 'query' } }),
   archived: z.enum(['true', 'false']).optional().openapi({ param: { name: 'archived', in: 'query' } }),
   topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }),
-  limit: z.coerce.number().int().min(1).max(200).optional().openapi({ param: { name: 'limit', in: 'query' } }),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' } }),
   cursor: z.string().max(400).optional().openapi({ param: { name: 'cursor', in: 'query' } }),
   token: z.string().max(2048).optional().openapi({ param: { name: 'token', in: 'query' } }),
 })

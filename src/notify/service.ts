@@ -7,7 +7,7 @@ import type { Config } from '../config.js'
 import type { Log } from '../log.js'
 import { toIso, type Clock, type Rng } from '../lib/clock.js'
 import { parseJsonOr } from '../lib/json.js'
-import { decodeOffsetCursor, encodeOffsetCursor, type Page } from '../lib/cursor.js'
+import { decodeOffsetCursor, DEFAULT_PAGE_SIZE, encodeOffsetCursor, type Page } from '../lib/cursor.js'
 import { errors } from '../errors.js'
 import { apiChannel, createPipeline, type SendResult } from './pipeline.js'
 import { templateSyntaxError } from './render.js'
@@ -65,12 +65,9 @@ export interface PageRequest {
   cursor?: string | null
 }
 
-/** Rows per page of a directory list when no limit is given. */
-export const DIRECTORY_PAGE = 50
-
 /** One page of a list read by position (subscriptions, preferences and templates are small). */
 function pageOf<T>(page: PageRequest | undefined, read: (slice: ListSlice) => T[], toJson: (row: T) => Record<string, unknown>): Page<Record<string, unknown>> {
-  const limit = page?.limit ?? DIRECTORY_PAGE
+  const limit = page?.limit ?? DEFAULT_PAGE_SIZE
   const offset = page?.cursor ? decodeOffsetCursor(page.cursor) : 0
   if (offset === null) throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
   const rows = read({ limit: limit + 1, offset })
@@ -176,7 +173,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
           status: o.status ?? 'all',
           archived: o.archived ?? false,
           topic: o.topic,
-          limit: o.limit ?? 50,
+          limit: o.limit ?? DEFAULT_PAGE_SIZE,
           cursor: o.cursor ?? null,
         })
         return { data: page.data.map(messageJson), unread_count: page.unreadCount, next_cursor: page.nextCursor }

@@ -2,6 +2,7 @@ import type { Config } from '../config.js'
 import { errors } from '../errors.js'
 import type { Clock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
+import { pageSize } from '../lib/cursor.js'
 import type { Store } from '../store/index.js'
 import type { EndpointRow, EndpointSettings } from '../store/endpoints.js'
 import { ENDPOINT_DISABLED } from '../delivery/health.js'
@@ -94,7 +95,7 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       return { ...out(id), secret }
     },
     list(opts = {}) {
-      const page = store.endpoints.list({ limit: Math.min(Math.max(opts.limit ?? 50, 1), 200), cursor: opts.cursor ?? null })
+      const page = store.endpoints.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null })
       const now = clock.now()
       return { data: page.data.map((e) => endpointOut(e, now)), next_cursor: page.next_cursor }
     },

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi'
+import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 
 /**
  * Request and response schemas of the webhook API (SPEC §6). They are structural: the service
@@ -190,7 +191,7 @@ export const DeliveryQuery = z
     status: z.enum(['pending', 'in_flight', 'success', 'dead', 'cancelled']).optional(),
     endpoint_id: z.string().max(200).optional(),
     event_type: z.string().max(200).optional(),
-    limit: z.coerce.number().int().min(1).max(200).optional(),
+    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
     cursor: z.string().max(400).optional(),
   })
   .openapi('DeliveryQuery')

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js'
 import { errors } from '../errors.js'
 import type { Clock, Rng } from '../lib/clock.js'
+import { pageSize } from '../lib/cursor.js'
 import type { Log } from '../log.js'
 import type { Store } from '../store/index.js'
 import { createEndpointService } from './endpoints.js'
@@ -57,7 +58,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
           ...(f.status ? { status: f.status } : {}),
           ...(f.endpoint_id ? { endpointId: f.endpoint_id } : {}),
           ...(f.event_type ? { eventType: f.event_type } : {}),
-          limit: Math.min(Math.max(f.limit ?? 50, 1), 200),
+          limit: pageSize(f.limit),
           cursor: f.cursor ?? null,
         })
         return { data: page.data.map((d) => deliveryOut(d)), next_cursor: page.next_cursor }
