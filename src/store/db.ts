@@ -7,6 +7,11 @@ import { MIGRATIONS } from './migrations.js'
 /** A better-sqlite3 connection; only code under src/store/ touches it. */
 export type Db = Database.Database
 
+/** Prepares every statement of a map of named SQL texts, once per connection. */
+export function prepareAll<T extends Record<string, string>>(db: Db, sql: T): { [K in keyof T]: Database.Statement } {
+  return Object.fromEntries(Object.entries(sql).map(([k, v]) => [k, db.prepare(v)])) as { [K in keyof T]: Database.Statement }
+}
+
 /** Prepares each distinct SQL text once per connection: for statements built from optional filters. */
 export function statementCache(db: Db): (sql: string) => Database.Statement {
   const cache = new Map<string, Database.Statement>()

@@ -1,5 +1,5 @@
 import type { Statement } from 'better-sqlite3'
-import { statementCache, type Db } from './db.js'
+import { prepareAll, statementCache, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { decodeCursor, pageById } from '../lib/cursor.js'
 import { createClaimer } from './delivery-claim.js'
@@ -141,9 +141,7 @@ function settleArgs(r: SettleInput, at: number | null, now: number): unknown[] {
  * enqueue or state change makes a row due now; the Store turns that into a wake after commit.
  */
 export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): DeliveriesStore {
-  const s = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, db.prepare(v)])) as {
-    [K in keyof typeof SQL]: Statement
-  }
+  const s = prepareAll(db, SQL)
   const idByDedup = s.idByDedup.pluck()
   // raw(): each returns [status, attempts] as an array rather than an object.
   const refund = s.settleRefund.raw()

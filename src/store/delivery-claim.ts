@@ -3,8 +3,7 @@
  * pick due rows, move exhausted ones to dead, and claim the rest with a fresh token and lease.
  * Used by createDeliveriesStore; import the types and functions from './deliveries.js'.
  */
-import type { Statement } from 'better-sqlite3'
-import type { Db } from './db.js'
+import { prepareAll, type Db } from './db.js'
 import type { Channel, ClaimedDelivery, ClaimOptions, DeliveriesStore } from './delivery-types.js'
 
 /** The lease margin: a request is never re-claimed while in flight (SPEC §1, >= 15 s). */
@@ -96,9 +95,7 @@ type Candidate = { id: string; endpointId: string | null; exhausted: number; nex
 
 /** The claim functions of the delivery store over `db`; `onDue` as in createDeliveriesStore. */
 export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 'claimDue' | 'releaseOrphanedClaims'> {
-  const s = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, db.prepare(v)])) as {
-    [K in keyof typeof SQL]: Statement
-  }
+  const s = prepareAll(db, SQL)
   const claimRaw = s.claim.raw()
   const hasWork = s.hasWork.pluck()
 

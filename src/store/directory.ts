@@ -1,5 +1,4 @@
-import type { Statement } from 'better-sqlite3'
-import type { Db } from './db.js'
+import { prepareAll, type Db } from './db.js'
 import { parseJsonOr } from '../lib/json.js'
 
 /** A directory user, mapped to camelCase. */
@@ -170,15 +169,13 @@ const WHOLE: ListSlice = { limit: -1, offset: 0 }
 
 /** Creates the directory store over a connection. */
 export function createDirectoryStore(db: Db): DirectoryStore {
-  const s = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, db.prepare(v)])) as {
-    [K in keyof typeof SQL]: Statement
-  }
-  const nextVersion = db.prepare(SQL.nextVersion).pluck()
-  const usersWithPreferences = db.prepare(SQL.usersWithPreferences).pluck()
-  const subscribers = db.prepare(SQL.subscribers).pluck()
+  const s = prepareAll(db, SQL)
+  const nextVersion = s.nextVersion.pluck()
+  const usersWithPreferences = s.usersWithPreferences.pluck()
+  const subscribers = s.subscribers.pluck()
   // Arrays mapped in JS: a role of 1,000 users is a fan-out's first query, and better-sqlite3's
   // row objects measured ~0.4 µs per row more.
-  const members = db.prepare(SQL.members).raw()
+  const members = s.members.raw()
 
   const putUserTx = db.transaction((id: string, input: UserInput, now: number) => {
     const prev = mapUser(s.getUser.get(id) as RawUser | undefined)

@@ -1,5 +1,4 @@
-import type { Statement } from 'better-sqlite3'
-import { statementCache, type Db } from './db.js'
+import { prepareAll, statementCache, type Db } from './db.js'
 import { decodeCursor, pageById, type Page } from '../lib/cursor.js'
 
 /** A secret still sent during its rotation grace period. */
@@ -158,9 +157,7 @@ export const FOREIGN_CHANGE_CHECK_MS = 1000
 
 /** Creates the endpoints store over a connection. */
 export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } = {}): EndpointsStore {
-  const s = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, db.prepare(v)])) as {
-    [K in keyof typeof SQL]: Statement
-  }
+  const s = prepareAll(db, SQL)
   const listStatement = statementCache(db)
   let version = 0
   // PRAGMA data_version moves when another connection commits. Checked at most once per

@@ -1,5 +1,5 @@
 import type { Statement } from 'better-sqlite3'
-import { statementCache, type Db } from './db.js'
+import { prepareAll, statementCache, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { toIso } from '../lib/clock.js'
 import { decodeCursor, encodeCursor } from '../lib/cursor.js'
@@ -196,15 +196,15 @@ function inTx<A extends unknown[], R>(db: Db, fn: (...args: A) => R): (...args: 
 
 /** Creates the inbox store over a connection. Every write runs in one transaction with its counter and log. */
 export function createInboxStore(db: Db): InboxStore {
-  const s = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, db.prepare(v)])) as {
-    [K in keyof typeof SQL]: Statement
-  }
-  const addUnread = db.prepare(SQL.addUnread).pluck()
-  const unread = db.prepare(SQL.unread).pluck()
-  const nextSeq = db.prepare(SQL.nextSeq).pluck()
-  const lastSeq = db.prepare(SQL.lastSeq).pluck()
-  const existing = db.prepare(SQL.existing).pluck()
-  const positionOf = db.prepare(SQL.positionOf).pluck()
+  const s = prepareAll(db, SQL)
+  const addUnread = s.addUnread.pluck()
+  const unread = s.unread.pluck()
+  const nextSeq = s.nextSeq.pluck()
+  const lastSeqStmt = s.lastSeq.pluck()
+  const lastSeq = (userId: string): number => (lastSeqStmt.get(userId) as number | undefined) ?? 0
+  const unreadOf = (userId: string): number => (unread.get(userId) as number | undefined) ?? 0
+  const existing = s.existing.pluck()
+  const positionOf = s.positionOf.pluck()
 
   /** Appends one state-change event to the durable log, keeping the user's last STREAM_LOG_SIZE. */
   const log = (userId: string, seq: number, kind: StreamEvent['kind'], data: Record<string, unknown>, now: number): StreamEvent => {
@@ -334,14 +334,14 @@ export function createInboxStore(db: Db): InboxStore {
       return {
         data: page.map(({ pos: _, ...r }) => mapMessage(r)),
         nextCursor: more ? encodeCursor(String(page[page.length - 1]!.pos)) : null,
-        unreadCount: (unread.get(userId) as number | undefined) ?? 0,
+        unreadCount: unreadOf(userId),
       }
     },
-    unreadCount: (userId) => (unread.get(userId) as number | undefined) ?? 0,
+    unreadCount: unreadOf,
     changeState: (userId, ids, change, now) =>
       ids.length === 0 ? { updated: 0, events: [] } : changeTx(userId, ids, change, now),
     readAll: readAllTx,
-    replay: createReplay(db, (userId) => (lastSeq.get(userId) as number | undefined) ?? 0, (r) => messageJson(mapMessage(r))),
-    lastSeq: (userId) => (lastSeq.get(userId) as number | undefined) ?? 0,
+    replay: createReplay(db, lastSeq, (r) => messageJson(mapMessage(r))),
+    lastSeq,
   }
 }
