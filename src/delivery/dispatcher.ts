@@ -142,11 +142,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (at >= soonAt || at - now >= config.pollIntervalMs) return
     if (soonTimer) clearTimeout(soonTimer)
     soonAt = at
+    // One ms late on purpose: Node's timers run on a rounded loop clock and fire up to 1 ms
+    // before Date.now() reaches `at`; a claim then would find the row not yet due, and it would
+    // wait for the next poll tick.
     soonTimer = setTimeout(() => {
       soonTimer = null
       soonAt = Infinity
       wake()
-    }, Math.max(1, at - now))
+    }, Math.max(1, at - now + 1))
   }
 
   function untrack(d: ClaimedDelivery): void {
