@@ -49,7 +49,7 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
 // the last row seen (keyset paging). Paused, disabled and deleted endpoints are skipped here so
 // an outage does not burn attempts; the ordering barrier hides a row while an older unfinished
 // row with the same endpoint + ordering key exists on an ordered endpoint.
-const CANDIDATES = (exclude: boolean): string => `SELECT d.id, d.endpoint_id AS endpointId,
+const CANDIDATES = (exclude: boolean): string => `SELECT d.rowid AS rowid, d.id, d.endpoint_id AS endpointId,
       d.attempts >= d.max_attempts AS exhausted, d.next_attempt_at AS nextAttemptAt
     FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= @now
@@ -84,14 +84,20 @@ const SQL = {
   markExhausted: `UPDATE deliveries SET status = 'dead', last_error = COALESCE(last_error, 'attempts_exhausted'),
       claim_token = NULL, completed_at = @now, updated_at = @now
     WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
+  // By rowid: the candidates carry it (read in the same transaction, so it cannot have moved),
+  // which saves one id-index lookup per row.
   claim: `UPDATE deliveries
       SET status = 'in_flight', claim_token = lower(hex(randomblob(12))), attempts = attempts + 1, updated_at = @now,
           lease_until = @now + @margin + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = deliveries.endpoint_id), @defaultTimeout)
-    WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'
+    WHERE rowid IN (SELECT value FROM json_each(@rowids)) AND status = 'pending'
     RETURNING ${CLAIM_COLUMNS}`,
 } as const
 
-type Candidate = { id: string; endpointId: string | null; exhausted: number; nextAttemptAt: number }
+/** The candidates' order: next_attempt_at, then id (ASCII, so JS and SQLite compare alike). */
+const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
+  a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+type Candidate = { rowid: number; id: string; endpointId: string | null; exhausted: number; nextAttemptAt: number }
 
 /** The claim functions of the delivery store over `db`; `onDue` as in createDeliveriesStore. */
 export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 'claimDue' | 'releaseOrphanedClaims'> {
@@ -105,13 +111,13 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
    * (SPEC §1 isolation): once an endpoint's capacity is used up it is excluded in SQL for the
    * following pages. Bounded at 16 × limit rows (min 1,024) per claim.
    */
-  const pickCandidates = (opts: ClaimOptions): { chosen: string[]; exhausted: string[] } => {
+  const pickCandidates = (opts: ClaimOptions): { chosen: number[]; exhausted: string[] } => {
     const { now, limit, capacity } = opts
     const exclude = new Set(opts.excludeEndpoints ?? [])
     const exhausted: string[] = []
-    const chosen: string[] = []
+    const chosen: number[] = []
     const taken = new Map<string, number>()
-    const page = capacity ? Math.max(limit * 2, 64) : Math.max(limit, 16)
+    const page = Math.max(limit + 8, 16)
     const maxScan = Math.max(limit * 16, 1024)
     let afterAt = Number.MIN_SAFE_INTEGER
     let afterId = ''
@@ -143,7 +149,7 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
             taken.set(r.endpointId, used + 1)
           }
         }
-        chosen.push(r.id)
+        chosen.push(r.rowid)
       }
       scanned += rows.length
       if (rows.length < page || chosen.length >= limit) break
@@ -159,14 +165,13 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
     if (exhausted.length > 0) s.markExhausted.run({ ids: JSON.stringify(exhausted), now })
     if (chosen.length === 0) return []
     const rows = claimRaw.all({
-      ids: JSON.stringify(chosen),
+      rowids: JSON.stringify(chosen),
       now,
       margin: Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000),
       defaultTimeout: opts.defaultTimeoutMs,
     }) as unknown[][]
-    // RETURNING order is unspecified; keep the claim order (due time, then enqueue order).
-    const pos = new Map(chosen.map((id, i) => [id, i]))
-    return rows.map((r) => toClaimed(r, now)).sort((a, b) => pos.get(a.id)! - pos.get(b.id)!)
+    // RETURNING order is unspecified; keep the candidates' order (due time, then id).
+    return rows.map((r) => toClaimed(r, now)).sort(byDueThenId)
   })
 
   return {
