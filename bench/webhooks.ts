@@ -5,12 +5,14 @@
  *    settled success, next to a raw undici POST loop with the same concurrency against the same
  *    receiver in the same run (the ceiling: no SQLite, no signing, no attempt log).
  * 2. Latency: events sent one per transaction at ~150/s; the receiver measures enqueue → receipt.
+ * 3. Where the gap comes from: the sender alone (no queue) and the queue alone (no HTTP), and the
+ *    ceiling they put on the ratio on this machine.
  *
  * The receiver runs in a worker thread so it does not share Postbox's event loop; both sides
  * stamp times with performance.timeOrigin + performance.now(), which is comparable across threads.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { Agent } from 'undici'
@@ -161,6 +163,34 @@ async function senderOnly(dir: string, url: string, n: number): Promise<number> 
   return rate
 }
 
+/**
+ * The queue alone: the same enqueue as the throughput run, then claim and settle-success in the
+ * dispatcher's shape (a settle and the next claim share one transaction, CONCURRENCY rows per
+ * round) with no HTTP. Its main-thread CPU per delivery is the SQLite work of the pipeline.
+ */
+async function queueOnly(dir: string, n: number): Promise<number> {
+  const pb = postboxStack(dir, 'queue-only')
+  pb.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/unused', max_concurrency: CONCURRENCY })
+  for (let i = 0; i < n; i += 500) {
+    pb.webhooks.events.sendMany(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
+  }
+  const opts = { limit: CONCURRENCY, defaultTimeoutMs: 30_000, capacity: () => CONCURRENCY }
+  let settled = 0
+  let claimed = pb.store.deliveries.claimDue({ ...opts, now: Date.now() })
+  while (claimed.length > 0) {
+    const now = Date.now()
+    const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' } }))
+    settled += results.length
+    claimed = pb.store.tx(() => {
+      pb.store.deliveries.settle(results, now)
+      return pb.store.deliveries.claimDue({ ...opts, now })
+    })
+  }
+  if (settled !== n) throw new Error(`queue-only: settled ${settled} of ${n}`)
+  await pb.close()
+  return settled
+}
+
 function postboxStack(dir: string, name: string) {
   const store = openStore(join(dir, `${name}.db`))
   let successes = 0
@@ -243,6 +273,7 @@ export async function run(): Promise<void> {
     if (got.count !== EVENTS) throw new Error(`receiver got ${got.count} of ${EVENTS}`)
     const alone = await withCpu(EVENTS, () => senderOnly(dir, rx.url, EVENTS))
     if ((await rx.stats()).count !== EVENTS) throw new Error('sender-only: receiver count mismatch')
+    const queue = await withCpu(EVENTS, () => queueOnly(dir, EVENTS))
     const sent = await postboxLatency(dir, rx.url)
     const lat = (await rx.stats()).latencies.sort((a, b) => a - b)
     if (lat.length !== sent) throw new Error(`latency samples ${lat.length} of ${sent}`)
@@ -256,6 +287,17 @@ export async function run(): Promise<void> {
     console.log(`| receiver-side CPU per delivery (other threads) | ${cpu(ours.otherCpuUs)} | ${cpu(raw.otherCpuUs)} | |`)
     console.log(`| sender alone, no queue: requests/s | ${fmt(alone.value)} | ${fmt(raw.value)} | ${(alone.value / raw.value).toFixed(2)} |`)
     console.log(`| sender alone: main-thread CPU per request | ${cpu(alone.cpuUs)} | ${cpu(raw.cpuUs)} | ${cpuRatio(alone.cpuUs, raw.cpuUs)} |`)
+    console.log(`| queue alone, no HTTP: main-thread CPU per delivery | ${cpu(queue.cpuUs)} | | |`)
+    if (alone.cpuUs && queue.cpuUs && ours.otherCpuUs !== null) {
+      // A model, not a measurement: the pipeline's rate cannot beat one thread doing the sender's
+      // and the queue's work, nor (with the queue on a thread of its own) the machine's CPUs
+      // doing that work plus the receiver's.
+      const cpus = availableParallelism()
+      const oneThread = 1e6 / (alone.cpuUs + queue.cpuUs)
+      const ownThread = Math.min(1e6 / Math.max(alone.cpuUs, queue.cpuUs), (cpus * 1e6) / (alone.cpuUs + queue.cpuUs + ours.otherCpuUs))
+      console.log(`| ceiling, sender + queue on one thread: 1 / (sender alone + queue alone) | ${fmt(oneThread)} | ${fmt(raw.value)} | ${(oneThread / raw.value).toFixed(2)} |`)
+      console.log(`| ceiling, queue on its own thread, ${cpus} CPUs shared with the receiver | ${fmt(ownThread)} | ${fmt(raw.value)} | ${(ownThread / raw.value).toFixed(2)} |`)
+    }
     console.log(`latency enqueue → receipt at ${LATENCY_RATE} events/s (${fmt(sent)} events): p50 ${pct(lat, 50).toFixed(2)} ms, p90 ${pct(lat, 90).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms, max ${lat[lat.length - 1]!.toFixed(2)} ms`)
   } finally {
     await rx.close()
