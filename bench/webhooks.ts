@@ -163,6 +163,11 @@ async function senderOnly(dir: string, url: string, n: number): Promise<number> 
   return rate
 }
 
+/** Sends events i … i + 499 (fewer at the end of n) in one `sendMany`, as the throughput runs enqueue. */
+function enqueueBatch(pb: { webhooks: ReturnType<typeof createWebhookService> }, i: number, n: number): void {
+  pb.webhooks.events.sendMany(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
+}
+
 /**
  * The queue alone: the same enqueue as the throughput run, then claim and settle-success in the
  * dispatcher's shape (a settle and the next claim share one transaction, CONCURRENCY rows per
@@ -171,9 +176,7 @@ async function senderOnly(dir: string, url: string, n: number): Promise<number> 
 async function queueOnly(dir: string, n: number): Promise<number> {
   const pb = postboxStack(dir, 'queue-only')
   pb.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/unused', max_concurrency: CONCURRENCY })
-  for (let i = 0; i < n; i += 500) {
-    pb.webhooks.events.sendMany(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
-  }
+  for (let i = 0; i < n; i += 500) enqueueBatch(pb, i, n)
   const opts = { limit: CONCURRENCY, defaultTimeoutMs: 30_000, capacity: () => CONCURRENCY }
   let settled = 0
   let claimed = pb.store.deliveries.claimDue({ ...opts, now: Date.now() })
@@ -230,7 +233,7 @@ async function postboxThroughput(dir: string, url: string, n: number): Promise<n
   pb.dispatcher.start()
   const t0 = performance.now()
   for (let i = 0; i < n; i += 500) {
-    pb.webhooks.events.sendMany(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
+    enqueueBatch(pb, i, n)
     await new Promise((r) => setImmediate(r))
   }
   await waitForSuccess(pb, n)
