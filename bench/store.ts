@@ -5,7 +5,7 @@
  * generation, parameter mapping, dedup handling and the Store's transaction wrapper.
  *
  * Rows look like webhook deliveries: an endpoint and an event (both real rows, so the foreign
- * key checks run), a 30-character id and a dedup key of event + endpoint. The box is shared,
+ * key checks run), a 30-character id, unique per event + endpoint. The box is shared,
  * so each figure is the best of ROUNDS interleaved rounds, each on fresh database files.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -27,9 +27,9 @@ const SETUP = {
   endpoint: `INSERT INTO endpoints (id, url, secret, created_at, updated_at) VALUES ('${ENDPOINT}', 'https://example.com', 's', 0, 0)`,
   event: `INSERT INTO events (id, type, body, created_at) VALUES (?, 'bench.event', '{}', ${NOW})`,
 }
-const BARE_INSERT = `INSERT INTO deliveries (id, channel, dedup_key, event_id, endpoint_id, event_type,
+const BARE_INSERT = `INSERT INTO deliveries (id, channel, event_id, endpoint_id, event_type,
     status, attempts, max_attempts, next_attempt_at, created_at, updated_at)
-  VALUES (?, 'webhook', ?, ?, '${ENDPOINT}', 'bench.event', 'pending', 0, 8, ?, ?, ?)`
+  VALUES (?, 'webhook', ?, '${ENDPOINT}', 'bench.event', 'pending', 0, 8, ?, ?, ?)`
 
 const eventId = (i: number): string => `evt_01kdx${i.toString().padStart(21, '0')}`
 const bareId = (i: number): string => `dlv_01kdx${i.toString().padStart(21, '0')}`
@@ -88,7 +88,7 @@ function round(dir: string, r: number): Figures {
   const insert = db.prepare(BARE_INSERT)
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
-  const bareRow = (i: number): void => void insert.run(bareId(i), `${eventId(i)}:${ENDPOINT}`, eventId(i), NOW, NOW, NOW)
+  const bareRow = (i: number): void => void insert.run(bareId(i), eventId(i), NOW, NOW, NOW)
   const bareSingle = measure(SINGLE_ROWS, () => {
     for (let i = 0; i < SINGLE_ROWS; i++) {
       begin.run()
@@ -108,7 +108,6 @@ function round(dir: string, r: number): Figures {
   const store = freshStore(dir, `postbox${r}`, total)
   const row = (i: number) => ({
     channel: 'webhook' as const,
-    dedupKey: `${eventId(i)}:${ENDPOINT}`,
     eventId: eventId(i),
     endpointId: ENDPOINT,
     eventType: 'bench.event',

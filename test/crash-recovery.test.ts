@@ -288,15 +288,15 @@ describe('crash recovery (SIGKILL)', () => {
     }
     db.transaction(() => {
       const ev = db.prepare(`INSERT INTO events (id, type, body, created_at) VALUES (?, 'old.event', '{}', ?)`)
-      const dl = db.prepare(`INSERT INTO deliveries (id, channel, dedup_key, event_id, endpoint_id, event_type, status, attempts,
+      const dl = db.prepare(`INSERT INTO deliveries (id, channel, event_id, endpoint_id, event_type, status, attempts,
           max_attempts, next_attempt_at, created_at, updated_at, completed_at)
-        VALUES (?, 'webhook', ?, ?, ?, 'old.event', ?, 1, 8, ?, ?, ?, ?)`)
+        VALUES (?, 'webhook', ?, ?, 'old.event', ?, 1, 8, ?, ?, ?, ?)`)
       const at = db.prepare(`INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code)
         VALUES (?, 1, ?, 3, 'success', 200)`)
       for (let i = 0; i < OLD; i++) {
         const n = String(i).padStart(6, '0')
         ev.run(`evt_old_${n}`, old)
-        dl.run(`dlv_old_${n}`, `old-${n}`, `evt_old_${n}`, endpointId, i % 10 === 0 ? 'dead' : 'success', old, old, old, old)
+        dl.run(`dlv_old_${n}`, `evt_old_${n}`, endpointId, i % 10 === 0 ? 'dead' : 'success', old, old, old, old)
         at.run(`dlv_old_${n}`, old)
       }
     })()

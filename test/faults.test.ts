@@ -83,7 +83,7 @@ describe('hostile receivers, at the sender (in process)', () => {
         t,
       )
       store.events.insert({ id: `evt_fault_${n}`, clientId: null, type: 'fault', orderingKey: null, body: '{"data":{}}', createdAt: t })
-      store.deliveries.enqueue({ channel: 'webhook', dedupKey: `fault-${n}`, eventId: `evt_fault_${n}`, endpointId: `ep_fault_${n}`, eventType: 'fault', maxAttempts: 3, nextAttemptAt: t }, t)
+      store.deliveries.enqueue({ channel: 'webhook', eventId: `evt_fault_${n}`, endpointId: `ep_fault_${n}`, eventType: 'fault', maxAttempts: 3, nextAttemptAt: t }, t)
     })
     const [d] = store.deliveries.claimDue({ limit: 1, now: now(), defaultTimeoutMs: 15_000 })
     expect(d?.endpointId).toBe(`ep_fault_${n}`)

@@ -17,9 +17,9 @@ describe('notification pipeline (real SQLite)', () => {
     expect(first.id).toMatch(/^ntf_/)
     const again = h.notify.notifications.send({ topic: 'deploy.done', recipients: ['role:dev'], title: 'Other', dedup_key: 'd1' })
     expect(again).toEqual({ ...first, deduplicated: true })
-    expect(deliveriesOf(h, first.id).map((d) => [d.recipient, d.channel, d.dedupKey])).toEqual([
-      ['u1', 'inbox', `${first.id}:u1:inbox`],
-      ['u2', 'inbox', `${first.id}:u2:inbox`],
+    expect(deliveriesOf(h, first.id).map((d) => [d.notificationId, d.recipient, d.channel])).toEqual([
+      [first.id, 'u1', 'inbox'],
+      [first.id, 'u2', 'inbox'],
     ])
     await h.drain()
     expect(h.notify.inbox('u1').list().data).toMatchObject([{ topic: 'deploy.done', title: 'Deployed', read: false }])

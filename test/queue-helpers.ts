@@ -54,7 +54,10 @@ export function insertEndpoint(db: Db, e: EndpointFixture): void {
   ).run(e.id, e.ordered ? 1 : 0, e.disabled ? 1 : 0, e.pausedUntil ?? null, e.deletedAt ?? null, e.timeoutMs ?? 15_000)
 }
 
-/** A due webhook-style row; override any field. */
-export function row(dedupKey: string, now: number, extra: Partial<NewDelivery> = {}): NewDelivery {
-  return { channel: 'webhook', dedupKey, eventType: 'test.event', maxAttempts: 8, nextAttemptAt: now, ...extra }
+/**
+ * A due row, unique per `key`: the key is its recipient under one test notification (the
+ * (notification, recipient, channel) unique index), so it needs no event row. Override any field.
+ */
+export function row(key: string, now: number, extra: Partial<NewDelivery> = {}): NewDelivery {
+  return { channel: 'webhook', notificationId: 'ntf_test', recipient: key, eventType: 'test.event', maxAttempts: 8, nextAttemptAt: now, ...extra }
 }

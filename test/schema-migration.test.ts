@@ -2,6 +2,7 @@ import Database from 'better-sqlite3'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openDatabase, SCHEMA_VERSION, SchemaTooNewError, schemaVersion, type Db } from '../src/store/db.js'
+import { createDeliveriesStore } from '../src/store/deliveries.js'
 import { MIGRATIONS } from '../src/store/migrations.js'
 import { tempDir } from './helpers.js'
 
@@ -83,6 +84,51 @@ describe('schema migrations', () => {
     const db = openDatabase(path)
     try {
       expect(db.prepare('SELECT id FROM events').pluck().all()).toEqual(['evt_1'])
+    } finally {
+      db.close()
+    }
+  })
+
+  it('v3 → v4 keeps every delivery and its attempts, and the new unique indexes dedup as dedup_key did', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const path = join(t.dir, 'v3.db')
+    const raw = new Database(path)
+    raw.pragma('foreign_keys = ON')
+    for (const step of MIGRATIONS.slice(0, 3)) raw.exec(step)
+    raw.pragma('user_version = 3')
+    raw.exec(`INSERT INTO events (id, type, body, created_at) VALUES ('evt_1', 't', '{"a":1}', 1);
+      INSERT INTO endpoints (id, url, secret, created_at, updated_at) VALUES ('ep_1', 'https://example.com', 's', 1, 1);
+      INSERT INTO deliveries (id, channel, dedup_key, event_id, endpoint_id, event_type, status, attempts, max_attempts,
+          next_attempt_at, last_status_code, created_at, updated_at, completed_at)
+        VALUES ('dlv_1', 'webhook', 'evt_1:ep_1', 'evt_1', 'ep_1', 't', 'success', 2, 8, 5, 200, 1, 6, 6);
+      INSERT INTO deliveries (id, channel, dedup_key, notification_id, recipient, event_type, payload, status, attempts,
+          max_attempts, next_attempt_at, created_at, updated_at)
+        VALUES ('dlv_2', 'inbox', 'ntf_1:u1:inbox', 'ntf_1', 'u1', 'topic', '{"p":1}', 'pending', 0, 3, 7, 2, 2);
+      INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code)
+        VALUES ('dlv_1', 1, 3, 4, 'retry', 500), ('dlv_1', 2, 5, 1, 'success', 200);`)
+    const before = raw.prepare(`SELECT * FROM deliveries ORDER BY id`).all() as Record<string, unknown>[]
+    raw.close()
+
+    const db = openDatabase(path)
+    try {
+      expect(schemaVersion(db)).toBe(SCHEMA_VERSION)
+      expect(db.pragma('foreign_keys', { simple: true })).toBe(1)
+      const after = db.prepare(`SELECT * FROM deliveries ORDER BY id`).all()
+      expect(after).toEqual(before.map(({ dedup_key: _, ...rest }) => rest))
+      expect(db.prepare(`SELECT delivery_id, attempt, outcome FROM attempts ORDER BY id`).raw().all()).toEqual([
+        ['dlv_1', 1, 'retry'],
+        ['dlv_1', 2, 'success'],
+      ])
+      const deliveries = createDeliveriesStore(db)
+      const webhook = { channel: 'webhook' as const, eventId: 'evt_1', endpointId: 'ep_1', eventType: 't', maxAttempts: 8, nextAttemptAt: 9 }
+      expect(deliveries.enqueue(webhook, 9)).toEqual({ id: 'dlv_1', created: false })
+      const inbox = { channel: 'inbox' as const, notificationId: 'ntf_1', recipient: 'u1', eventType: 'topic', maxAttempts: 3, nextAttemptAt: 9 }
+      expect(deliveries.enqueue(inbox, 9)).toEqual({ id: 'dlv_2', created: false })
+      expect(deliveries.enqueue({ ...inbox, channel: 'email' }, 9).created).toBe(true)
+      // Deleting a delivery still takes its attempts with it: the cascade survived the rebuild.
+      db.prepare(`DELETE FROM deliveries WHERE id = 'dlv_1'`).run()
+      expect(db.prepare(`SELECT count(*) FROM attempts`).pluck().get()).toBe(0)
     } finally {
       db.close()
     }

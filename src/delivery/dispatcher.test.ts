@@ -29,7 +29,7 @@ function setup(sender: ChannelSender, concurrency = 8, pollIntervalMs = 20): { s
 const enqueue = (store: Store, n: number): void =>
   store.tx(() => {
     for (let i = 0; i < n; i++) {
-      store.deliveries.enqueue({ channel: 'inbox', dedupKey: `k${i}`, recipient: 'u', eventType: 't', maxAttempts: 3, nextAttemptAt: Date.now() }, Date.now())
+      store.deliveries.enqueue({ channel: 'inbox', notificationId: `ntf_${i}`, recipient: 'u', eventType: 't', maxAttempts: 3, nextAttemptAt: Date.now() }, Date.now())
     }
   })
 

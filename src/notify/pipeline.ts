@@ -87,7 +87,6 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
           const { created } = store.deliveries.enqueue(
             {
               channel: ch,
-              dedupKey: `${id}:${r.id}:${ch}`,
               notificationId: id,
               recipient: r.id,
               eventType: req.topic,

@@ -106,11 +106,22 @@ export function migrate(db: Db): { from: number; to: number } {
     db.transaction(() => db.exec(readSchemaSql()))()
     return { from, to: schemaVersion(db) }
   }
-  for (let v = from; v < SCHEMA_VERSION; v++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[v]!)
-      db.pragma(`user_version = ${v + 1}`)
-    })()
+  // A step may rebuild a table (v3 → v4 drops and recreates deliveries); with foreign keys on,
+  // that drop would cascade into attempts. The pragma cannot change inside a transaction, so it
+  // is off around the steps, and each step checks every key before it commits.
+  const foreignKeys = db.pragma('foreign_keys', { simple: true }) === 1
+  db.pragma('foreign_keys = OFF')
+  try {
+    for (let v = from; v < SCHEMA_VERSION; v++) {
+      db.transaction(() => {
+        db.exec(MIGRATIONS[v]!)
+        const broken = (db.pragma('foreign_key_check') as unknown[]).length
+        if (broken > 0) throw new Error(`schema step to version ${v + 1} would leave ${broken} broken foreign keys`)
+        db.pragma(`user_version = ${v + 1}`)
+      })()
+    }
+  } finally {
+    if (foreignKeys) db.pragma('foreign_keys = ON')
   }
   return { from, to: SCHEMA_VERSION }
 }

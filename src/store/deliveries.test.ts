@@ -28,7 +28,7 @@ describe('enqueue', () => {
     expect(q.due.count).toBe(1)
     q.deliveries.enqueue(row('later', NOW, { nextAttemptAt: NOW + 1000 }), NOW)
     expect(q.due.count).toBe(1)
-    expect(q.deliveries.get(first.id)).toMatchObject({ status: 'pending', attempts: 0, maxAttempts: 8, dedupKey: 'k' })
+    expect(q.deliveries.get(first.id)).toMatchObject({ status: 'pending', attempts: 0, maxAttempts: 8, notificationId: 'ntf_test', recipient: 'k' })
   })
 })
 

@@ -34,7 +34,7 @@ export { LEASE_MARGIN_MS } from './delivery-claim.js'
 /** Stored response bodies are capped at 16 KiB (SPEC §2). */
 export const RESPONSE_BODY_LIMIT = 16 * 1024
 
-const COLUMNS = `id, channel, dedup_key AS dedupKey, event_id AS eventId, endpoint_id AS endpointId,
+const COLUMNS = `id, channel, event_id AS eventId, endpoint_id AS endpointId,
   notification_id AS notificationId, recipient, event_type AS eventType, ordering_key AS orderingKey,
   payload, group_key AS groupKey, status, attempts, max_attempts AS maxAttempts,
   next_attempt_at AS nextAttemptAt, claim_token AS claimToken, lease_until AS leaseUntil,
@@ -44,11 +44,13 @@ const COLUMNS = `id, channel, dedup_key AS dedupKey, event_id AS eventId, endpoi
 const SETTLE_WHERE = `WHERE id = ? AND claim_token = ? AND status = 'in_flight' RETURNING status, attempts`
 
 const SQL = {
-  insert: `INSERT INTO deliveries (id, channel, dedup_key, event_id, endpoint_id, notification_id, recipient,
+  // Conflicts are the unique indexes deliveries_event and deliveries_notification (schema.sql).
+  insert: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
       event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)
-    ON CONFLICT (dedup_key) DO NOTHING`,
-  idByDedup: `SELECT id FROM deliveries WHERE dedup_key = ?`,
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)
+    ON CONFLICT DO NOTHING`,
+  idByEvent: `SELECT id FROM deliveries WHERE event_id = ? AND endpoint_id = ?`,
+  idByNotification: `SELECT id FROM deliveries WHERE notification_id = ? AND recipient = ? AND channel = ?`,
   // One statement per outcome (SPEC §2 table); each needs the claim token of the current claim.
   // Positional parameters: named binding measured ~3 µs slower per call, and settle runs once
   // per delivery. The argument order of each is built in `settleArgs`.
@@ -142,7 +144,8 @@ function settleArgs(r: SettleInput, at: number | null, now: number): unknown[] {
  */
 export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): DeliveriesStore {
   const s = prepareAll(db, SQL)
-  const idByDedup = s.idByDedup.pluck()
+  const idByEvent = s.idByEvent.pluck()
+  const idByNotification = s.idByNotification.pluck()
   // raw(): each returns [status, attempts] as an array rather than an object.
   const refund = s.settleRefund.raw()
   const settleBy: Record<Exclude<Outcome['kind'], 'success'>, Statement> = {
@@ -214,7 +217,6 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       const inserted = s.insert.run(
         id,
         row.channel,
-        row.dedupKey,
         row.eventId ?? null,
         row.endpointId ?? null,
         row.notificationId ?? null,
@@ -232,7 +234,10 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         if (row.nextAttemptAt <= now) onDue()
         return { id, created: true }
       }
-      return { id: idByDedup.get(row.dedupKey) as string, created: false }
+      const existing = row.eventId
+        ? idByEvent.get(row.eventId, row.endpointId ?? null)
+        : idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel)
+      return { id: existing as string, created: false }
     },
     ...createClaimer(db, onDue),
     settle: (results, now) => (results.length === 0 ? [] : settleTx.immediate(results, now)),

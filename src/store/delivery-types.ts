@@ -16,7 +16,6 @@ export type Channel = 'webhook' | 'inbox' | 'email' | 'notify-webhook'
 export interface Delivery {
   id: string
   channel: Channel
-  dedupKey: string
   eventId: string | null
   endpointId: string | null
   notificationId: string | null
@@ -46,10 +45,12 @@ export interface ClaimedDelivery extends Delivery {
   eventBody: string | null
 }
 
-/** What `enqueue` needs to create one delivery. */
+/**
+ * What `enqueue` needs to create one delivery. A row with an event is unique per
+ * (eventId, endpointId), one with a notification per (notificationId, recipient, channel).
+ */
 export interface NewDelivery {
   channel: Channel
-  dedupKey: string
   eventId?: string | null
   endpointId?: string | null
   notificationId?: string | null

@@ -226,4 +226,60 @@ ALTER TABLE inbox_messages ADD COLUMN unread_after INTEGER;
 DROP INDEX inbox_user;
 CREATE INDEX inbox_user ON inbox_messages (user_id, archived);
 `,
+  /*
+   * v3 → v4: deliveries lose dedup_key; one delivery per (event, endpoint) and per (notification,
+   * recipient, channel) is now kept by the unique indexes deliveries_event and
+   * deliveries_notification. SQLite cannot drop a UNIQUE column, so the table is rebuilt: copied
+   * aside, dropped, created as in schema.sql and filled again (migrate() runs steps with foreign
+   * keys off, so the drop does not cascade into attempts). v3's dedup keys were exactly these
+   * tuples, so the copy cannot hit a duplicate; if one did, the step would fail and roll back.
+   */
+  `
+CREATE TABLE deliveries_v3 AS SELECT * FROM deliveries;
+DROP TABLE deliveries;
+CREATE TABLE deliveries (
+  id               TEXT PRIMARY KEY,         -- dlv_…
+  channel          TEXT NOT NULL,            -- webhook | inbox | email
+  event_id         TEXT REFERENCES events (id),
+  endpoint_id      TEXT REFERENCES endpoints (id),
+  notification_id  TEXT,
+  recipient        TEXT,
+  event_type       TEXT NOT NULL,            -- event type, or the notification topic
+  ordering_key     TEXT,
+  payload          TEXT,                     -- channel-specific JSON (rendered notification)
+  group_key        TEXT,                     -- digest group: recipient|channel|window
+  status           TEXT NOT NULL DEFAULT 'pending',
+  attempts         INTEGER NOT NULL DEFAULT 0,
+  max_attempts     INTEGER NOT NULL,
+  next_attempt_at  INTEGER NOT NULL,
+  claim_token      TEXT,
+  lease_until      INTEGER,
+  last_status_code INTEGER,
+  last_error       TEXT,
+  created_at       INTEGER NOT NULL,
+  updated_at       INTEGER NOT NULL,
+  completed_at     INTEGER
+);
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at, id) WHERE status = 'pending';
+CREATE INDEX deliveries_leases ON deliveries (lease_until) WHERE status = 'in_flight';
+CREATE INDEX deliveries_order_barrier ON deliveries (endpoint_id, ordering_key, id)
+  WHERE status IN ('pending', 'in_flight') AND ordering_key IS NOT NULL;
+CREATE UNIQUE INDEX deliveries_event ON deliveries (event_id, endpoint_id) WHERE event_id IS NOT NULL;
+-- No status column here: claim and settle change status, and every index on it costs a delete + insert.
+CREATE INDEX deliveries_endpoint ON deliveries (endpoint_id, id) WHERE endpoint_id IS NOT NULL;
+CREATE UNIQUE INDEX deliveries_notification ON deliveries (notification_id, recipient, channel)
+  WHERE notification_id IS NOT NULL;
+-- Retention walks this. Claims never touch it; the earlier (status, completed_at) WHERE status IN
+-- (…) form cost ~25% of claim+settle throughput (bench/store.ts).
+CREATE INDEX deliveries_finished ON deliveries (completed_at) WHERE completed_at IS NOT NULL;
+CREATE INDEX deliveries_group ON deliveries (group_key) WHERE group_key IS NOT NULL;
+INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient, event_type, ordering_key,
+    payload, group_key, status, attempts, max_attempts, next_attempt_at, claim_token, lease_until, last_status_code,
+    last_error, created_at, updated_at, completed_at)
+  SELECT id, channel, event_id, endpoint_id, notification_id, recipient, event_type, ordering_key,
+    payload, group_key, status, attempts, max_attempts, next_attempt_at, claim_token, lease_until, last_status_code,
+    last_error, created_at, updated_at, completed_at
+  FROM deliveries_v3 ORDER BY rowid;
+DROP TABLE deliveries_v3;
+`,
 ]

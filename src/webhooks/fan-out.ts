@@ -68,7 +68,6 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
         const r = store.deliveries.enqueue(
           {
             channel: 'webhook',
-            dedupKey: `${id}:${ep.id}`,
             eventId: id,
             endpointId: ep.id,
             eventType: ev.type,
