@@ -44,11 +44,13 @@ const COLUMNS = `id, channel, event_id AS eventId, endpoint_id AS endpointId,
 const SETTLE_WHERE = `WHERE id = ? AND claim_token = ? AND status = 'in_flight' RETURNING status, attempts`
 
 const SQL = {
-  // Conflicts are the unique indexes deliveries_event and deliveries_notification (schema.sql).
+  // A repeat hits one of the unique indexes deliveries_event or deliveries_notification
+  // (schema.sql); naming both keeps any other conflict (an id) an error rather than a no-op.
   insert: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
       event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)
-    ON CONFLICT DO NOTHING`,
+    ON CONFLICT (event_id, endpoint_id) WHERE event_id IS NOT NULL DO NOTHING
+    ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`,
   idByEvent: `SELECT id FROM deliveries WHERE event_id = ? AND endpoint_id = ?`,
   idByNotification: `SELECT id FROM deliveries WHERE notification_id = ? AND recipient = ? AND channel = ?`,
   // One statement per outcome (SPEC §2 table); each needs the claim token of the current claim.
