@@ -134,6 +134,26 @@ describe('schema migrations', () => {
     }
   })
 
+  it('upgrades a v3 file that holds rows orphaned by hand (a step only refuses keys it breaks itself)', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const path = join(t.dir, 'orphans.db')
+    const raw = new Database(path)
+    for (const step of MIGRATIONS.slice(0, 3)) raw.exec(step)
+    raw.pragma('user_version = 3')
+    // As the sqlite3 shell does by default (better-sqlite3 turns keys on).
+    raw.pragma('foreign_keys = OFF')
+    raw.exec(`INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome) VALUES ('dlv_gone', 1, 1, 1, 'retry')`)
+    raw.close()
+    const db = openDatabase(path)
+    try {
+      expect(schemaVersion(db)).toBe(SCHEMA_VERSION)
+      expect(db.prepare(`SELECT delivery_id FROM attempts`).pluck().all()).toEqual(['dlv_gone'])
+    } finally {
+      db.close()
+    }
+  })
+
   it('refuses a database written by a newer Postbox', () => {
     const t = tempDir()
     cleanup = t.cleanup

@@ -47,6 +47,11 @@ describe('endpoints', () => {
     invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', method: 'GET' as never }), 'method')
     invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'bad name': 'v' } }), 'headers.bad name')
     invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'X-A': 'a\r\nInjected: 1' } }), 'headers.X-A')
+    // Anything undici would refuse at send time is refused here: control characters, non-Latin-1.
+    for (const value of ['a\u0001b', 'caf\u00e9 \u20ac', 'x\u007f']) {
+      invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'X-A': value } }), 'headers.X-A')
+    }
+    expect(h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'X-A': 'tab\there caf\u00e9' } }).headers).toEqual({ 'X-A': 'tab\there caf\u00e9' })
     for (const name of ['Webhook-Signature', 'webhook-id', 'Content-Type', 'USER-AGENT', 'Postbox-Attempt', 'X-Postbox-Signature', 'Host']) {
       invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { [name]: 'v' } }), `headers.${name}`)
     }

@@ -73,6 +73,33 @@ describe('retries, redeliver and recover', () => {
     expect(rx.requests).toHaveLength(6)
   })
 
+  it('a delivery in flight when its endpoint is deleted or disabled ends cancelled or dead when it fails, not pending', async () => {
+    const release: (() => void)[] = []
+    rx = await startReceiver(() => new Promise((r) => release.push(() => r({ status: 500 }))))
+    h = webhookHarness()
+    const gone = h.webhooks.endpoints.create({ url: rx.url + '/deleted', retry_schedule: ['10ms'] })
+    const off = h.webhooks.endpoints.create({ url: rx.url + '/disabled', retry_schedule: ['10ms'] })
+    h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    await rx.waitFor(2)
+    h.webhooks.endpoints.remove(gone.id)
+    h.webhooks.endpoints.update(off.id, { disabled: true })
+    for (const r of release) r()
+    const ended = await until(() => {
+      const all = h.webhooks.deliveries.list().data
+      return all.every((d) => d.status !== 'pending' && d.status !== 'in_flight') && all
+    })
+    const byEndpoint = Object.fromEntries(ended.map((d) => [d.endpoint_id, [d.status, d.last_error]]))
+    expect(byEndpoint).toEqual({ [gone.id]: ['cancelled', 'endpoint_deleted'], [off.id]: ['dead', 'endpoint_disabled'] })
+    expect(rx.requests).toHaveLength(2)
+    // Neither can be redelivered or recovered while its endpoint is gone.
+    const offDelivery = ended.find((d) => d.endpoint_id === off.id)!
+    expect(() => h.webhooks.deliveries.redeliver(offDelivery.id)).toThrow(expect.objectContaining({ code: 'not_eligible', status: 409 }))
+    expect(() => h.webhooks.endpoints.recover(off.id, { since: new Date(0).toISOString() })).toThrow(expect.objectContaining({ status: 409 }))
+    h.webhooks.endpoints.update(off.id, { disabled: false })
+    expect(h.webhooks.endpoints.recover(off.id, { since: new Date(0).toISOString() })).toEqual({ queued: 1 })
+  })
+
   it('an ordered endpoint attempts one ordering key strictly in order, even across failures', async () => {
     const failedOnce = new Set<string>()
     rx = await startReceiver((r) => {

@@ -99,4 +99,20 @@ describe('signed webhook requests', () => {
     expect(req!.headers['webhook-signature']).toBeUndefined()
     await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 1)
   })
+
+  it('switching from hmac-sha256 to standard during a rotation grace keeps delivering, signed with the new key', async () => {
+    rx = await startReceiver()
+    h = webhookHarness()
+    const ep = h.webhooks.endpoints.create({ url: rx.url, signature: 'hmac-sha256', secret: 'my-plain-secret-1234' })
+    const { secret } = h.webhooks.endpoints.rotateSecret(ep.id, { secret: Buffer.alloc(32, 7).toString('base64') })
+    // The plain secret stays in its grace period, but it means nothing to a standard receiver.
+    h.webhooks.endpoints.update(ep.id, { signature: 'standard' })
+    h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    const [req] = await rx.waitFor(1)
+    const sigs = headersOf(req!)['webhook-signature']!.split(' ')
+    expect(sigs).toHaveLength(1)
+    expect(new Webhook(secret).verify(req!.body, headersOf(req!))).toBeTruthy()
+    await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 1)
+  })
 })

@@ -66,13 +66,13 @@ const routes = {
     ...base, method: 'post', path: '/v1/endpoints/{id}/recover', summary: 'Requeue dead deliveries created in [since, until) (admin)',
     middleware: [admin] as const,
     request: { params: IdParam, body: jsonBody(RecoverIn) },
-    responses: { 202: jsonResponse(RecoverOut, 'queued'), ...errorResponses },
+    responses: { 202: jsonResponse(RecoverOut, 'queued'), 409: jsonResponse(ErrorBody, 'conflict: the endpoint is disabled'), ...errorResponses },
   }),
   test: createRoute({
     ...base, method: 'post', path: '/v1/endpoints/{id}/test', summary: 'Send a postbox.ping event to this endpoint only (admin)',
     middleware: [admin] as const,
     request: { params: IdParam },
-    responses: { 202: jsonResponse(EventAccepted, 'queued'), ...errorResponses },
+    responses: { 202: jsonResponse(EventAccepted, 'queued'), 409: jsonResponse(ErrorBody, 'conflict: the endpoint is disabled'), ...errorResponses },
   }),
 }
 

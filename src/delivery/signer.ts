@@ -63,6 +63,9 @@ export function signatureHeaders(keys: SigningKeys, id: string, timestampSec: nu
     }
     return out
   }
-  const all = [keys.secret, ...keys.previous].map((s) => signStandard(s, id, timestampSec, body))
+  const all = [signStandard(keys.secret, id, timestampSec, body)]
+  // A previous secret that is not a standard key (left from before a switch out of hmac-sha256
+  // mode) cannot sign here; skipping it keeps the current signature going out.
+  for (const p of keys.previous) if (decodeSecret(p) !== null) all.push(signStandard(p, id, timestampSec, body))
   return { 'webhook-signature': all.join(' ') }
 }

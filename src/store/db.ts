@@ -108,17 +108,22 @@ export function migrate(db: Db): { from: number; to: number } {
   }
   // A step may rebuild a table (v3 → v4 drops and recreates deliveries); with foreign keys on,
   // that drop would cascade into attempts. The pragma cannot change inside a transaction, so it
-  // is off around the steps, and each step checks every key before it commits.
+  // is off around the steps, and each step must not add a broken key (rows orphaned by hand
+  // before the upgrade are not its business). Each step takes the write lock first and skips
+  // itself if another process got there: a second run of a step is not always harmless.
   const foreignKeys = db.pragma('foreign_keys', { simple: true }) === 1
+  const brokenKeys = (): number => (db.pragma('foreign_key_check') as unknown[]).length
   db.pragma('foreign_keys = OFF')
   try {
     for (let v = from; v < SCHEMA_VERSION; v++) {
       db.transaction(() => {
+        if (schemaVersion(db) > v) return
+        const before = brokenKeys()
         db.exec(MIGRATIONS[v]!)
-        const broken = (db.pragma('foreign_key_check') as unknown[]).length
-        if (broken > 0) throw new Error(`schema step to version ${v + 1} would leave ${broken} broken foreign keys`)
+        const after = brokenKeys()
+        if (after > before) throw new Error(`schema step to version ${v + 1} would break ${after - before} foreign keys`)
         db.pragma(`user_version = ${v + 1}`)
-      })()
+      }).immediate()
     }
   } finally {
     if (foreignKeys) db.pragma('foreign_keys = ON')

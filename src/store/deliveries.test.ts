@@ -146,20 +146,65 @@ describe('claimDue', () => {
     expect(q.deliveries.get(id)).toMatchObject({ status: 'dead', lastError: 'lease_expired', attempts: 1 })
   })
 
-  it('skips paused, disabled and deleted endpoints until they recover', () => {
+  it('skips paused endpoints until they recover, and finishes rows of disabled and deleted ones instead of claiming them', () => {
     insertEndpoint(q.db, { id: 'ep_paused', pausedUntil: NOW + 5_000 })
     insertEndpoint(q.db, { id: 'ep_disabled', disabled: true })
     insertEndpoint(q.db, { id: 'ep_deleted', deletedAt: NOW })
     insertEndpoint(q.db, { id: 'ep_ok' })
     const p = enqueue('p', { endpointId: 'ep_paused' })
-    enqueue('d', { endpointId: 'ep_disabled' })
-    enqueue('x', { endpointId: 'ep_deleted' })
+    const d = enqueue('d', { endpointId: 'ep_disabled' })
+    const x = enqueue('x', { endpointId: 'ep_deleted' })
     const ok = enqueue('ok', { endpointId: 'ep_ok' })
     expect(ids(claim())).toEqual([ok])
     expect(q.deliveries.get(p)).toMatchObject({ status: 'pending', attempts: 0 })
+    // Pending rows of a disabled or deleted endpoint would never be claimed (SPEC §5, §2).
+    expect(q.deliveries.get(d)).toMatchObject({ status: 'dead', attempts: 0, lastError: 'endpoint_disabled', completedAt: NOW })
+    expect(q.deliveries.get(x)).toMatchObject({ status: 'cancelled', attempts: 0, lastError: 'endpoint_deleted', completedAt: NOW })
     expect(ids(claim(NOW + 5_000))).toEqual([p])
-    q.db.prepare(`UPDATE endpoints SET disabled = 0 WHERE id = 'ep_disabled'`).run()
-    expect(claim(NOW + 5_000)).toHaveLength(1)
+  })
+
+  it('a retry or release on an endpoint disabled or deleted meanwhile ends the row instead of leaving it pending', () => {
+    insertEndpoint(q.db, { id: 'ep_a' })
+    insertEndpoint(q.db, { id: 'ep_b' })
+    insertEndpoint(q.db, { id: 'ep_c' })
+    const a = enqueue('a', { endpointId: 'ep_a' })
+    const b = enqueue('b', { endpointId: 'ep_b' })
+    const c = enqueue('c', { endpointId: 'ep_c' })
+    const rows = claim()
+    q.db.prepare(`UPDATE endpoints SET disabled = 1 WHERE id = 'ep_a'`).run()
+    q.db.prepare(`UPDATE endpoints SET deleted_at = ? WHERE id = 'ep_b'`).run(NOW)
+    const attempt = { startedAt: NOW, durationMs: 5, statusCode: 500, error: 'http_500' }
+    const out = q.deliveries.settle(
+      rows.map((r) => ({ id: r.id, claimToken: r.claimToken, outcome: r.id === c ? { kind: 'release' as const } : { kind: 'retry' as const, at: NOW + 1000 }, attempt })),
+      NOW,
+    )
+    expect(out.map((o) => (o.result === 'settled' ? o.status : o.result))).toEqual(['dead', 'cancelled', 'pending'])
+    expect(q.deliveries.get(a)).toMatchObject({ status: 'dead', lastError: 'endpoint_disabled', completedAt: NOW })
+    expect(q.deliveries.get(b)).toMatchObject({ status: 'cancelled', lastError: 'endpoint_deleted', completedAt: NOW })
+    expect(q.deliveries.get(c)).toMatchObject({ status: 'pending', completedAt: null })
+    // The attempt that failed is still in the log.
+    expect(q.deliveries.attempts(a).map((t) => t.statusCode)).toEqual([500])
+  })
+
+  it('a repeat that hits the notification key of a row with an event too returns the existing id', () => {
+    insertEndpoint(q.db, { id: 'ep_1' })
+    for (const id of ['evt_1', 'evt_2']) q.db.prepare(`INSERT INTO events (id, type, body, created_at) VALUES (?, 't', '{}', 0)`).run(id)
+    const first = q.deliveries.enqueue(row('u', NOW, { eventId: 'evt_1', endpointId: 'ep_1', notificationId: 'ntf_2' }), NOW)
+    expect(first.created).toBe(true)
+    expect(q.deliveries.enqueue(row('u', NOW, { eventId: 'evt_2', endpointId: 'ep_1', notificationId: 'ntf_2' }), NOW)).toEqual({ id: first.id, created: false })
+  })
+
+  it('redelivers only while the endpoint is enabled and not deleted', () => {
+    insertEndpoint(q.db, { id: 'ep_a' })
+    const a = enqueue('a', { endpointId: 'ep_a' })
+    q.db.prepare(`UPDATE deliveries SET status = 'dead', completed_at = ? WHERE id = ?`).run(NOW, a)
+    q.db.prepare(`UPDATE endpoints SET disabled = 1 WHERE id = 'ep_a'`).run()
+    expect(q.deliveries.redeliver(a, NOW)).toBe('endpoint_unavailable')
+    q.db.prepare(`UPDATE endpoints SET disabled = 0, deleted_at = ? WHERE id = 'ep_a'`).run(NOW)
+    expect(q.deliveries.redeliver(a, NOW)).toBe('endpoint_unavailable')
+    q.db.prepare(`UPDATE endpoints SET deleted_at = NULL WHERE id = 'ep_a'`).run()
+    expect(q.deliveries.redeliver(a, NOW)).toBe('ok')
+    expect(q.deliveries.redeliver(a, NOW)).toBe('not_eligible')
   })
 
   it('limits rows per endpoint with the capacity callback and still reaches other endpoints', () => {

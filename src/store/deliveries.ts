@@ -78,6 +78,16 @@ const SQL = {
     RETURNING deliveries.id, deliveries.attempts`,
   insertSuccessAttempts: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, 'success', value ->> 4, value ->> 5, value ->> 6 FROM json_each(?)`,
+  // A row that fails while its endpoint is deleted or disabled must not wait as pending for an
+  // endpoint that is never claimed again (SPEC §2 cancel, §5 disable): it ends at once.
+  finishIfEndpointGone: `UPDATE deliveries
+      SET status = CASE WHEN e.deleted_at IS NOT NULL THEN 'cancelled' ELSE 'dead' END,
+          last_error = CASE WHEN e.deleted_at IS NOT NULL THEN 'endpoint_deleted' ELSE 'endpoint_disabled' END,
+          completed_at = ?, updated_at = ?
+    FROM endpoints e
+    WHERE deliveries.id = ? AND deliveries.status = 'pending' AND e.id = deliveries.endpoint_id
+      AND (e.deleted_at IS NOT NULL OR e.disabled = 1)
+    RETURNING deliveries.status`,
   insertAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   get: `SELECT ${COLUMNS} FROM deliveries WHERE id = ?`,
@@ -86,7 +96,10 @@ const SQL = {
     FROM attempts WHERE delivery_id = ? ORDER BY id`,
   redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = @now, claim_token = NULL,
       lease_until = NULL, completed_at = NULL, updated_at = @now
-    WHERE id = @id AND status IN ('success', 'dead', 'cancelled')`,
+    WHERE id = @id AND status IN ('success', 'dead', 'cancelled')
+      AND (endpoint_id IS NULL OR endpoint_id IN (SELECT id FROM endpoints WHERE disabled = 0 AND deleted_at IS NULL))`,
+  endpointGone: `SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+    WHERE d.id = ? AND (e.disabled = 1 OR e.deleted_at IS NOT NULL)`,
   exists: `SELECT 1 FROM deliveries WHERE id = ?`,
   recover: `UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = @now, claim_token = NULL,
       lease_until = NULL, completed_at = NULL, updated_at = @now
@@ -159,6 +172,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
   const listStatement = statementCache(db)
 
   const settleSuccessMany = s.settleSuccessMany.raw()
+  const finishIfEndpointGone = s.finishIfEndpointGone.pluck()
 
   /** Settles the successes of a batch in two statements; returns id → attempts of the rows that matched. */
   const settleSuccesses = (results: readonly SettleInput[], now: number): Map<string, number> => {
@@ -191,6 +205,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       const raw = settleBy[o.kind].get(...settleArgs(r, at, now)) as [DeliveryStatus, number] | undefined
       if (!raw) return { result: 'missed' }
       const row = { status: raw[0], attempts: raw[1] }
+      if (row.status === 'pending') row.status = (finishIfEndpointGone.get(now, now, r.id) as DeliveryStatus | undefined) ?? 'pending'
       if (row.status === 'pending' && at !== null && at <= now) due = true
       const a = r.attempt
       if (a) {
@@ -236,9 +251,10 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         if (row.nextAttemptAt <= now) onDue()
         return { id, created: true }
       }
-      const existing = row.eventId
-        ? idByEvent.get(row.eventId, row.endpointId ?? null)
-        : idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel)
+      // Not inserted: the row repeats one of the two unique keys (a row may carry both).
+      const existing =
+        (row.eventId ? idByEvent.get(row.eventId, row.endpointId ?? null) : undefined) ??
+        idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel)
       return { id: existing as string, created: false }
     },
     ...createClaimer(db, onDue),
@@ -273,7 +289,8 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         onDue()
         return 'ok'
       }
-      return s.exists.get(id) ? 'not_eligible' : 'not_found'
+      if (!s.exists.get(id)) return 'not_found'
+      return s.endpointGone.get(id) ? 'endpoint_unavailable' : 'not_eligible'
     },
     recover(endpointId, since, until, now) {
       const n = s.recover.run({ endpointId, since, until, now }).changes

@@ -45,16 +45,19 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
 }
 
 // Due rows in (next_attempt_at, id) order, from the partial index deliveries_due, resuming after
-// the last row seen (keyset paging). Paused, disabled and deleted endpoints are skipped here so
-// an outage does not burn attempts; the ordering barrier hides a row while an older unfinished
-// row with the same endpoint + ordering key exists on an ordered endpoint.
+// the last row seen (keyset paging). Paused endpoints are skipped here so an outage does not burn
+// attempts. Rows of deleted or disabled endpoints come back flagged `gone` (1 deleted, 2 disabled)
+// and are finished rather than claimed: such a row can only be pending through a race with the
+// delete or disable, and nothing would ever claim it. The ordering barrier hides a row while an
+// older unfinished row with the same endpoint + ordering key exists on an ordered endpoint.
 const CANDIDATES = (exclude: boolean): string => `SELECT d.rowid AS rowid, d.id, d.endpoint_id AS endpointId,
-      d.attempts >= d.max_attempts AS exhausted, d.next_attempt_at AS nextAttemptAt
+      d.attempts >= d.max_attempts AS exhausted, d.next_attempt_at AS nextAttemptAt,
+      CASE WHEN e.deleted_at IS NOT NULL THEN 1 WHEN e.disabled = 1 THEN 2 ELSE 0 END AS gone
     FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= @now
       AND (d.next_attempt_at, d.id) > (@afterAt, @afterId)
-      AND (d.endpoint_id IS NULL OR (e.disabled = 0 AND e.deleted_at IS NULL
-           AND (e.paused_until IS NULL OR e.paused_until <= @now)
+      AND (d.endpoint_id IS NULL OR e.disabled = 1 OR e.deleted_at IS NOT NULL
+           OR ((e.paused_until IS NULL OR e.paused_until <= @now)
            ${exclude ? 'AND d.endpoint_id NOT IN (SELECT value FROM json_each(@exclude))' : ''}))
       AND (d.ordering_key IS NULL OR e.ordered IS NOT 1 OR NOT EXISTS (
            SELECT 1 FROM deliveries o
@@ -83,6 +86,10 @@ const SQL = {
   markExhausted: `UPDATE deliveries SET status = 'dead', last_error = COALESCE(last_error, 'attempts_exhausted'),
       claim_token = NULL, completed_at = @now, updated_at = @now
     WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
+  // The same ends as deleting (SPEC §2: cancelled) and disabling (SPEC §5: dead) give.
+  finishGone: `UPDATE deliveries SET status = @status, last_error = @error,
+      claim_token = NULL, completed_at = @now, updated_at = @now
+    WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
   // By rowid: the candidates carry it (read in the same transaction, so it cannot have moved),
   // which saves one id-index lookup per row.
   claim: `UPDATE deliveries
@@ -96,7 +103,15 @@ const SQL = {
 const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
   a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-type Candidate = { rowid: number; id: string; endpointId: string | null; exhausted: number; nextAttemptAt: number }
+type Candidate = { rowid: number; id: string; endpointId: string | null; exhausted: number; nextAttemptAt: number; gone: 0 | 1 | 2 }
+
+/** What one candidate scan found: rows to claim, and rows to finish instead. */
+interface Picked {
+  chosen: number[]
+  exhausted: string[]
+  /** Rows of a deleted endpoint (index 1) and of a disabled one (index 2). */
+  gone: [string[], string[], string[]]
+}
 
 /** The claim functions of the delivery store over `db`; `onDue` as in createDeliveriesStore. */
 export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 'claimDue' | 'releaseOrphanedClaims'> {
@@ -110,10 +125,11 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
    * (SPEC §1 isolation): once an endpoint's capacity is used up it is excluded in SQL for the
    * following pages. Bounded at 16 × limit rows (min 1,024) per claim.
    */
-  const pickCandidates = (opts: ClaimOptions): { chosen: number[]; exhausted: string[] } => {
+  const pickCandidates = (opts: ClaimOptions): Picked => {
     const { now, limit, capacity } = opts
     const exclude = new Set(opts.excludeEndpoints ?? [])
     const exhausted: string[] = []
+    const gone: Picked['gone'] = [[], [], []]
     const chosen: number[] = []
     const taken = new Map<string, number>()
     const page = Math.max(limit + 8, 16)
@@ -132,6 +148,10 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
       for (const r of rows) {
         afterAt = r.nextAttemptAt
         afterId = r.id
+        if (r.gone) {
+          gone[r.gone].push(r.id)
+          continue
+        }
         if (r.exhausted) {
           exhausted.push(r.id)
           continue
@@ -153,15 +173,17 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
       scanned += rows.length
       if (rows.length < page || chosen.length >= limit) break
     }
-    return { chosen, exhausted }
+    return { chosen, exhausted, gone }
   }
 
   const claimTx = db.transaction((opts: ClaimOptions): ClaimedDelivery[] => {
     const { now, limit } = opts
     s.expireLeases.run({ now })
     if (limit <= 0) return []
-    const { chosen, exhausted } = pickCandidates(opts)
+    const { chosen, exhausted, gone } = pickCandidates(opts)
     if (exhausted.length > 0) s.markExhausted.run({ ids: JSON.stringify(exhausted), now })
+    if (gone[1].length > 0) s.finishGone.run({ ids: JSON.stringify(gone[1]), status: 'cancelled', error: 'endpoint_deleted', now })
+    if (gone[2].length > 0) s.finishGone.run({ ids: JSON.stringify(gone[2]), status: 'dead', error: 'endpoint_disabled', now })
     if (chosen.length === 0) return []
     const rows = claimRaw.all({
       rowids: JSON.stringify(chosen),

@@ -47,7 +47,9 @@ export interface ClaimedDelivery extends Delivery {
 
 /**
  * What `enqueue` needs to create one delivery. A row with an event is unique per
- * (eventId, endpointId), one with a notification per (notificationId, recipient, channel).
+ * (eventId, endpointId), one with a notification per (notificationId, recipient, channel); a
+ * key with a null part dedups nothing (SQLite unique indexes treat NULLs as distinct), so
+ * webhook rows carry both ids and notification rows a recipient.
  */
 export interface NewDelivery {
   channel: Channel
@@ -149,7 +151,8 @@ export interface DeliveriesStore {
    */
   holdPending(ids: readonly string[], until: number, now: number): number
   finishGroupMember(id: string, status: 'success' | 'dead', error: string | null, now: number): boolean
-  redeliver(id: string, now: number): 'ok' | 'not_found' | 'not_eligible'
+  /** Back to pending with attempts reset; `endpoint_unavailable` when its endpoint is disabled or deleted. */
+  redeliver(id: string, now: number): 'ok' | 'not_found' | 'not_eligible' | 'endpoint_unavailable'
   recover(endpointId: string, since: number, until: number, now: number): number
   cancelForEndpoint(endpointId: string, now: number): number
   killPendingForEndpoint(endpointId: string, error: string, now: number): number

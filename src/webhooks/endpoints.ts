@@ -110,6 +110,11 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       const now = clock.now()
       store.tx(() => {
         store.endpoints.update(id, settings, now)
+        // Secrets in their grace period only mean something in the mode they were made for.
+        if (settings.signature !== ep.signature && ep.previousSecrets.length > 0) {
+          const fit = ep.previousSecrets.filter((q) => !('error' in normaliseSecret(settings.signature, q.secret)))
+          store.endpoints.setSecret(id, ep.secret, fit, now)
+        }
         if (p.disabled !== undefined) setDisabled(ep, p.disabled, now)
       })
       return out(id)
@@ -142,7 +147,9 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
     },
     recover(id, input) {
       const i = parseOrThrow(RecoverIn, input)
-      fanOut.endpointOr404(id)
+      // SPEC §5: recover brings dead deliveries back after a re-enable; while disabled they
+      // would only be killed again.
+      if (fanOut.endpointOr404(id).disabled) throw errors.conflict('Endpoint is disabled; enable it first')
       const now = clock.now()
       const since = Date.parse(i.since)
       const until = i.until !== undefined ? Date.parse(i.until) : now + 1

@@ -36,7 +36,13 @@ const RESERVED_PREFIXES = ['webhook-', 'postbox-', 'x-postbox-']
 /** Custom headers per endpoint. */
 export const MAX_CUSTOM_HEADERS = 50
 
-/** Issues with custom headers: token names, no CR/LF/NUL in values, no reserved names. */
+/**
+ * What a header value may hold (RFC 9110 field-value: visible ASCII, space, tab, obs-text), which
+ * is also what undici accepts: any other character would fail every request to the endpoint.
+ */
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
+
+/** Issues with custom headers: token names, values of field-value characters only, no reserved names. */
 export function headerIssues(headers: Record<string, string>): Issue[] {
   const issues: Issue[] = []
   const names = Object.keys(headers)
@@ -49,7 +55,9 @@ export function headerIssues(headers: Record<string, string>): Issue[] {
     else if (RESERVED.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
       issues.push({ path, message: 'this header is set by Postbox and cannot be overridden' })
     } else if (seen.has(lower)) issues.push({ path, message: 'duplicate header name (names are case-insensitive)' })
-    if (/[\r\n\0]/.test(headers[name]!)) issues.push({ path, message: 'header value must not contain CR, LF or NUL' })
+    if (!FIELD_VALUE.test(headers[name]!)) {
+      issues.push({ path, message: 'header value must hold only visible ASCII, spaces, tabs or Latin-1 characters (no CR, LF or other control characters)' })
+    }
     seen.add(lower)
   }
   return issues

@@ -72,6 +72,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         const r = store.tx(() => store.deliveries.redeliver(id, clock.now()))
         if (r === 'not_found') throw errors.notFound('Delivery')
         if (r === 'not_eligible') throw errors.notEligible('Only a delivery in success, dead or cancelled can be redelivered')
+        if (r === 'endpoint_unavailable') throw errors.notEligible('Its endpoint is disabled or deleted; enable the endpoint first')
         return { id, status: 'pending' }
       },
     },
