@@ -6,7 +6,7 @@ import { createApiKey, keyJson } from './api/auth.js'
 import { parseArgs, usage, UsageError, type ParsedArgs } from './cli-args.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { createLogger, silentLogger } from './log.js'
-import { backupDatabase } from './store/backup.js'
+import { BackupTargetError, backupDatabase } from './store/backup.js'
 import { openDatabase, schemaVersion, SCHEMA_VERSION } from './store/db.js'
 import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/stats.js'
@@ -69,7 +69,9 @@ async function run(command: string, rest: string[], flags: Record<string, string
       if (rest.length !== 1) throw new UsageError('backup needs exactly one <file>')
       const store = openProtectedStore(config)
       try {
-        const { pages } = await backupDatabase(store, rest[0]!)
+        const { pages } = await backupDatabase(store, rest[0]!).catch((err: unknown) => {
+          throw err instanceof BackupTargetError ? new UsageError(err.message) : err
+        })
         out(`backup written to ${rest[0]} (${pages} pages)`)
       } finally {
         store.close()

@@ -75,6 +75,10 @@ describe('postbox CLI', () => {
     expect(backup.code).toBe(0)
     expect(existsSync(file)).toBe(true)
     expect(readFileSync(file).subarray(0, 15).toString()).toBe('SQLite format 3')
+    // The live database itself is refused: replacing it under a server would lose its writes.
+    const onto = await runCli(['backup', join(dir, 'postbox.db')], env)
+    expect(onto.code).toBe(2)
+    expect(onto.output).toContain('live database')
   }, 60_000)
 
   it('keys revoke refuses the last admin key', async () => {

@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { existsSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { backupDatabase } from './backup.js'
+import { BackupTargetError, backupDatabase } from './backup.js'
 import { openDatabase, SCHEMA_VERSION, schemaVersion } from './db.js'
 import { openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
 
@@ -79,5 +79,21 @@ describe('backupDatabase', () => {
     for (const f of [stale, live, other]) writeFileSync(f, 'partial')
     await backupDatabase(q, target)
     expect([existsSync(stale), existsSync(live), existsSync(other), existsSync(target)]).toEqual([false, true, true, true])
+  })
+
+  it('refuses the live database and its companion files as a target, also through a symlinked directory', async () => {
+    fill(0, 10)
+    const link = join(dirname(dirname(q.path)), `link-${process.pid}-${Date.now()}`)
+    symlinkSync(dirname(q.path), link)
+    try {
+      for (const target of [q.path, `${q.path}-wal`, `${q.path}-shm`, join(link, basename(q.path))]) {
+        await expect(backupDatabase(q, target)).rejects.toThrow(BackupTargetError)
+      }
+    } finally {
+      rmSync(link, { force: true })
+    }
+    // The database is untouched and still takes writes.
+    fill(10, 1)
+    expect(q.db.prepare('SELECT count(*) FROM deliveries').pluck().get()).toBe(11)
   })
 })

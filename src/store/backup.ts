@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs'
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync, realpathSync, renameSync, rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { basename, dirname, join, resolve } from 'node:path'
 import type { Db } from './db.js'
@@ -11,6 +11,17 @@ export interface BackupOptions {
 
 /** Pages per backup step: ~400 KiB at 4 KiB pages, a few milliseconds of copying. */
 export const BACKUP_PAGES_PER_STEP = 100
+
+/** The backup target is the live database or one of its companion files. */
+export class BackupTargetError extends Error {}
+
+/** `path` with symlinks resolved as far as it exists (a target file usually does not yet). */
+function canonical(path: string): string {
+  const abs = resolve(path)
+  if (existsSync(abs)) return realpathSync.native(abs)
+  const dir = dirname(abs)
+  return existsSync(dir) ? join(realpathSync.native(dir), basename(abs)) : abs
+}
 
 /**
  * Writes a consistent copy of the live database to `toFile` with SQLite's online backup API.
@@ -27,6 +38,12 @@ export async function backupDatabase(
   opts: BackupOptions = {},
 ): Promise<{ pages: number }> {
   const target = resolve(toFile)
+  // Renaming a copy over the live file would leave the server writing to an unlinked inode:
+  // every write after that would be lost at the next start.
+  const live = canonical(store.db.name)
+  if (['', '-wal', '-shm', '-journal'].some((suffix) => canonical(target) === live + suffix)) {
+    throw new BackupTargetError(`backup target ${toFile} is the live database (or one of its files); choose another path`)
+  }
   const dir = dirname(target)
   const tmp = join(dir, `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   const step = Math.max(1, opts.pagesPerStep ?? BACKUP_PAGES_PER_STEP)
