@@ -100,6 +100,20 @@ describe('signed webhook requests', () => {
     await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 1)
   })
 
+  it('keeps data, metadata and custom headers exactly as accepted, __proto__ and constructor keys included', async () => {
+    rx = await startReceiver()
+    h = webhookHarness()
+    const ep = h.webhooks.endpoints.create(JSON.parse(`{"url": "${rx.url}", "headers": {"__proto__": "kept"}, "metadata": {"__proto__": {"m": 1}}}`))
+    expect(JSON.stringify(ep.headers)).toBe('{"__proto__":"kept"}')
+    expect(JSON.stringify(h.webhooks.endpoints.get(ep.id).metadata)).toBe('{"__proto__":{"m":1}}')
+    const data = JSON.parse('{"__proto__": {"p": 1}, "constructor": {"c": 2}, "a": 3}') as Record<string, unknown>
+    h.webhooks.events.send({ type: 'a', data })
+    h.dispatcher.start()
+    const [req] = await rx.waitFor(1)
+    expect(JSON.stringify(JSON.parse(req!.body).data)).toBe('{"__proto__":{"p":1},"constructor":{"c":2},"a":3}')
+    expect(({} as Record<string, unknown>).p).toBeUndefined()
+  })
+
   it('switching from hmac-sha256 to standard during a rotation grace keeps delivering, signed with the new key', async () => {
     rx = await startReceiver()
     h = webhookHarness()

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi'
+import { jsonObject } from '../lib/json-object.js'
 import { isValidTimeZone } from './schedule.js'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 
@@ -33,7 +34,7 @@ export const NotificationIn = z
     recipients: z.array(z.string().min(1).max(320)).max(10_000).optional().openapi({ example: ['user:u_1', 'role:admin'] }),
     title: z.string().max(1000).optional(),
     body: z.string().max(100_000).optional(),
-    payload: z.record(z.string(), z.unknown()).optional(),
+    payload: jsonObject('must be an object').optional(),
     severity: z.enum(['info', 'warning', 'critical']).optional(),
     action_url: ActionUrl.optional(),
     channels: z.array(Channel).min(1).max(3).optional().openapi({ example: ['inbox', 'email'] }),

@@ -1,5 +1,8 @@
 import { z } from '@hono/zod-openapi'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
+import { jsonObject } from '../lib/json-object.js'
+
+const headerValue = (v: unknown): v is string => typeof v === 'string' && v.length <= 4096
 
 /**
  * Request and response schemas of the webhook API (SPEC §6). They are structural: the service
@@ -25,7 +28,9 @@ const endpointFields = {
   url: z.string().min(1).max(2048).openapi({ example: 'https://example.com/hooks' }),
   description: z.string().max(1000),
   event_types: z.array(EventTypePattern).max(200).nullable().openapi({ example: ['invoice.*', 'user.created'] }),
-  headers: z.record(z.string(), z.string().max(4096)),
+  headers: jsonObject('must be an object of strings of at most 4096 characters', headerValue).openapi({
+    additionalProperties: { type: 'string', maxLength: 4096 },
+  }),
   method: z.enum(['POST', 'PUT']),
   timeout_ms: z.number().int().min(1000).max(60_000),
   max_concurrency: z.number().int().min(1).max(1000),
@@ -35,7 +40,7 @@ const endpointFields = {
   signature: z.enum(['standard', 'hmac-sha256']),
   secret: z.string().min(1).max(512),
   disabled: z.boolean(),
-  metadata: z.record(z.string(), z.unknown()),
+  metadata: jsonObject('must be an object'),
 }
 
 /** `POST /v1/endpoints` body: only `url` is required. */
@@ -98,7 +103,7 @@ export const EndpointList = z
 export const EventIn = z
   .object({
     type: EventType.openapi({ example: 'invoice.paid' }),
-    data: z.record(z.string(), z.unknown()).openapi({ example: { invoice_id: 'in_1' } }),
+    data: jsonObject('must be an object').openapi({ example: { invoice_id: 'in_1' } }),
     id: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
     ordering_key: z.string().min(1).max(200).optional(),
   })
