@@ -11,6 +11,13 @@ export const ADMIN_KEY_FILE = 'admin-key.txt'
 /** What `ensureAdminKey` did. */
 export type AdminKeyBootstrap = { action: 'none' } | { action: 'from_env'; id: string } | { action: 'generated'; id: string; file: string }
 
+/** Throws a ConfigError when POSTBOX_ADMIN_KEY is set but is not shaped like a Postbox key. */
+export function checkAdminKeySetting(config: Config): void {
+  if (config.adminKey !== null && !isKeyShaped(config.adminKey)) {
+    throw new ConfigError('POSTBOX_ADMIN_KEY', 'must be "pbk_" followed by 20 to 200 characters of A-Z a-z 0-9 _ -')
+  }
+}
+
 /**
  * First-start rules of SPEC §6. With no active admin key: POSTBOX_ADMIN_KEY becomes the first
  * admin key when set; otherwise a key is generated and written to `<data dir>/admin-key.txt`
@@ -19,9 +26,7 @@ export type AdminKeyBootstrap = { action: 'none' } | { action: 'from_env'; id: s
 export function ensureAdminKey(store: Store, config: Config, log: Log, now: number): AdminKeyBootstrap {
   if (store.keys.countActiveAdmins() > 0) return { action: 'none' }
   if (config.adminKey !== null) {
-    if (!isKeyShaped(config.adminKey)) {
-      throw new ConfigError('POSTBOX_ADMIN_KEY', 'must be "pbk_" followed by 20 to 200 characters of A-Z a-z 0-9 _ -')
-    }
+    checkAdminKeySetting(config)
     if (store.keys.byHash(hashKey(config.adminKey))) throw new ConfigError('POSTBOX_ADMIN_KEY', 'this key already exists with another role or was revoked')
     const { row } = store.tx(() => createApiKey(store, { name: 'admin', role: 'admin', key: config.adminKey! }, now))
     log.info({ keyId: row.id }, 'created the first admin key from POSTBOX_ADMIN_KEY')

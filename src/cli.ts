@@ -2,6 +2,7 @@
 import { accessSync, constants, existsSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { AppError } from './errors.js'
+import { checkAdminKeySetting } from './admin-key.js'
 import { createApiKey, keyJson } from './api/auth.js'
 import { parseArgs, usage, UsageError, type ParsedArgs } from './cli-args.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
@@ -172,6 +173,7 @@ function readVersion(path: string): number {
 }
 
 async function check(config: Config): Promise<number> {
+  checkAdminKeySetting(config)
   out(`configuration: ok (port ${config.port}, data dir ${config.dataDir})`)
   if (!existsSync(config.dbPath)) {
     out(`database ${config.dbPath}: does not exist yet; it will be created at start`)

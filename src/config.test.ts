@@ -1,3 +1,4 @@
+import { resolveConfig } from './postbox.js'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, DEFAULTS, flagsToEnv, loadConfig, SETTINGS, testConfig } from './config.js'
 
@@ -78,6 +79,11 @@ describe('loadConfig', () => {
     ['POSTBOX_CONCURRENCY', '0'],
     ['POSTBOX_POLL_INTERVAL', '1ms'],
     ['POSTBOX_SHUTDOWN_TIMEOUT', '-1s'],
+    // Shaped like a CIDR, but not one; and timers Node cannot schedule.
+    ['POSTBOX_ALLOW_NETWORKS', '999.1.1.1/8'],
+    ['POSTBOX_ALLOW_NETWORKS', ':::::/64'],
+    ['POSTBOX_SHUTDOWN_TIMEOUT', '30d'],
+    ['POSTBOX_POLL_INTERVAL', '30d'],
   ])('%s=%j fails naming the variable', (name, value) => {
     let err: unknown
     try {
@@ -105,6 +111,13 @@ describe('loadConfig', () => {
     expect(new Set(SETTINGS.map((s) => s.env)).size).toBe(SETTINGS.length)
     expect(new Set(SETTINGS.map((s) => s.flag)).size).toBe(SETTINGS.length)
     for (const s of SETTINGS) expect(flagsToEnv([`${s.flag}=v`])).toEqual({ [s.env]: 'v' })
+  })
+
+  it('library options go through the same checks as the environment', () => {
+    expect(() => resolveConfig({ maxBody: -5 })).toThrow(/POSTBOX_MAX_BODY: .*option maxBody/)
+    expect(() => resolveConfig({ retrySchedule: 'x' as never })).toThrow(ConfigError)
+    expect(() => resolveConfig({ allowNetworks: ['999.1.1.1/8'] })).toThrow(/POSTBOX_ALLOW_NETWORKS/)
+    expect(resolveConfig({ maxBody: 2048, allowNetworks: ['127.0.0.0/8'] })).toMatchObject({ maxBody: 2048 })
   })
 
   it('testConfig applies overrides over the defaults', () => {

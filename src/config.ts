@@ -1,4 +1,5 @@
 import { join } from 'node:path'
+import ipaddr from 'ipaddr.js'
 import { parseDuration, parseDurationList } from './lib/duration.js'
 
 /** Embedded defaults, each with the reason it was chosen. */
@@ -194,9 +195,6 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     throw new ConfigError('POSTBOX_LOG_LEVEL', `expected trace, debug, info, warn, error, fatal or silent, got "${logLevel}"`)
   }
   const allowNetworks = list('POSTBOX_ALLOW_NETWORKS')
-  for (const cidr of allowNetworks) {
-    if (!isCidrShaped(cidr)) throw new ConfigError('POSTBOX_ALLOW_NETWORKS', `"${cidr}" is not a CIDR such as 127.0.0.0/8 or ::1/128`)
-  }
   const smtpUrl = get('POSTBOX_SMTP_URL') ?? null
   if (smtpUrl !== null && !/^smtps?:\/\/[^\s]+$/i.test(smtpUrl)) {
     throw new ConfigError('POSTBOX_SMTP_URL', 'expected smtp://host:port or smtps://user:pass@host:port')
@@ -234,15 +232,61 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     pollIntervalMs: duration('POSTBOX_POLL_INTERVAL', DEFAULTS.pollIntervalMs, 10),
     tokenSecret: get('POSTBOX_TOKEN_SECRET') ?? null,
   }
-  if (config.requestTimeoutMs > 60_000) throw new ConfigError('POSTBOX_REQUEST_TIMEOUT', 'must be at most 60s')
-  return Object.freeze(config)
+  return Object.freeze(checkConfig(config))
 }
 
-function isCidrShaped(text: string): boolean {
-  const m = /^([0-9a-fA-F:.]+)\/(\d{1,3})$/.exec(text)
-  if (!m) return false
-  const bits = Number(m[2])
-  return m[1]!.includes(':') ? bits <= 128 : bits <= 32 && /^\d{1,3}(\.\d{1,3}){3}$/.test(m[1]!)
+const DAY = 86_400_000
+
+/**
+ * The range of every numeric setting, with the variable that sets it. Checked for the
+ * environment, flags and library options alike; the upper bounds keep timers within what
+ * Node can schedule (a larger delay fires at once, with a warning).
+ */
+const BOUNDS: readonly (readonly [keyof Config, string, number, number])[] = [
+  ['port', 'POSTBOX_PORT', 0, 65_535],
+  ['maxBody', 'POSTBOX_MAX_BODY', 1024, 64 * 1024 * 1024],
+  ['concurrency', 'POSTBOX_CONCURRENCY', 1, 10_000],
+  ['retentionSuccessMs', 'POSTBOX_RETENTION_SUCCESS', 60_000, 3650 * DAY],
+  ['retentionDeadMs', 'POSTBOX_RETENTION_DEAD', 60_000, 3650 * DAY],
+  ['retentionInboxMs', 'POSTBOX_RETENTION_INBOX', 60_000, 3650 * DAY],
+  ['retentionEventsMs', 'POSTBOX_RETENTION_EVENTS', 60_000, 3650 * DAY],
+  ['secretGraceMs', 'POSTBOX_SECRET_GRACE', 0, 365 * DAY],
+  ['requestTimeoutMs', 'POSTBOX_REQUEST_TIMEOUT', 1000, 60_000],
+  ['disableAfterMs', 'POSTBOX_DISABLE_AFTER', 60_000, 3650 * DAY],
+  ['shutdownTimeoutMs', 'POSTBOX_SHUTDOWN_TIMEOUT', 0, DAY],
+  ['pollIntervalMs', 'POSTBOX_POLL_INTERVAL', 10, 3_600_000],
+]
+
+/** True for a CIDR ipaddr.js can use, such as 127.0.0.0/8 or ::1/128. */
+function isCidr(text: string): boolean {
+  try {
+    ipaddr.parseCIDR(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Checks the ranges and lists of a whole configuration; throws a ConfigError naming the variable. */
+export function checkConfig(c: Config): Config {
+  for (const [field, variable, min, max] of BOUNDS) {
+    const v = c[field]
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
+      throw new ConfigError(variable, `must be between ${min} and ${max} (option ${field}), got ${String(v)}`)
+    }
+  }
+  if (!Array.isArray(c.allowNetworks)) throw new ConfigError('POSTBOX_ALLOW_NETWORKS', 'expected a list of CIDRs (option allowNetworks)')
+  for (const cidr of c.allowNetworks) {
+    if (typeof cidr !== 'string' || !isCidr(cidr)) throw new ConfigError('POSTBOX_ALLOW_NETWORKS', `"${String(cidr)}" is not a CIDR such as 127.0.0.0/8 or ::1/128`)
+  }
+  const schedules = [['retrySchedule', 'POSTBOX_RETRY_SCHEDULE'], ['notificationRetrySchedule', 'POSTBOX_NOTIFICATION_RETRY_SCHEDULE']] as const
+  for (const [field, variable] of schedules) {
+    const list = c[field] as unknown
+    if (!Array.isArray(list) || list.length > 50 || !list.every((d) => typeof d === 'number' && Number.isFinite(d) && d >= 0)) {
+      throw new ConfigError(variable, `expected at most 50 delays in milliseconds (option ${field})`)
+    }
+  }
+  return c
 }
 
 /** A configuration for tests and library mode: defaults, with overrides. */

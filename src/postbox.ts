@@ -4,7 +4,7 @@ import { ensureAdminKey, type AdminKeyBootstrap } from './admin-key.js'
 import { createApp } from './api/app.js'
 import { protectDatabaseFiles } from './data-files.js'
 import type { ApiEnv } from './api/deps.js'
-import { loadConfig, type Config } from './config.js'
+import { checkConfig, loadConfig, type Config } from './config.js'
 import { systemClock, type Clock, type Rng } from './lib/clock.js'
 import { silentLogger, type Log } from './log.js'
 import { createMetrics, type Metrics } from './metrics.js'
@@ -43,7 +43,7 @@ export function resolveConfig(opts: PostboxOptions): Config {
   const dataDir = fields.dataDir ?? (db !== undefined && opts.config === undefined ? dirname(db) : base.dataDir)
   const dbPath = db ?? (fields.dataDir !== undefined ? join(dataDir, 'postbox.db') : base.dbPath)
   const defined = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined))
-  return Object.freeze({ ...base, ...defined, dataDir, dbPath })
+  return Object.freeze(checkConfig({ ...base, ...defined, dataDir, dbPath }))
 }
 
 /**

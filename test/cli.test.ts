@@ -46,6 +46,9 @@ describe('postbox CLI', () => {
     const check = await runCli(['check'], env)
     expect(check.code).toBe(0)
     expect(check.output).toContain('ok')
+    // check reports what serve would refuse.
+    expect((await runCli(['check'], { ...env, POSTBOX_ADMIN_KEY: 'short' })).code).toBe(2)
+    expect((await runCli(['check'], { ...env, POSTBOX_ALLOW_NETWORKS: '999.1.1.1/8' })).code).toBe(2)
 
     const created = await runCli(['keys', 'create', '--role', 'publisher', '--name', 'ci'], env)
     expect(created.code).toBe(0)
