@@ -20,6 +20,8 @@ export interface EmailChannelDeps {
   schedule: readonly number[]
   smtpUrl: string | null
   from: string
+  /** Tests shrink the connection count and the time limits. */
+  limits?: Partial<{ connections: number; queueWaitMs: number; exchangeMs: number }>
 }
 
 /** The email channel, with `close()` to release pooled SMTP connections. */
@@ -33,8 +35,22 @@ interface Waiting {
   resolve: (r: ChannelResult) => void
 }
 
-/** SMTP time limits; the channel's lease is derived from `timeoutMs`. */
+/** SMTP connections at once; more messages wait for a free one (never inside nodemailer's pool queue). */
+const SMTP_CONNECTIONS = 5
+/** nodemailer's per-phase limits (connect, greeting, socket inactivity). */
 const SMTP_TIMEOUT_MS = 20_000
+/** A message that waited this long for a connection is snoozed, unsent, with its attempt refunded. */
+const QUEUE_WAIT_MS = 10_000
+/** How long before a snoozed message is offered again. */
+const SNOOZE_MS = 5_000
+/** One whole SMTP exchange; past it the connections are closed and the message is retried. */
+const EXCHANGE_MS = 60_000
+/**
+ * The channel's time limit, from which the dispatcher derives the lease (limit + margin): the
+ * wait for a connection plus a whole exchange, so a slow server can never outlive the lease and
+ * have the same email claimed and sent a second time (SPEC §1).
+ */
+const CHANNEL_TIMEOUT_MS = QUEUE_WAIT_MS + EXCHANGE_MS
 
 /** The subject and text of a digest holding `titles`. */
 export function digestMessage(titles: readonly string[]): { subject: string; text: string } {
@@ -57,7 +73,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     // Options given in the URL's query (e.g. ?tls.rejectUnauthorized=false) still win.
     transport ??= nodemailer.createTransport({
       pool: true,
-      maxConnections: 5,
+      maxConnections: connections,
       connectionTimeout: SMTP_TIMEOUT_MS,
       greetingTimeout: SMTP_TIMEOUT_MS,
       socketTimeout: SMTP_TIMEOUT_MS,
@@ -66,12 +82,29 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     return transport
   }
   const groups = new Map<string, Waiting[]>()
+  const connections = deps.limits?.connections ?? SMTP_CONNECTIONS
+  const queueWaitMs = deps.limits?.queueWaitMs ?? QUEUE_WAIT_MS
+  const exchangeMs = deps.limits?.exchangeMs ?? EXCHANGE_MS
+  const slots = createSlots(connections)
 
   /** Sends one message and maps the SMTP result to an outcome. */
   const deliver = async (d: ClaimedDelivery, to: string, msg: { subject: string; text: string; html?: string }) => {
+    if (!(await slots.acquire(queueWaitMs))) return { outcome: { kind: 'snooze', at: clock.now() + SNOOZE_MS } } as ChannelResult
     const started = clock.now()
+    let deadline: NodeJS.Timeout | null = null
     try {
-      const info = (await getTransport().sendMail({ from, to, ...msg })) as { response?: string }
+      // The delivery id as Message-ID: a copy sent again after a lost reply can be recognised.
+      const sending = getTransport().sendMail({ from, to, messageId: `<${d.id}@postbox>`, ...msg })
+      const expired = new Promise<never>((_, reject) => {
+        deadline = setTimeout(() => {
+          // nodemailer cannot cancel one message: closing the pool ends it (and the few others
+          // in flight, which retry); a new pool opens on the next send.
+          transport?.close()
+          transport = null
+          reject(new Error(`SMTP exchange exceeded ${exchangeMs} ms`))
+        }, exchangeMs)
+      })
+      const info = (await Promise.race([sending, expired])) as { response?: string }
       return { outcome: { kind: 'success' }, attempt: { startedAt: started, durationMs: clock.now() - started, responseBody: info.response ?? null } } as ChannelResult
     } catch (err) {
       const e = err as Error & { responseCode?: number; response?: string }
@@ -86,6 +119,9 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
       if (e.responseCode !== undefined && e.responseCode >= 500) return { outcome: { kind: 'dead' }, attempt } as ChannelResult
       log.debug({ err, delivery: d.id }, 'email send failed; will retry')
       return retryOrDead(d, schedule, now, rng, attempt)
+    } finally {
+      if (deadline) clearTimeout(deadline)
+      slots.release()
     }
   }
 
@@ -99,7 +135,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     const pending = store.tx(() => {
       const rows = store.deliveries.pendingInGroup(key).filter((d) => !claimedIds.has(d.id))
       const now = clock.now()
-      store.deliveries.holdPending(rows.map((d) => d.id), now + 2 * SMTP_TIMEOUT_MS, now)
+      store.deliveries.holdPending(rows.map((d) => d.id), now + CHANNEL_TIMEOUT_MS, now)
       return rows
     })
     const titles = [
@@ -116,7 +152,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
       store.tx(() => {
         for (const d of pending) store.deliveries.finishGroupMember(d.id, o.kind, error, now)
       })
-    } else if (o.kind === 'retry') {
+    } else if (o.kind === 'retry' || o.kind === 'snooze') {
       // The group stays together: the held members become due with the claimed ones.
       store.tx(() => store.deliveries.holdPending(pending.map((d) => d.id), o.at, now))
     }
@@ -124,7 +160,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
   }
 
   return {
-    timeoutMs: SMTP_TIMEOUT_MS,
+    timeoutMs: CHANNEL_TIMEOUT_MS,
     async send(delivery, signal) {
       const now = clock.now()
       if (signal.aborted) return { outcome: { kind: 'release' } }
@@ -157,6 +193,36 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     close() {
       transport?.close()
       transport = null
+    },
+  }
+}
+
+/** A counting semaphore whose `acquire` gives up after `waitMs` (false: no slot was taken). */
+function createSlots(size: number) {
+  let free = size
+  const waiting: ((ok: boolean) => void)[] = []
+  return {
+    acquire(waitMs: number): Promise<boolean> {
+      if (free > 0) {
+        free--
+        return Promise.resolve(true)
+      }
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          waiting.splice(waiting.indexOf(take), 1)
+          resolve(false)
+        }, waitMs)
+        const take = (ok: boolean): void => {
+          clearTimeout(timer)
+          resolve(ok)
+        }
+        waiting.push(take)
+      })
+    },
+    release(): void {
+      const next = waiting.shift()
+      if (next) next(true)
+      else free++
     },
   }
 }
