@@ -196,8 +196,25 @@ describe('email channel over a real SMTP sink', () => {
     const res = await h.notify.channels.email.send(one!, new AbortController().signal)
     expect(res.outcome).toEqual({ kind: 'retry', at: start + 1000 })
     h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], start)
-    const rows = h.store.deliveries.pendingInGroup(one!.groupKey!)
+    const rows = h.store.deliveries.pendingInGroup(one!.groupKey!, start + 1000)
     expect(rows.map((d) => d.nextAttemptAt)).toEqual([start + 1000, start + 1000])
+  })
+
+  it('a digest leaves out members still inside their quiet hours (critical ones skip quiet hours, not the digest)', async () => {
+    h = notifyHarness({ smtpUrl })
+    h.notify.users.put('u1', { email: 'ann@example.com' })
+    h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: '*', digest: 'daily', quiet_hours: { tz: 'UTC', start: '22:00', end: '07:00' } })
+    h.clock.set(Date.parse('2026-01-15T23:00:00Z'))
+    h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title: 'Quiet one' })
+    h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title: 'Urgent one', severity: 'critical' })
+    const due = h.store.deliveries.list({ limit: 10 }).data.map((d) => new Date(d.nextAttemptAt).toISOString()).sort()
+    expect(due).toEqual(['2026-01-16T00:00:00.000Z', '2026-01-16T07:00:00.000Z'])
+    h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
+    await h.drain()
+    expect(mails.map((m) => m.subject)).toEqual(['Urgent one'])
+    h.clock.set(Date.parse('2026-01-16T07:00:00Z'))
+    await h.drain()
+    expect(mails.map((m) => m.subject)).toEqual(['Urgent one', 'Quiet one'])
   })
 
   it('finishes still-pending group members when one member is claimed alone; N = 1 uses the title', async () => {

@@ -115,7 +115,8 @@ const SQL = {
   oldestPending: `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending'`,
   byEvent: `SELECT ${COLUMNS} FROM deliveries WHERE event_id = ? ORDER BY id`,
   byNotification: `SELECT ${COLUMNS} FROM deliveries WHERE notification_id = ? ORDER BY id`,
-  byGroup: `SELECT ${COLUMNS} FROM deliveries WHERE group_key = ? AND status = 'pending' ORDER BY id`,
+  // Only members already due: one held back by its own quiet hours waits for them (SPEC §7).
+  byGroup: `SELECT ${COLUMNS} FROM deliveries WHERE group_key = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY id`,
   holdPending: `UPDATE deliveries SET next_attempt_at = @until, updated_at = @now
     WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
   finishGroupMember: `UPDATE deliveries SET status = @status, last_error = @error, claim_token = NULL,
@@ -281,7 +282,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     },
     byEvent: (eventId) => s.byEvent.all(eventId) as Delivery[],
     byNotification: (id) => s.byNotification.all(id) as Delivery[],
-    pendingInGroup: (groupKey) => s.byGroup.all(groupKey) as Delivery[],
+    pendingInGroup: (groupKey, now) => s.byGroup.all(groupKey, now) as Delivery[],
     holdPending: (ids, until, now) => (ids.length === 0 ? 0 : s.holdPending.run({ ids: JSON.stringify(ids), until, now }).changes),
     finishGroupMember: (id, status, error, now) => s.finishGroupMember.run({ id, status, error, now }).changes > 0,
     redeliver(id, now) {

@@ -144,7 +144,8 @@ export interface DeliveriesStore {
   list(filter: DeliveryFilter): Page<Delivery>
   byEvent(eventId: string): Delivery[]
   byNotification(notificationId: string): Delivery[]
-  pendingInGroup(groupKey: string): Delivery[]
+  /** The pending members of a digest group that are due at `now`. */
+  pendingInGroup(groupKey: string, now: number): Delivery[]
   /**
    * Moves the due time of still-pending rows to `until`, so no claim takes them while a digest
    * that already includes them is being sent; returns how many were moved.

@@ -133,8 +133,8 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     // The members still pending go into this message, so hold them out of reach of claims until
     // it is sent: otherwise a claim during the SMTP exchange would send them a second time.
     const pending = store.tx(() => {
-      const rows = store.deliveries.pendingInGroup(key).filter((d) => !claimedIds.has(d.id))
       const now = clock.now()
+      const rows = store.deliveries.pendingInGroup(key, now).filter((d) => !claimedIds.has(d.id))
       store.deliveries.holdPending(rows.map((d) => d.id), now + CHANNEL_TIMEOUT_MS, now)
       return rows
     })
