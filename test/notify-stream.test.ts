@@ -141,6 +141,17 @@ describe('inbox SSE stream (real HTTP server)', () => {
     expect(await viaQuery.sse.next()).toMatchObject({ id: '7', event: 'notification' })
   })
 
+  it('a Last-Event-ID beyond the user\'s latest id (stale client, restored backup) still gets every new event', async () => {
+    const { open, send } = await setup()
+    const token = h.notify.tokens.issue('alice').token
+    await send('alice', 'old')
+    const s = await open(token, { 'last-event-id': '500' })
+    await until(() => h.notify.stream.count('alice') === 1)
+    await send('alice', 'new')
+    expect(await s.sse.next()).toMatchObject({ id: '3', event: 'notification' })
+    expect(await s.sse.next()).toMatchObject({ id: '4', event: 'unread_count' })
+  })
+
   it('rejects a missing or foreign token', async () => {
     const { base } = await setup()
     expect((await fetch(`${base}/v1/inbox/stream`)).status).toBe(401)

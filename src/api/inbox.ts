@@ -129,7 +129,8 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
       await stream.write(': connected\n\n')
       let last = -1
       if (since !== null) {
-        last = since
+        // An id from the future (a stale client, a restored backup) must not hide new events.
+        last = Math.min(since, inbox.lastSeq())
         for (const e of inbox.replay(since)) {
           await stream.writeSSE(toSse(e))
           last = e.seq

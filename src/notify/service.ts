@@ -57,6 +57,8 @@ export interface UserInbox {
   readAll(): { updated: number }
   /** Logged stream events after `afterSeq` (Last-Event-ID replay). */
   replay(afterSeq: number): StreamEvent[]
+  /** The id of the user's latest stream event (0 before the first). */
+  lastSeq(): number
 }
 
 /** `?limit=&cursor=` of a directory list; the cursor is a `next_cursor` of the same list. */
@@ -186,6 +188,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
       unarchive: change('unarchive'),
       readAll: () => publish(store.inbox.readAll(userId, clock.now())),
       replay: (afterSeq) => store.inbox.replay(userId, afterSeq),
+      lastSeq: () => store.inbox.lastSeq(userId),
     }
   }
 
