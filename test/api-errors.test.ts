@@ -40,6 +40,8 @@ const SCENARIOS: Scenario[] = [
   { name: 'non-numeric limit', method: 'GET', path: '/v1/keys?limit=abc', status: 400, code: 'validation_failed' },
   { name: 'forged cursor', method: 'GET', path: '/v1/endpoints?cursor=%25%25', status: 400, code: 'validation_failed' },
   { name: 'forged delivery cursor', method: 'GET', path: '/v1/deliveries?cursor=!!', status: 400, code: 'validation_failed' },
+  // Well-formed base64url, but decoding to something this API never hands out ("zzz").
+  { name: 'made-up key cursor', method: 'GET', path: '/v1/keys?cursor=enp6', status: 400, code: 'validation_failed' },
   { name: 'bad status filter', method: 'GET', path: '/v1/deliveries?status=lost', status: 400, code: 'validation_failed' },
   { name: 'batch over 1,000', method: 'POST', path: '/v1/events/batch', req: { body: { events: Array.from({ length: 1001 }, () => ({ type: 'a', data: {} })) } }, status: 400, code: 'validation_failed' },
   { name: 'empty batch', method: 'POST', path: '/v1/events/batch', req: { body: { events: [] } }, status: 400, code: 'validation_failed' },

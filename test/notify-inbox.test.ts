@@ -97,6 +97,10 @@ describe('end-user inbox', () => {
     // A cursor made before v3 (the last message id, base64url) still continues after that message.
     const oldCursor = Buffer.from(ids[9]!).toString('base64url')
     expect((await call('GET', `/v1/inbox?limit=10&cursor=${oldCursor}`, t)).body.data.map((m: { id: string }) => m.id)).toEqual(ids.slice(10, 20))
+    // A cursor this API never handed out is 400, not silently the first page.
+    for (const bad of ['!!', Buffer.from('zzz').toString('base64url')]) {
+      expect((await call('GET', `/v1/inbox?cursor=${bad}`, t)).status).toBe(400)
+    }
     expect(ids[0]).toBe(pages[0]!.data[0].id)
     expect(pages[0]!.data[0].title).toBe('m24')
     const count = async () => (await call('GET', '/v1/inbox/unread-count', t)).body.unread_count

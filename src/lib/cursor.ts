@@ -3,12 +3,18 @@ export function encodeCursor(key: string): string {
   return Buffer.from(key, 'utf8').toString('base64url')
 }
 
-/** Decodes a cursor made by `encodeCursor`; null when it is malformed. */
+/**
+ * What a cursor may hold: a Postbox id (`key_…`, 26 characters after the prefix), an inbox
+ * position (digits), or a list offset (`o` + digits). Anything else was not handed out here.
+ */
+const CURSOR_KEY = /^(?:[a-z]{2,3}_[0-9a-z]{26}|\d{1,15}|o\d{1,9})$/
+
+/** Decodes a cursor made by `encodeCursor`; null when it is malformed or was never handed out. */
 export function decodeCursor(cursor: string | undefined | null): string | null {
   if (!cursor) return null
   if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return null
   const key = Buffer.from(cursor, 'base64url').toString('utf8')
-  return /^[\x21-\x7e]{1,200}$/.test(key) ? key : null
+  return CURSOR_KEY.test(key) ? key : null
 }
 
 /** Rows per page when a list call gives no limit. */

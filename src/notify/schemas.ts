@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi'
 import { jsonObject } from '../lib/json-object.js'
 import { isValidTimeZone } from './schedule.js'
-import { MAX_PAGE_SIZE } from '../lib/cursor.js'
+import { decodeCursor, MAX_PAGE_SIZE } from '../lib/cursor.js'
 
 /**
  * Request and response schemas of the notification, directory and inbox API (SPEC §6–§7).
@@ -203,7 +203,12 @@ export const InboxQuery = z.object({
   archived: z.enum(['true', 'false']).optional().openapi({ param: { name: 'archived', in: 'query' } }),
   topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' } }),
-  cursor: z.string().max(400).optional().openapi({ param: { name: 'cursor', in: 'query' } }),
+  cursor: z
+    .string()
+    .max(400)
+    .refine((c) => decodeCursor(c) !== null, 'is not a cursor returned by this API')
+    .optional()
+    .openapi({ param: { name: 'cursor', in: 'query' } }),
   token: z.string().max(2048).optional().openapi({ param: { name: 'token', in: 'query' } }),
 })
 
