@@ -32,4 +32,20 @@ describe('notifications through the library facade and the real dispatcher', () 
       ['webhook', 'success'],
     ])
   })
+
+  it('publishes notification.<topic> for a topic of the full 200 characters', async () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    pb = await Postbox.open({ db: join(t.dir, 'postbox.db'), bootstrapAdminKey: false })
+    pb.start()
+    const topic = 'a'.repeat(200)
+    const r = pb.notifications.send({ topic, recipients: ['u_1'], title: 'Long', channels: ['webhook'] })
+    let states: string[] = []
+    for (let i = 0; i < 200; i++) {
+      states = (pb.notifications.get(r.id) as { deliveries: { status: string }[] }).deliveries.map((d) => d.status)
+      if (states.every((s) => s !== 'pending' && s !== 'in_flight')) break
+      await new Promise((res) => setTimeout(res, 5))
+    }
+    expect(states).toEqual(['success'])
+  })
 })

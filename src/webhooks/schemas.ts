@@ -13,6 +13,12 @@ const headerValue = (v: unknown): v is string => typeof v === 'string' && v.leng
 /** An event type: `[a-zA-Z0-9_.:-]{1,200}`. */
 export const EventType = z.string().regex(/^[a-zA-Z0-9_.:-]{1,200}$/, 'must match [a-zA-Z0-9_.:-]{1,200}')
 
+/**
+ * An event type Postbox publishes itself: the notification webhook channel sends
+ * `notification.<topic>`, and a topic may have the full 200 characters, so 13 more are allowed.
+ */
+export const PublishedEventType = z.string().regex(/^[a-zA-Z0-9_.:-]{1,213}$/, 'must match [a-zA-Z0-9_.:-]{1,213}')
+
 /** An event-type filter: an exact type, `*`, or a prefix wildcard such as `invoice.*`. */
 export const EventTypePattern = z
   .string()

@@ -8,7 +8,7 @@ import { createEndpointService } from './endpoints.js'
 import { createFanOut, type EventToStore } from './fan-out.js'
 import { deliveryOut, eventOut } from './present.js'
 import { parseOrThrow } from './rules.js'
-import { EventIn, EventType } from './schemas.js'
+import { EventIn, PublishedEventType } from './schemas.js'
 import type { EventInput, WebhookService } from './types.js'
 
 /** What `createWebhookService` needs. */
@@ -77,7 +77,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
       },
     },
     publish(type, data, opts = {}) {
-      const t = parseOrThrow(EventType, type, 'type')
+      const t = parseOrThrow(PublishedEventType, type, 'type')
       return store.tx(() => fanOut.store({ type: t, data, clientId: opts.id ?? null, orderingKey: opts.orderingKey ?? null }))
     },
   }
