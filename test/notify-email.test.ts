@@ -124,6 +124,24 @@ describe('email channel over a real SMTP sink', () => {
     )
   })
 
+  it('sends an HTML template with a text part made of its words, not its markup', async () => {
+    h = notifyHarness({ smtpUrl })
+    h.notify.users.put('u1', { email: 'ann@example.com' })
+    h.notify.templates.put({
+      topic: 'order.shipped',
+      channel: 'email',
+      locale: 'en',
+      subject: 'Shipped',
+      body: '<p>Hello {{ payload.name }},</p><p>order <b>#42</b> is on its way: <a href="https://example.com/t/42">track it</a>.</p>',
+      format: 'html',
+    })
+    h.notify.notifications.send({ topic: 'order.shipped', recipients: ['u1'], channels: ['email'], payload: { name: 'Ann <script>' } })
+    await h.drain()
+    expect(mails).toHaveLength(1)
+    expect(mimePart(mails[0]!.raw, 'text/plain')).toBe('Hello Ann <script>,\n\norder #42 is on its way: track it (https://example.com/t/42).')
+    expect(mimePart(mails[0]!.raw, 'text/html')).toContain('Hello Ann &lt;script&gt;,')
+  })
+
   it('marks a 5xx reply dead at once', async () => {
     h = notifyHarness({ smtpUrl })
     const r = h.notify.notifications.send({ topic: 't', recipients: ['perm@example.com'], channels: ['email'] })

@@ -10,6 +10,7 @@ import { parseJsonOr } from '../../lib/json.js'
 import type { DeliveryPayload } from '../pipeline.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
 import { markdownToHtml } from '../markdown.js'
+import { htmlToText } from '../html-text.js'
 
 /** Dependencies of the email channel. */
 export interface EmailChannelDeps {
@@ -188,7 +189,9 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
         })
       }
       const html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? markdownToHtml(payload.body) : undefined
-      return deliver(delivery, payload.recipient.email, { subject: payload.title, text: payload.body, ...(html ? { html } : {}) })
+      // An HTML template's text part is its words; markdown and text are readable as written.
+      const text = payload.format === 'html' ? htmlToText(payload.body) : payload.body
+      return deliver(delivery, payload.recipient.email, { subject: payload.title, text, ...(html ? { html } : {}) })
     },
     close() {
       transport?.close()
