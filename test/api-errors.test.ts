@@ -60,6 +60,9 @@ const SCENARIOS: Scenario[] = [
   { name: 'private destination', method: 'POST', path: '/v1/endpoints', req: { body: { url: 'http://10.1.2.3/hook' } }, status: 422, code: 'destination_not_allowed' },
   { name: 'metadata endpoint', method: 'POST', path: '/v1/endpoints', req: { body: { url: 'http://169.254.169.254/latest' } }, status: 422, code: 'destination_not_allowed' },
   { name: 'no credentials', method: 'GET', path: '/v1/endpoints', req: { key: null }, status: 401, code: 'unauthorized' },
+  // The inbox checks its user token before the query or the body, like every key route.
+  { name: 'inbox without a token, bad query', method: 'GET', path: '/v1/inbox?limit=0', req: { key: null }, status: 401, code: 'unauthorized' },
+  { name: 'inbox without a token, bad body', method: 'POST', path: '/v1/inbox/read', req: { key: null, body: { ids: 'x' } }, status: 401, code: 'unauthorized' },
   { name: 'basic auth instead of bearer', method: 'GET', path: '/v1/endpoints', req: { key: null, headers: { authorization: 'Basic YTpi' } }, status: 401, code: 'invalid_token' },
   { name: 'garbage bearer', method: 'GET', path: '/v1/endpoints', req: { key: 'not-a-key' }, status: 401, code: 'invalid_token' },
 ]

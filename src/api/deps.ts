@@ -38,5 +38,7 @@ export interface ApiEnv {
   Variables: {
     deps: ApiDeps
     apiKey: AuthedKey
+    /** The end user of an inbox route, set by its token check before validation runs. */
+    inboxUser: string
   }
 }

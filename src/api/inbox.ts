@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi'
-import type { Context } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import { errors } from '../errors.js'
 import type { StreamEvent } from '../store/inbox.js'
@@ -10,7 +10,6 @@ import { DEFAULT_LIMIT, errorResponses, jsonBody, jsonResponse, newRouter } from
 import type { ApiEnv } from './deps.js'
 import { notifyOf } from './directory.js'
 
-const base = { security: [{ userToken: [] }], tags: ['inbox'] }
 const TokenQuery = z.object({ token: z.string().max(2048).optional().openapi({ param: { name: 'token', in: 'query' } }) })
 const StreamQuery = TokenQuery.extend({
   since: z.string().regex(/^\d{1,15}$/).optional().openapi({ param: { name: 'since', in: 'query' }, description: 'Replay events after this id' }),
@@ -22,13 +21,24 @@ const StreamQuery = TokenQuery.extend({
  * are simply not found.
  */
 function inboxOf(c: Context<ApiEnv>): { userId: string; inbox: UserInbox } {
-  const notify = notifyOf(c)
+  const userId = c.get('inboxUser')
+  return { userId, inbox: notifyOf(c).inbox(userId) }
+}
+
+/**
+ * Checks the user token before anything else, as the key routes do: a caller without a valid
+ * token learns 401, never whether its query or body would have been valid.
+ */
+const userToken: MiddlewareHandler<ApiEnv> = async (c, next) => {
   const token = bearerToken(c.req.header('authorization')) ?? c.req.query('token')
   if (token === undefined) throw errors.unauthorized('Missing user token')
-  const claims = token === '' ? null : notify.tokens.verify(token)
+  const claims = token === '' ? null : notifyOf(c).tokens.verify(token)
   if (!claims) throw errors.invalidToken('Invalid or expired user token')
-  return { userId: claims.userId, inbox: notify.inbox(claims.userId) }
+  c.set('inboxUser', claims.userId)
+  await next()
 }
+
+const base = { security: [{ userToken: [] }], tags: ['inbox'], middleware: userToken }
 
 const stateRoute = (name: string, summary: string) =>
   createRoute({
