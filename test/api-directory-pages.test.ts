@@ -22,15 +22,16 @@ async function allPages(path: string, limit: number): Promise<unknown[][]> {
 }
 
 describe('directory lists are paginated', () => {
-  it('subscriptions: pages of `limit` in a stable order, filtered by topic, until next_cursor is null', async () => {
+  it('subscriptions: pages of `limit` newest first, filtered by topic, until next_cursor is null', async () => {
     f = await apiFixture()
     for (const p of ['user:a', 'user:b', 'user:c', 'user:d', 'user:e']) {
       expect((await f.call('PUT', '/v1/subscriptions', { body: { topic: 'build.failed', principal: p } })).status).toBe(200)
+      await new Promise((r) => setTimeout(r, 2)) // distinct created_at, so newest first is visible
     }
     await f.call('PUT', '/v1/subscriptions', { body: { topic: 'other', principal: 'user:z' } })
     const pages = await allPages('/v1/subscriptions?topic=build.failed', 2)
     expect(pages.map((p) => p.length)).toEqual([2, 2, 1])
-    expect(pages.flat().map((s) => (s as { principal: string }).principal)).toEqual(['user:a', 'user:b', 'user:c', 'user:d', 'user:e'])
+    expect(pages.flat().map((s) => (s as { principal: string }).principal)).toEqual(['user:e', 'user:d', 'user:c', 'user:b', 'user:a'])
     expect((await allPages('/v1/subscriptions', 4)).flat()).toHaveLength(6)
   })
 

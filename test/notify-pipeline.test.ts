@@ -94,7 +94,8 @@ describe('notification pipeline (real SQLite)', () => {
     h.notify.templates.put({ topic: 'c', channel: 'inbox', locale: 'fr', subject: 'v1 {{ payload.who }}' })
     h.notify.templates.put({ topic: 'c', channel: 'inbox', locale: 'fr', subject: 'Nouveau commentaire de {{ payload.who }}', body: '{{ body }}!' })
     h.notify.templates.put({ topic: 'c', channel: 'inbox', locale: 'fr', subject: 'inactive', active: false })
-    expect(h.notify.templates.list('c').data.map((t) => t.version)).toEqual([1, 3, 2, 1])
+    // Newest first: fr v3, fr v2, fr v1, en v1.
+    expect(h.notify.templates.list('c').data.map((t) => [t.locale, t.version])).toEqual([['fr', 3], ['fr', 2], ['fr', 1], ['en', 1]])
     h.notify.notifications.send({ topic: 'c', recipients: ['fr', 'de', 'nobody'], payload: { who: 'Ann' }, body: 'Salut' })
     await h.drain()
     expect(h.notify.inbox('fr').list().data[0]).toMatchObject({ title: 'Nouveau commentaire de Ann', body: 'Salut!' })

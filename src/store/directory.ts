@@ -96,22 +96,23 @@ const SQL = {
   deleteSubscription: `DELETE FROM subscriptions WHERE topic = ? AND principal = ?`,
   subscriptionsByTopic: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
     WHERE topic = ? ORDER BY created_at, principal`,
+  // Lists are newest first (SPEC §6); rows of the same millisecond in key order.
   allSubscriptions: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
-    ORDER BY topic, created_at, principal LIMIT ? OFFSET ?`,
+    ORDER BY created_at DESC, topic, principal LIMIT ? OFFSET ?`,
   subscriptionsOfTopic: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
-    WHERE topic = ? ORDER BY created_at, principal LIMIT ? OFFSET ?`,
+    WHERE topic = ? ORDER BY created_at DESC, principal LIMIT ? OFFSET ?`,
   subscribers: `SELECT principal FROM subscriptions WHERE topic = ? AND enabled = 1 ORDER BY created_at, principal`,
   putPreference: `INSERT INTO preferences (user_id, topic, channel, enabled, digest, quiet_hours, updated_at)
       VALUES (@userId, @topic, @channel, @enabled, @digest, @quietHours, @updatedAt)
     ON CONFLICT (user_id, topic, channel) DO UPDATE SET enabled = excluded.enabled, digest = excluded.digest,
       quiet_hours = excluded.quiet_hours, updated_at = excluded.updated_at`,
-  preferencesOfUser: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = ? ORDER BY topic, channel LIMIT ? OFFSET ?`,
+  preferencesOfUser: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = ? ORDER BY updated_at DESC, topic, channel LIMIT ? OFFSET ?`,
   preferencesFor: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id IN (?, '*') AND topic IN (?, '*')`,
   nextVersion: `SELECT COALESCE(MAX(version), 0) + 1 FROM templates WHERE topic = ? AND channel = ? AND locale = ?`,
   insertTemplate: `INSERT INTO templates (topic, channel, locale, version, subject, body, format, active, created_at)
     VALUES (@topic, @channel, @locale, @version, @subject, @body, @format, @active, @createdAt) RETURNING ${TEMPLATE_COLUMNS}`,
-  templates: `SELECT ${TEMPLATE_COLUMNS} FROM templates ORDER BY topic, channel, locale, version DESC LIMIT ? OFFSET ?`,
-  templatesByTopic: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? ORDER BY channel, locale, version DESC LIMIT ? OFFSET ?`,
+  templates: `SELECT ${TEMPLATE_COLUMNS} FROM templates ORDER BY id DESC LIMIT ? OFFSET ?`,
+  templatesByTopic: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? ORDER BY id DESC LIMIT ? OFFSET ?`,
   activeTemplates: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? AND channel = ? AND active = 1
     ORDER BY locale, version DESC`,
 } as const
