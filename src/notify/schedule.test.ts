@@ -76,8 +76,17 @@ describe('zoned time', () => {
     expect(new Date(ms).toISOString()).toBe('2026-07-01T04:00:00.000Z')
     expect(localParts(ms, 'Asia/Kolkata')).toMatchObject({ hour: 9, minute: 30, day: 1 })
   })
-  it('resolves a time skipped by DST to after the jump', () => {
+  it('resolves a time skipped by DST to the moment of the jump', () => {
     const ms = zonedTime(2026, 3, 8, 2, 30, 'America/New_York')
-    expect(localParts(ms, 'America/New_York').hour).toBe(3)
+    expect(new Date(ms).toISOString()).toBe('2026-03-08T07:00:00.000Z') // 03:00 EDT
+    expect(new Date(zonedTime(2026, 3, 29, 2, 30, 'Europe/Paris')).toISOString()).toBe('2026-03-29T01:00:00.000Z') // 03:00 CEST
+  })
+  it('resolves an ambiguous time (the clock goes back) to its first occurrence', () => {
+    expect(new Date(zonedTime(2026, 10, 25, 2, 30, 'Europe/Paris')).toISOString()).toBe('2026-10-25T00:30:00.000Z') // 02:30 CEST
+    expect(new Date(zonedTime(2026, 11, 1, 1, 30, 'America/New_York')).toISOString()).toBe('2026-11-01T05:30:00.000Z') // 01:30 EDT
+  })
+  it('is exact on ordinary days either side of a transition', () => {
+    expect(new Date(zonedTime(2026, 3, 28, 7, 0, 'Europe/Paris')).toISOString()).toBe('2026-03-28T06:00:00.000Z')
+    expect(new Date(zonedTime(2026, 3, 30, 7, 0, 'Europe/Paris')).toISOString()).toBe('2026-03-30T05:00:00.000Z')
   })
 })

@@ -68,20 +68,30 @@ function offsetAt(ms: number, tz: string): number {
 
 /**
  * The instant when the wall clock in `tz` shows the given local time. A time skipped by a DST
- * jump resolves to the moment after the jump; an ambiguous time resolves to its first occurrence.
+ * jump resolves to the moment of the jump (the first instant after it); an ambiguous time
+ * resolves to its first occurrence.
  */
 export function zonedTime(year: number, month: number, day: number, hour: number, minute: number, tz: string): number {
   const guess = Date.UTC(year, month - 1, day, hour, minute)
-  const first = guess - offsetAt(guess, tz)
-  const second = guess - offsetAt(first, tz)
-  if (first === second) return first
-  // Offsets differ around a transition: prefer the earlier candidate that shows the right time.
-  const candidates = [Math.min(first, second), Math.max(first, second)]
-  for (const c of candidates) {
-    const p = localParts(c, tz)
-    if (p.hour === hour && p.minute === minute) return c
+  // The offsets a day either side bracket any transition on this date (zones move at most once a day).
+  const before = offsetAt(guess - 86_400_000, tz)
+  const after = offsetAt(guess + 86_400_000, tz)
+  const shows = (t: number): boolean => {
+    const p = localParts(t, tz)
+    return p.year === year && p.month === month && p.day === day && p.hour === hour && p.minute === minute
   }
-  return Math.max(first, second)
+  const valid = [guess - before, guess - after].filter(shows).sort((a, b) => a - b)
+  if (valid.length > 0) return valid[0]!
+  // Skipped: find the jump between the two readings, to the minute.
+  let lo = Math.min(guess - before, guess - after)
+  let hi = Math.max(guess - before, guess - after)
+  const offsetLo = offsetAt(lo, tz)
+  while (hi - lo > 60_000) {
+    const mid = lo + Math.floor((hi - lo) / 120_000) * 60_000
+    if (offsetAt(mid, tz) === offsetLo) lo = mid
+    else hi = mid
+  }
+  return hi
 }
 
 /** Adds `days` to a calendar date (no time zone involved). */
