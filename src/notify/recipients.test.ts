@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { UserRow } from '../store/directory.js'
-import { resolveRecipients, type DirectoryLookup } from './recipients.js'
+import { isEmailShaped, resolveRecipients, type DirectoryLookup } from './recipients.js'
 
 const user = (id: string, email: string | null = null): UserRow => ({
   id, email, name: null, locale: null, timezone: null, roles: [], teams: [], createdAt: 0, updatedAt: 0,
@@ -35,4 +35,10 @@ describe('resolveRecipients', () => {
     expect(resolveRecipients(['subscribers'], 'other', dir)).toEqual([])
     expect(resolveRecipients(['subscribers'], 't', dir).map((x) => x.id)).toEqual(['u1', 'u3', 'u9'])
   })
+})
+
+describe('isEmailShaped', () => {
+  it.each(['ann@example.com', "o'brien@example.co.uk", 'a+tag@sub.example.org'])('accepts %j', (s) => expect(isEmailShaped(s)).toBe(true))
+  // A list separator would let nodemailer reach another address than the one checked.
+  it.each(['x,y@z.com', 'a;b@c.com', '"a"@b.com', 'a b@c.com', 'user:ann', 'ann@localhost'])('refuses %j', (s) => expect(isEmailShaped(s)).toBe(false))
 })

@@ -17,7 +17,8 @@ export interface Recipient {
   email: string | null
 }
 
-const EMAIL = /^[^\s@<>:]+@[^\s@<>:]+\.[^\s@<>:]+$/
+// No list separators or quotes either: `x,y@z.com` would reach `y@z.com` through nodemailer.
+const EMAIL = /^[^\s@<>:,;"()[\]\\]+@[^\s@<>:,;"'()[\]\\]+\.[^\s@<>:,;"'()[\]\\]+$/
 
 /** True for an email-shaped selector. */
 export function isEmailShaped(text: string): boolean {

@@ -26,6 +26,9 @@ describe('template choice', () => {
     expect(chooseTemplate(all.slice(0, 2), 'fr-CA')!.subject).toBe('fr v1')
     expect(chooseTemplate(all.slice(0, 1), 'fr-CA')!.subject).toBe('en v1')
     expect(chooseTemplate([tpl('de', 1)], 'fr-CA')).toBeNull()
+    // pt_BR and pt-BR are the same tag, whichever side writes the underscore.
+    expect(chooseTemplate([tpl('pt-BR', 1)], 'pt_BR')!.locale).toBe('pt-BR')
+    expect(chooseTemplate([tpl('pt_br', 1)], 'PT-BR')!.locale).toBe('pt_br')
   })
   it('takes the highest active version', () => {
     const all = [tpl('en', 1), tpl('en', 3, { active: false }), tpl('en', 2)]

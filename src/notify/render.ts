@@ -36,6 +36,9 @@ export function localeChain(locale: string | null | undefined): string[] {
   return out
 }
 
+/** Locale tags compare without case, with `_` and `-` alike (pt_BR is pt-BR). */
+const sameLocale = (a: string, b: string): boolean => a.replace(/_/g, '-').toLowerCase() === b.replace(/_/g, '-').toLowerCase()
+
 /**
  * Picks the template for a locale among the active versions of one (topic, channel): the first
  * locale of the fallback chain that has one, and its highest active version.
@@ -44,7 +47,7 @@ export function chooseTemplate(templates: readonly TemplateRow[], locale: string
   for (const l of localeChain(locale)) {
     let best: TemplateRow | null = null
     for (const t of templates) {
-      if (t.active && t.locale.toLowerCase() === l.toLowerCase() && (!best || t.version > best.version)) best = t
+      if (t.active && sameLocale(t.locale, l) && (!best || t.version > best.version)) best = t
     }
     if (best) return best
   }
