@@ -152,6 +152,20 @@ describe('inbox SSE stream (real HTTP server)', () => {
     expect(await s.sse.next()).toMatchObject({ id: '4', event: 'unread_count' })
   })
 
+  it('ends an open stream once its token expires', async () => {
+    const { open, send } = await setup()
+    const token = h.notify.tokens.issue('alice', 60).token
+    const s = await open(token)
+    await until(() => h.notify.stream.count('alice') === 1)
+    await send('alice', 'while valid')
+    expect(await s.sse.next()).toMatchObject({ id: '1', event: 'notification' })
+    expect(await s.sse.next()).toMatchObject({ id: '2', event: 'unread_count' })
+    h.clock.set(h.clock.now() + 61_000)
+    await expect(s.sse.next()).rejects.toThrow('stream ended')
+    await until(() => h.notify.stream.count('alice') === 0)
+    expect(h.notify.stream.count('alice')).toBe(0)
+  })
+
   it('rejects a missing or foreign token', async () => {
     const { base } = await setup()
     expect((await fetch(`${base}/v1/inbox/stream`)).status).toBe(401)

@@ -40,5 +40,7 @@ export interface ApiEnv {
     apiKey: AuthedKey
     /** The end user of an inbox route, set by its token check before validation runs. */
     inboxUser: string
+    /** When that user's token expires (epoch ms); an open stream ends then. */
+    inboxTokenExpires: number
   }
 }

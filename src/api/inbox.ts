@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi'
 import type { Context, MiddlewareHandler } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import { errors } from '../errors.js'
-import type { StreamEvent } from '../store/inbox.js'
+import { STREAM_LOG_SIZE, type StreamEvent } from '../store/inbox.js'
 import type { UserInbox } from '../notify/service.js'
 import { InboxIds, InboxList, InboxQuery, InboxUpdated, UnreadCount } from '../notify/schemas.js'
 import { bearerToken } from './auth.js'
@@ -35,6 +35,7 @@ const userToken: MiddlewareHandler<ApiEnv> = async (c, next) => {
   const claims = token === '' ? null : notifyOf(c).tokens.verify(token)
   if (!claims) throw errors.invalidToken('Invalid or expired user token')
   c.set('inboxUser', claims.userId)
+  c.set('inboxTokenExpires', claims.expiresAt)
   await next()
 }
 
@@ -104,6 +105,9 @@ export function inboxRoutes() {
   return r
 }
 
+/** Live events one stream may hold unsent: the replay log's length, so a reconnect loses nothing. */
+const MAX_QUEUED_EVENTS = STREAM_LOG_SIZE
+
 /** Writes one logged event as an SSE message. */
 const toSse = (e: StreamEvent) => ({ id: String(e.seq), event: e.kind, data: JSON.stringify(e.data) })
 
@@ -126,15 +130,25 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
       wake = null
       w?.()
     }
+    const end = (): void => {
+      closed = true
+      notifyLoop()
+    }
     const unsubscribe = notify.stream.subscribe(userId, (e) => {
+      // A client too slow to take its events is cut off rather than buffered without bound; it
+      // reconnects with Last-Event-ID and the durable log replays what it missed.
+      if (queue.length >= MAX_QUEUED_EVENTS) return end()
       queue.push(e)
       notifyLoop()
     })
-    const keepalive = setInterval(() => void stream.write(': keepalive\n\n').catch(() => {}), notify.streamKeepaliveMs)
-    stream.onAbort(() => {
-      closed = true
-      notifyLoop()
-    })
+    const expires = c.get('inboxTokenExpires')
+    const { clock } = c.get('deps')
+    const keepalive = setInterval(() => {
+      // The token was checked at connect; the stream lasts no longer than it does.
+      if (clock.now() >= expires) return end()
+      void stream.write(': keepalive\n\n').catch(() => {})
+    }, notify.streamKeepaliveMs)
+    stream.onAbort(end)
     try {
       await stream.write(': connected\n\n')
       let last = -1
