@@ -52,6 +52,12 @@ export function jsonBodyGuard(limit: number): MiddlewareHandler<ApiEnv> {
     if (text.includes('\\u') && hasLoneSurrogate(parsed)) {
       throw errors.invalidJson('Request body contains an unpaired UTF-16 surrogate escape')
     }
+    // A number too large for a double parses to Infinity and would be stored as null: refuse
+    // it rather than keep a different value than the one sent. Only an exponent or a very long
+    // digit run can overflow, so most bodies skip the walk.
+    if (/[eE][+]?\d{3}|\d{300}/.test(text) && hasNonFiniteNumber(parsed)) {
+      throw errors.validation([{ field: '(root)', message: 'a number is too large to represent (beyond ±1.8e308)', in: 'body' }])
+    }
     if (jsonDepth(text) > MAX_JSON_DEPTH) {
       throw errors.validation([{ field: '(root)', message: `JSON is nested deeper than ${MAX_JSON_DEPTH} levels`, in: 'body' }])
     }
@@ -60,6 +66,13 @@ export function jsonBodyGuard(limit: number): MiddlewareHandler<ApiEnv> {
     c.req.json = <T>() => Promise.resolve(parsed as T)
     return next()
   }
+}
+
+/** True when any number in a parsed JSON value is not finite. */
+export function hasNonFiniteNumber(value: unknown, depth = 0): boolean {
+  if (typeof value === 'number') return !Number.isFinite(value)
+  if (typeof value !== 'object' || value === null || depth > MAX_JSON_DEPTH) return false
+  return (Array.isArray(value) ? value : Object.values(value)).some((v) => hasNonFiniteNumber(v, depth + 1))
 }
 
 const LONE_SURROGATE = /\p{Cs}/u
