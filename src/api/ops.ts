@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { errors } from '../errors.js'
 import { authenticate, requireRole } from './auth.js'
-import { bearerSecurity, ErrorBody, jsonResponse, newRouter } from './common.js'
+import { bearerSecurity, ErrorBody, errorResponses, jsonResponse, newRouter } from './common.js'
 
 const Health = z.object({ status: z.literal('ok') }).openapi('Health')
 
@@ -24,7 +24,11 @@ const metrics = createRoute({
   path: '/metrics',
   summary: 'Prometheus metrics (viewer key, or public with POSTBOX_METRICS_PUBLIC=true)',
   security: bearerSecurity,
-  responses: { 200: { content: { 'text/plain': { schema: z.string() } }, description: 'Prometheus text format' } },
+  responses: {
+    200: { content: { 'text/plain': { schema: z.string() } }, description: 'Prometheus text format' },
+    401: errorResponses[401],
+    403: errorResponses[403],
+  },
 })
 
 /** /healthz, /readyz and /metrics. */
