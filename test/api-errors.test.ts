@@ -86,6 +86,12 @@ describe('error catalogue (SPEC §6)', () => {
     })
   }
 
+  it('a refused destination names its field in the same shape as a validation error', async () => {
+    const res = await f.json('POST', '/v1/endpoints', { body: { url: 'http://10.1.2.3/hook' } })
+    expect(res.status).toBe(422)
+    expect(res.body.error.details).toEqual([{ field: 'url', message: 'non-public address', in: 'body' }])
+  })
+
   it('validation_failed lists every bad field with its path', async () => {
     const res = await f.json('POST', '/v1/events/batch', { body: { events: [{ type: 'ok', data: {} }, { type: '', data: 3 }] } })
     expect(res.status).toBe(400)

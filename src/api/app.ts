@@ -71,7 +71,7 @@ export function renderError(err: unknown, c: Context, deps: Pick<ApiDeps, 'log'>
   if (e.status === 500) deps.log.error({ err, method: c.req.method, path: c.req.path }, 'unhandled error')
   else if (e.status === 503) deps.log.warn({ err: String(err), path: c.req.path }, 'storage unavailable')
   const body: { error: { code: string; message: string; details?: unknown } } = { error: { code: e.code, message: e.message } }
-  if (e.details !== undefined) body.error.details = e.code === 'validation_failed' ? normalizeIssues(e.details) : e.details
+  if (e.details !== undefined) body.error.details = FIELD_ISSUE_CODES.has(e.code) ? normalizeIssues(e.details) : e.details
   return c.json(body, e.status)
 }
 
@@ -91,6 +91,9 @@ function toAppError(err: unknown): AppError {
   }
   return new AppError('internal', 500, 'Internal error')
 }
+
+/** Error codes whose `details` list field issues (a refused URL names its field too). */
+const FIELD_ISSUE_CODES = new Set(['validation_failed', 'destination_not_allowed'])
 
 /** Services report field issues as `{path, message}`; the API always answers `{field, message, in?}`. */
 function normalizeIssues(details: unknown): unknown {
