@@ -172,6 +172,7 @@ export class Postbox {
       deadMs: c.retentionDeadMs,
       inboxMs: c.retentionInboxMs,
       eventsMs: c.retentionEventsMs,
+      onStreamEvents: (userId, events) => this.engine.notify.stream.publish(userId, events),
     })
       .then((r) => this.log.info({ retention: r }, 'retention sweep done'))
       .catch((err: unknown) => this.log.warn({ err }, 'retention sweep failed'))

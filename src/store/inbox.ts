@@ -166,6 +166,8 @@ const messageEvents = (m: InboxMessage, seq: number, unread: number): StreamEven
 
 /** Inbox messages, the exact unread counter and the per-user stream log. */
 export interface InboxStore {
+  /** Appends an `unread_count` event with the user's current count (after retention lowered it). */
+  logUnreadCount(userId: string, now: number): StreamEvent
   /** Writes a message once per delivery id; returns the stream events it appended (none on a repeat). */
   insertMessage(input: NewInboxMessage, now: number): { message: InboxMessage; created: boolean; events: StreamEvent[] }
   /**
@@ -342,6 +344,7 @@ export function createInboxStore(db: Db): InboxStore {
       ids.length === 0 ? { updated: 0, events: [] } : changeTx(userId, ids, change, now),
     readAll: readAllTx,
     replay: createReplay(db, lastSeq, (r) => messageJson(mapMessage(r))),
+    logUnreadCount: (userId, now) => append(userId, 'unread_count', { unread_count: unreadOf(userId) }, now),
     lastSeq,
   }
 }

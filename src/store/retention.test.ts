@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { sweepRetention, sweepRetentionAsync, type RetentionOptions } from './retention.js'
+import { createInboxStore } from './inbox.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
 
 const DAY = 86_400_000
@@ -91,11 +92,21 @@ describe('sweepRetention', () => {
     inbox('msg_b_new', 'bob', NOW)
     expect(unread('alice')).toBe(6)
 
-    const r = await sweepRetentionAsync(q, { ...periods, batchSize: 3 })
+    const inboxStore = createInboxStore(q.db)
+    const told: [string, number][] = []
+    const onStreamEvents = (userId: string, events: { data: Record<string, unknown> }[]): void => {
+      for (const e of events) told.push([userId, e.data.unread_count as number])
+    }
+    const r = await sweepRetentionAsync({ db: q.db, inbox: inboxStore }, { ...periods, batchSize: 3, onStreamEvents })
     expect(r.inboxMessages).toBe(8)
     expect(r.batches.inboxMessages).toBe(3)
     expect(q.db.prepare(`SELECT id FROM inbox_messages ORDER BY id`).pluck().all()).toEqual(['msg_a_new', 'msg_b_new'])
     for (const user of ['alice', 'bob']) expect(unread(user)).toBe(exactUnread(user))
     expect(unread('alice')).toBe(1)
+    // Each committed batch told the live streams, and logged the count for a later replay.
+    expect(told.filter(([u]) => u === 'alice').at(-1)).toEqual(['alice', 1])
+    expect(told.filter(([u]) => u === 'bob')).toEqual([['bob', 1]])
+    const replayed = inboxStore.replay('alice', 0).filter((e) => e.kind === 'unread_count')
+    expect(replayed.at(-1)!.data).toEqual({ unread_count: 1 })
   })
 })

@@ -1,4 +1,11 @@
 import type { Db } from './db.js'
+import type { InboxStore, StreamEvent } from './inbox.js'
+
+/** What a sweep needs: the connection, and the inbox store to log lowered unread counts. */
+export interface RetentionStore {
+  readonly db: Db
+  readonly inbox?: Pick<InboxStore, 'logUnreadCount'>
+}
 
 /** Retention periods (SPEC §2) and the sweep's batch size. */
 export interface RetentionOptions {
@@ -13,6 +20,11 @@ export interface RetentionOptions {
   eventsMs: number
   /** Rows per transaction; default 1,000 (SPEC §2). */
   batchSize?: number
+  /**
+   * Called after each committed batch for every user whose unread count it lowered, with the
+   * `unread_count` event it logged (needs `store.inbox`), so live streams can be told.
+   */
+  onStreamEvents?: (userId: string, events: StreamEvent[]) => void
 }
 
 /** What one sweep deleted, and how many transactions each family took. */
@@ -58,7 +70,9 @@ type Family = keyof RetentionResult['batches']
  * `batchSize` rows and commits it. A family is done when a batch comes back short.
  * Deliveries go first so events they release can go in the same sweep.
  */
-function* retentionSteps(db: Db, opts: RetentionOptions): Generator<void, RetentionResult> {
+function* retentionSteps(store: RetentionStore, opts: RetentionOptions): Generator<void, RetentionResult> {
+  const { db } = store
+  const logged: [string, StreamEvent[]][] = []
   const limit = Math.max(1, Math.floor(opts.batchSize ?? RETENTION_BATCH_SIZE))
   const { now } = opts
   const deleteSuccess = db.prepare(SQL.deleteSuccess).pluck()
@@ -104,7 +118,11 @@ function* retentionSteps(db: Db, opts: RetentionOptions): Generator<void, Retent
     const unreadByUser = new Map<string, number>()
     for (const r of rows) if (r.unread) unreadByUser.set(r.userId, (unreadByUser.get(r.userId) ?? 0) + 1)
     const n = deleteInbox.run(JSON.stringify(rows.map((r) => r.id))).changes
-    for (const [userId, count] of unreadByUser) decrementUnread.run({ userId, n: count })
+    for (const [userId, count] of unreadByUser) {
+      decrementUnread.run({ userId, n: count })
+      // The replay log and live streams must see the new count, as after any other change.
+      if (store.inbox) logged.push([userId, [store.inbox.logUnreadCount(userId, now)]])
+    }
     return n
   }
   const batches: [Family, () => number][] = [
@@ -115,7 +133,9 @@ function* retentionSteps(db: Db, opts: RetentionOptions): Generator<void, Retent
   for (const [family, batch] of batches) {
     const tx = db.transaction(batch)
     for (;;) {
+      logged.length = 0
       const n = tx.immediate()
+      for (const [userId, events] of logged) opts.onStreamEvents?.(userId, events)
       result[family] += n
       result.batches[family]++
       yield
@@ -129,8 +149,8 @@ function* retentionSteps(db: Db, opts: RetentionOptions): Generator<void, Retent
  * Deletes expired rows (SPEC §2) in transactions of at most `batchSize` rows. Synchronous: it
  * holds the event loop for the whole sweep, so a server should prefer `sweepRetentionAsync`.
  */
-export function sweepRetention(store: { readonly db: Db }, opts: RetentionOptions): RetentionResult {
-  const steps = retentionSteps(store.db, opts)
+export function sweepRetention(store: RetentionStore, opts: RetentionOptions): RetentionResult {
+  const steps = retentionSteps(store, opts)
   for (;;) {
     const r = steps.next()
     if (r.done) return r.value
@@ -141,8 +161,8 @@ export function sweepRetention(store: { readonly db: Db }, opts: RetentionOption
  * The same sweep, yielding to the event loop between batches so API commits and the
  * dispatcher interleave with it: ingest waits for at most one batch (~1,000 row deletes).
  */
-export async function sweepRetentionAsync(store: { readonly db: Db }, opts: RetentionOptions): Promise<RetentionResult> {
-  const steps = retentionSteps(store.db, opts)
+export async function sweepRetentionAsync(store: RetentionStore, opts: RetentionOptions): Promise<RetentionResult> {
+  const steps = retentionSteps(store, opts)
   for (;;) {
     const r = steps.next()
     if (r.done) return r.value
