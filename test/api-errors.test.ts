@@ -61,6 +61,9 @@ const SCENARIOS: Scenario[] = [
   { name: 'unknown delivery', method: 'GET', path: '/v1/deliveries/dlv_missing', status: 404, code: 'not_found' },
   { name: 'redeliver unknown', method: 'POST', path: '/v1/deliveries/dlv_missing/redeliver', status: 404, code: 'not_found' },
   { name: 'private destination', method: 'POST', path: '/v1/endpoints', req: { body: { url: 'http://10.1.2.3/hook' } }, status: 422, code: 'destination_not_allowed' },
+  // A user a preference or a user: selector could never name.
+  { name: 'user id with a colon', method: 'PUT', path: '/v1/users/a:b', req: { body: {} }, status: 400, code: 'validation_failed' },
+  { name: 'user id with a space', method: 'PUT', path: '/v1/users/a%20b', req: { body: {} }, status: 400, code: 'validation_failed' },
   { name: 'metadata endpoint', method: 'POST', path: '/v1/endpoints', req: { body: { url: 'http://169.254.169.254/latest' } }, status: 422, code: 'destination_not_allowed' },
   { name: 'no credentials', method: 'GET', path: '/v1/endpoints', req: { key: null }, status: 401, code: 'unauthorized' },
   // The inbox checks its user token before the query or the body, like every key route.

@@ -14,7 +14,8 @@ const TopicOrStar = z.union([z.literal('*'), Topic])
 const Channel = z.enum(['inbox', 'email', 'webhook'])
 const TimeZone = z.string().min(1).max(100).refine(isValidTimeZone, 'must be an IANA time zone such as Europe/Paris')
 const Locale = z.string().regex(/^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$/, 'must be a locale such as en, fr or fr-CA')
-const UserId = z.string().min(1).max(200).regex(/^[^\s:*]+$/, 'must not contain spaces, ":" or "*"')
+/** A user id: what preferences and `user:<id>` selectors can name, so every user is reachable. */
+export const UserId = z.string().min(1).max(200).regex(/^[^\s:*]+$/, 'must not contain spaces, ":" or "*"')
 const Name = z.string().min(1).max(200).regex(/^[^\s:]+$/, 'must not contain spaces or ":"')
 const Clock = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM')
 

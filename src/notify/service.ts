@@ -17,6 +17,7 @@ import { createInboxChannel } from './channels/inbox.js'
 import { createEmailChannel } from './channels/email.js'
 import { createNotifyWebhookChannel, type PublishEvent } from './channels/notify-webhook.js'
 import type { NotificationInput, PreferenceInput, TemplateInputBody, UserInputBody } from './schemas.js'
+import { UserId } from './schemas.js'
 
 /** SPEC §6: a keepalive comment every 25 s keeps proxies from closing an idle stream. */
 export const STREAM_KEEPALIVE_MS = 25_000
@@ -231,6 +232,8 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
     },
     users: {
       put(id, input) {
+        const ok = UserId.safeParse(id)
+        if (!ok.success) throw errors.validation([{ field: 'id', message: ok.error.issues[0]!.message, in: 'path' }])
         const { user, created } = store.directory.putUser(id, input, clock.now())
         return { user: userJson(user), created }
       },
