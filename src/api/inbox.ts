@@ -72,7 +72,12 @@ const routes = {
   stream: createRoute({
     ...base, method: 'get', path: '/v1/inbox/stream',
     summary: 'Live updates over SSE: notification, state and unread_count events; Last-Event-ID or ?since= replays',
-    request: { query: StreamQuery },
+    request: {
+      query: StreamQuery,
+      headers: z.object({
+        'last-event-id': z.string().max(100).optional().openapi({ description: 'The last event id received; replays what came after it' }),
+      }),
+    },
     responses: {
       200: { content: { 'text/event-stream': { schema: z.string() } }, description: 'an event stream' },
       ...errorResponses,
