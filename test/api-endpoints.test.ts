@@ -29,6 +29,10 @@ describe('/v1/endpoints', () => {
     const ep = await create()
     const patched = await f.json('PATCH', `/v1/endpoints/${ep.id}`, { body: { description: 'new', disabled: true } })
     expect(patched).toMatchObject({ status: 200, body: { description: 'new', disabled: true } })
+    // The body is optional: an empty PATCH (with or without a JSON content type) changes nothing.
+    expect(await f.json('PATCH', `/v1/endpoints/${ep.id}`)).toMatchObject({ status: 200, body: { description: 'new' } })
+    expect(await f.json('PATCH', `/v1/endpoints/${ep.id}`, { raw: '', headers: { 'content-type': 'application/json' } })).toMatchObject({ status: 200 })
+    expect((await f.json('PATCH', `/v1/endpoints/${ep.id}`, { body: { timeout_ms: 5 } })).status).toBe(400)
     const rotated = await f.json('POST', `/v1/endpoints/${ep.id}/secret/rotate`, { raw: '', headers: { 'content-type': 'application/json' } })
     expect(rotated.status).toBe(200)
     expect(rotated.body.secret).not.toBe(ep.secret)

@@ -37,7 +37,7 @@ const routes = {
   }),
   update: createRoute({
     ...base, method: 'patch', path: '/v1/endpoints/{id}', summary: 'Update an endpoint (admin)', middleware: [admin] as const,
-    request: { params: IdParam, body: jsonBody(EndpointUpdate) },
+    request: { params: IdParam, body: jsonBody(EndpointUpdate, false) },
     responses: { 200: jsonResponse(EndpointOut, 'updated'), ...withErrors },
   }),
   remove: createRoute({
