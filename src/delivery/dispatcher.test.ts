@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { testConfig } from '../config.js'
 import { systemClock } from '../lib/clock.js'
 import { silentLogger } from '../log.js'
-import type { Store } from '../store/index.js'
+import { openStore, type Store } from '../store/index.js'
 import type { ClaimedDelivery } from '../store/deliveries.js'
 import { tempStore } from '../../test/helpers.js'
 import type { ChannelResult, ChannelSender } from './channel.js'
@@ -80,5 +80,57 @@ describe('dispatcher', () => {
     await d.stop(20)
     expect(store.deliveries.countByStatus()).toMatchObject({ in_flight: 0, pending: 5 })
     expect(store.deliveries.list({ limit: 10 }).data.every((r) => r.attempts === 0)).toBe(true)
+  })
+
+  it('a claim statement that fails mid-round strands nothing: rows claimed before it are sent', async () => {
+    const sent = new Set<string>()
+    const { store, d } = setup({ send: async (row: ClaimedDelivery) => (sent.add(row.id), { outcome: { kind: 'success' } }) }, 256)
+    enqueue(store, 200)
+    // The second statement of the first round (rows 129–200) fails, as SQLITE_BUSY would.
+    const claimDue = store.deliveries.claimDue
+    let calls = 0
+    store.deliveries.claimDue = (opts) => {
+      if (++calls === 2) throw new Error('database is locked')
+      return claimDue(opts)
+    }
+    d.start()
+    await waitFor(() => store.deliveries.countByStatus().success === 200)
+    expect(sent.size).toBe(200)
+    await waitFor(() => d.inFlight() === 0)
+    expect(store.deliveries.countByStatus()).toMatchObject({ pending: 0, in_flight: 0, success: 200 })
+  })
+
+  it('a second dispatcher on the same file leaves the first one\'s in-flight rows alone', async () => {
+    let release: (() => void) | null = null
+    const sends: string[] = []
+    const slow: ChannelSender = {
+      send: async (row: ClaimedDelivery) => {
+        sends.push(row.id)
+        await new Promise<void>((r) => (release = r))
+        return { outcome: { kind: 'success' } }
+      },
+    }
+    const { store, d } = setup(slow)
+    enqueue(store, 1)
+    d.start()
+    await waitFor(() => sends.length === 1)
+    const other = openStore(store.path)
+    const second = createDispatcher({
+      store: other, config: testConfig({ concurrency: 8, pollIntervalMs: 20 }), clock: systemClock, rng: () => 0.5,
+      log: silentLogger(), channels: new Map([['inbox', slow]]),
+    })
+    try {
+      second.start()
+      await new Promise((r) => setTimeout(r, 100))
+      // Still in flight with the first; the second neither released nor re-sent it.
+      expect(sends).toHaveLength(1)
+      expect(store.deliveries.countByStatus().in_flight).toBe(1)
+    } finally {
+      await second.stop(50)
+      other.close()
+    }
+    release!()
+    await waitFor(() => store.deliveries.countByStatus().success === 1)
+    expect(sends).toHaveLength(1)
   })
 })

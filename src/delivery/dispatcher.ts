@@ -6,6 +6,7 @@ import type { ClaimedDelivery, SettleInput } from '../store/deliveries.js'
 import type { ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
 import { createEndpointLimits } from './endpoint-limits.js'
 import type { Lock } from './lock.js'
+import { claimDispatchMarker, type DispatchMarker } from './dispatch-marker.js'
 import { LocalLock } from './lock.js'
 
 /** What `createDispatcher` needs. */
@@ -71,6 +72,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let refillTimer: NodeJS.Timeout | null = null
   let unsubscribe: (() => void) | null = null
   let drained: (() => void) | null = null
+  let marker: DispatchMarker | null = null
   let settleRetryTimer: NodeJS.Timeout | null = null
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
 
@@ -87,37 +89,46 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       void lock.acquire(LOCK_NAME).then((ok) => {
         haveLock = ok
         if (!ok) return
-        // Holding the lock means no other dispatcher runs on this database, so every in-flight
-        // row belongs to a process that died: offer it again now instead of after its lease
-        // (timeout + 30 s). The attempt it spent stays spent, as SPEC §2 asks.
-        try {
-          const released = store.deliveries.releaseOrphanedClaims(clock.now())
-          if (released > 0) log.info({ released }, 'released claims of a previous process')
-        } catch (err) {
-          log.error({ err }, 'releasing orphaned claims failed')
+        // When no other dispatcher is alive on this file, every in-flight row belongs to a
+        // process that died: offer it again now instead of after its lease (timeout + 30 s).
+        // The attempt it spent stays spent, as SPEC §2 asks. With another dispatcher alive (or
+        // any doubt), its rows wait for their leases: releasing them would send them twice.
+        marker = claimDispatchMarker(store.path)
+        if (marker.sole) {
+          try {
+            const released = store.deliveries.releaseOrphanedClaims(clock.now())
+            if (released > 0) log.info({ released }, 'released claims of a previous process')
+          } catch (err) {
+            log.error({ err }, 'releasing orphaned claims failed')
+          }
         }
         wake()
       })
       return
     }
+    const now = clock.now()
+    const claimed: ClaimedDelivery[] = []
     try {
-      const now = clock.now()
-      for (const d of claimRound(now)) launch(d, now)
-      scheduleRefill()
+      claimRound(now, claimed)
     } catch (err) {
       log.error({ err }, 'claim failed')
     }
+    // Outside a transaction every claim statement commits on its own: the rows of those that
+    // did are in flight even when a later one failed, so they are sent, not stranded.
+    for (const d of claimed) launch(d, now)
+    scheduleRefill()
   }
 
   /**
-   * Claims as many due rows as there are free slots and counts them as running; the caller
-   * starts their sends (after the commit, when this runs inside the settle transaction).
+   * Claims as many due rows as there are free slots, counts them as running and appends them
+   * to `out` as each statement returns (so a caller still holds them if a later one throws);
+   * the caller starts their sends (after the commit, when this runs inside the settle
+   * transaction).
    */
-  function claimRound(now: number): ClaimedDelivery[] {
-    const out: ClaimedDelivery[] = []
+  function claimRound(now: number, out: ClaimedDelivery[]): void {
     for (;;) {
       const free = config.concurrency - running.size
-      if (free <= 0) return out
+      if (free <= 0) return
       const limit = Math.min(free, CLAIM_BATCH)
       const rows = store.deliveries.claimDue({
         limit,
@@ -131,7 +142,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         if (d.endpointId !== null) limits.acquire(d.endpointId, now)
         out.push(d)
       }
-      if (rows.length < limit) return out
+      if (rows.length < limit) return
     }
   }
 
@@ -213,7 +224,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const batch = results.splice(0)
     const rows = finished.splice(0)
     const now = clock.now()
-    let claimed: ClaimedDelivery[] = []
+    const claimed: ClaimedDelivery[] = []
     let claimedInTx = false
     // The settle and the next claim share one transaction: one commit instead of two, and the
     // freed slots are refilled at once.
@@ -225,7 +236,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         })
         for (const d of rows) untrack(d)
         if (started && !stopping && haveLock) {
-          claimed = claimRound(now)
+          claimRound(now, claimed)
           claimedInTx = true
         }
       })
@@ -235,8 +246,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       // expire, and then send them a second time. Their tokens still guard every row.
       log.error({ err, count: batch.length }, 'settle failed; retrying')
       for (const d of rows) untrack(d)
+      // The claims rolled back with the settle: their rows are pending again, not ours.
       for (const d of claimed) untrack(d)
-      claimed = []
+      claimed.length = 0
       claimedInTx = false
       results.unshift(...batch)
       finished.unshift(...rows)
@@ -302,6 +314,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (settleRetryTimer) clearTimeout(settleRetryTimer)
       settleRetryTimer = null
       started = false
+      marker?.release()
+      marker = null
       if (haveLock) await lock.release(LOCK_NAME)
       haveLock = false
     },

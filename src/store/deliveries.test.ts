@@ -249,6 +249,10 @@ describe('claimDue', () => {
     q.deliveries.settle([{ id: k2a, claimToken: retried!.claimToken, outcome: { kind: 'dead' } }], NOW + 60_000)
     expect(ids(claim(NOW + 60_000))).toEqual([k2b])
     expect(q.deliveries.get(k2c)!.status).toBe('pending')
+    // Redelivering the older, finished k2a while k2b is in flight: neither it nor k2c may go
+    // until k2b is done, so the key never has two requests in flight.
+    expect(q.deliveries.redeliver(k2a, NOW + 60_000)).toBe('ok')
+    expect(claim(NOW + 60_000)).toEqual([])
   })
 })
 

@@ -49,7 +49,8 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
 // attempts. Rows of deleted or disabled endpoints come back flagged `gone` (1 deleted, 2 disabled)
 // and are finished rather than claimed: such a row can only be pending through a race with the
 // delete or disable, and nothing would ever claim it. The ordering barrier hides a row while an
-// older unfinished row with the same endpoint + ordering key exists on an ordered endpoint.
+// older pending row, or any in-flight one (a redelivered or recovered older row can be pending
+// behind a newer one in flight), has the same endpoint + ordering key on an ordered endpoint.
 const CANDIDATES = (exclude: boolean): string => `SELECT d.rowid AS rowid, d.id, d.endpoint_id AS endpointId,
       d.attempts >= d.max_attempts AS exhausted, d.next_attempt_at AS nextAttemptAt,
       CASE WHEN e.deleted_at IS NOT NULL THEN 1 WHEN e.disabled = 1 THEN 2 ELSE 0 END AS gone
@@ -62,7 +63,7 @@ const CANDIDATES = (exclude: boolean): string => `SELECT d.rowid AS rowid, d.id,
       AND (d.ordering_key IS NULL OR e.ordered IS NOT 1 OR NOT EXISTS (
            SELECT 1 FROM deliveries o
             WHERE o.endpoint_id = d.endpoint_id AND o.ordering_key = d.ordering_key
-              AND o.status IN ('pending', 'in_flight') AND o.id < d.id))
+              AND ((o.status = 'pending' AND o.id < d.id) OR (o.status = 'in_flight' AND o.id <> d.id))))
     ORDER BY d.next_attempt_at, d.id
     LIMIT @page`
 
