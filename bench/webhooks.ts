@@ -197,9 +197,7 @@ async function queueOnly(dir: string, n: number): Promise<number> {
 function postboxStack(dir: string, name: string) {
   const store = openStore(join(dir, `${name}.db`))
   let successes = 0
-  // The endpoint's max_concurrency (CONCURRENCY, as in the raw loop) is the binding limit: the global
-  // cap, of which one slot in 8 is kept for other endpoints, is set above it.
-  const config = testConfig({ allowNetworks: ['127.0.0.0/8'], concurrency: 2 * CONCURRENCY })
+  const config = testConfig({ allowNetworks: ['127.0.0.0/8'], concurrency: CONCURRENCY })
   const log = silentLogger()
   const deps = { store, config, clock: systemClock, rng: Math.random, log }
   const webhooks = createWebhookService(deps)

@@ -120,7 +120,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_REQUEST_TIMEOUT', flag: '--request-timeout', default: '15s', description: 'Default webhook request timeout (endpoints may set 1s-60s)' },
   { env: 'POSTBOX_DISABLE_AFTER', flag: '--disable-after', default: '5d', description: 'Disable an endpoint with no success for this long and at least 10 failures' },
   { env: 'POSTBOX_SHUTDOWN_TIMEOUT', flag: '--shutdown-timeout', default: '10s', description: 'Deadline to drain in-flight requests on SIGTERM/SIGINT' },
-  { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries; the last eighth is kept for endpoints with fewer than 2 in flight' },
+  { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries' },
   { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
   { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens; generated into <data dir>/token-secret.txt when unset' },
 ]

@@ -43,12 +43,6 @@ const LOCK_NAME = 'deliveries'
 const SETTLE_WINDOW_MS = 2
 /** A settle batch this large is written at once. */
 const SETTLE_BATCH = 128
-/**
- * One slot in RESERVE_FRACTION of the global cap is kept for endpoints with fewer than
- * RESERVE_PER_ENDPOINT requests in flight (SPEC §1: a slow endpoint never delays the others).
- */
-const RESERVE_FRACTION = 8
-const RESERVE_PER_ENDPOINT = 2
 /** After aborting at the deadline, how long stop() waits for senders to report. */
 const ABORT_GRACE_MS = 1000
 /** A settle that failed (disk full, database locked past busy_timeout) is tried again this often. */
@@ -81,7 +75,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let marker: DispatchMarker | null = null
   let settleRetryTimer: NodeJS.Timeout | null = null
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
-  const reserved = Math.floor(config.concurrency / RESERVE_FRACTION)
 
   const wake = (): void => {
     if (!started || stopping || wakeScheduled) return
@@ -136,18 +129,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     for (;;) {
       const free = config.concurrency - running.size
       if (free <= 0) return
-      // The last `reserved` slots go only to endpoints with fewer than RESERVE_PER_ENDPOINT
-      // requests in flight: slow endpoints that fill every other slot cannot starve the rest.
-      const inReserve = free <= reserved
-      const limit = Math.min(inReserve ? free : free - reserved, CLAIM_BATCH)
+      const limit = Math.min(free, CLAIM_BATCH)
       const rows = store.deliveries.claimDue({
         limit,
         now,
         defaultTimeoutMs,
-        capacity: inReserve
-          ? (id) => Math.min(limits.capacity(id, now), Math.max(0, RESERVE_PER_ENDPOINT - limits.inFlight(id)))
-          : (id) => limits.capacity(id, now),
-        excludeEndpoints: limits.saturated(now, inReserve ? RESERVE_PER_ENDPOINT : Infinity),
+        capacity: (id) => limits.capacity(id, now),
+        excludeEndpoints: limits.saturated(now),
       })
       for (const d of rows) {
         running.add(d.id)

@@ -34,19 +34,12 @@ export function createEndpointLimits(store: Store) {
   return {
     /** Slots the endpoint has free now. */
     capacity,
-    /**
-     * Endpoints with no free slot, so the claim query skips their rows entirely; with `busyAt`,
-     * also those with at least that many requests in flight.
-     */
-    saturated(now: number, busyAt = Infinity): string[] {
+    /** Endpoints with no free slot, so the claim query skips their rows entirely. */
+    saturated(now: number): string[] {
       const out: string[] = []
-      for (const id of new Set([...inflight.keys(), ...buckets.keys()])) {
-        if (capacity(id, now) === 0 || (inflight.get(id) ?? 0) >= busyAt) out.push(id)
-      }
+      for (const id of new Set([...inflight.keys(), ...buckets.keys()])) if (capacity(id, now) === 0) out.push(id)
       return out
     },
-    /** Requests in flight to the endpoint. */
-    inFlight: (id: string): number => inflight.get(id) ?? 0,
     /** Counts a claimed row against its endpoint. */
     acquire(id: string, now: number): void {
       inflight.set(id, (inflight.get(id) ?? 0) + 1)
