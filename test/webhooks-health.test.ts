@@ -76,6 +76,11 @@ describe('endpoint health (SPEC §5)', () => {
     await settle()
     expect(r.requests).toHaveLength(5)
     expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ circuit: 'open', consecutive_failures: 5 })
+    // The rows still queued wait for the end of the pause instead of being due all along.
+    const pausedUntil = new Date(clock.now() + 30_000).toISOString()
+    const queued = h.webhooks.deliveries.list({ status: 'pending', endpoint_id: ep.id }).data
+    expect(queued.length).toBeGreaterThan(0)
+    for (const d of queued) expect(d.next_attempt_at! >= pausedUntil).toBe(true)
 
     clock.advance(30_000)
     expect(h.webhooks.endpoints.get(ep.id).circuit).toBe('half_open')

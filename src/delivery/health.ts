@@ -49,8 +49,11 @@ export function createHealthRecorder(deps: {
   }
 
   return {
-    /** Records the attempt; `disabled` is true when this attempt disabled the endpoint. */
-    record(ep: EndpointRow, cls: Classification, now: number): { disabled: boolean } {
+    /**
+     * Records the attempt; `disabled` is true when this attempt disabled the endpoint, and
+     * `pausedUntil` is set while its breaker is open (a retry should not be due before then).
+     */
+    record(ep: EndpointRow, cls: Classification, now: number): { disabled: boolean; pausedUntil?: number } {
       if (cls.kind === 'success') {
         const last = healthySince.get(ep.id)
         if (last === undefined || now - last >= SUCCESS_WRITE_INTERVAL_MS || now < last) {
@@ -68,10 +71,15 @@ export function createHealthRecorder(deps: {
       if (shouldAutoDisable(h, now, config.disableAfterMs)) return { disabled: disable(ep, 'failing', now) }
       if (breakerFailure) {
         const until = pauseAfterFailure(h, now)
-        if (until !== null) {
+        if (until === null) return h.pausedUntil !== null && h.pausedUntil > now ? { disabled: false, pausedUntil: h.pausedUntil } : { disabled: false }
+        // Its queued rows wait with it: otherwise every claim during the pause would read past
+        // all of them (SPEC §5: an outage does not burn attempts, nor slow other endpoints).
+        const deferred = store.tx(() => {
           store.endpoints.pause(ep.id, until)
-          log.warn({ endpoint: ep.id, until: new Date(until).toISOString() }, 'endpoint circuit opened')
-        }
+          return store.deliveries.deferPendingForEndpoint(ep.id, until, now)
+        })
+        log.warn({ endpoint: ep.id, until: new Date(until).toISOString(), deferred }, 'endpoint circuit opened')
+        return { disabled: false, pausedUntil: until }
       }
       return { disabled: false }
     },

@@ -136,7 +136,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     let outcome = outcomeFor(cls, d, ep, now)
     // Health is bookkeeping: if the database refuses the write (locked, full), the request still
     // happened and its outcome stands; turning a 200 into a failure would send it again.
-    let h = { disabled: false }
+    let h: { disabled: boolean; pausedUntil?: number } = { disabled: false }
     try {
       h = health.record(ep, cls, now)
     } catch (err) {
@@ -146,6 +146,8 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
       outcome = { kind: 'dead' }
       error = 'endpoint_disabled'
     }
+    // A retry due inside the endpoint's pause waits for its end, with the rest of its queue.
+    if (outcome.kind === 'retry' && h.pausedUntil !== undefined && outcome.at < h.pausedUntil) outcome = { kind: 'retry', at: h.pausedUntil }
     return {
       outcome,
       attempt: { startedAt, durationMs: performance.now() - t0, statusCode: r.statusCode, error, responseBody: r.body },

@@ -109,6 +109,9 @@ const SQL = {
   finishPendingForEndpoint: `UPDATE deliveries SET status = @status, last_error = @error, claim_token = NULL,
       completed_at = @now, updated_at = @now
     WHERE status = 'pending' AND +endpoint_id = @endpointId`,
+  // Walks the pending queue once per breaker pause (the `+` keeps SQLite on deliveries_due).
+  deferPendingForEndpoint: `UPDATE deliveries SET next_attempt_at = @until, updated_at = @now
+    WHERE status = 'pending' AND +endpoint_id = @endpointId AND next_attempt_at < @until`,
   countByStatus: `SELECT status, count(*) AS n FROM deliveries GROUP BY status`,
   pendingByEndpoint: `SELECT endpoint_id AS endpointId, count(*) AS n FROM deliveries
     WHERE status = 'pending' AND endpoint_id IS NOT NULL GROUP BY endpoint_id`,
@@ -302,6 +305,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       s.finishPendingForEndpoint.run({ endpointId, status: 'cancelled', error: 'endpoint_deleted', now }).changes,
     killPendingForEndpoint: (endpointId, error, now) =>
       s.finishPendingForEndpoint.run({ endpointId, status: 'dead', error, now }).changes,
+    deferPendingForEndpoint: (endpointId, until, now) => s.deferPendingForEndpoint.run({ endpointId, until, now }).changes,
     countByStatus() {
       const out: Record<DeliveryStatus, number> = { pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 }
       for (const r of s.countByStatus.all() as { status: DeliveryStatus; n: number }[]) out[r.status] = r.n

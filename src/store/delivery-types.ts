@@ -157,6 +157,11 @@ export interface DeliveriesStore {
   recover(endpointId: string, since: number, until: number, now: number): number
   cancelForEndpoint(endpointId: string, now: number): number
   killPendingForEndpoint(endpointId: string, error: string, now: number): number
+  /**
+   * Moves the endpoint's pending rows due before `until` to `until` (a breaker pause), so claims
+   * do not walk past them on every round while the endpoint is down; returns how many moved.
+   */
+  deferPendingForEndpoint(endpointId: string, until: number, now: number): number
   countByStatus(): Record<DeliveryStatus, number>
   /** Pending rows per endpoint id (one pass over the pending queue, not over history). */
   pendingByEndpoint(): Record<string, number>
