@@ -42,6 +42,10 @@ afterEach(async () => {
   h?.cleanup()
 })
 
+/** The email channel over `smtpUrl` on the harness's store, with test limits. */
+const emailChannel = (smtpUrl: string, limits?: Parameters<typeof createEmailChannel>[0]['limits']): EmailChannel =>
+  createEmailChannel({ store: h.store, clock: systemClock, rng: () => 0.5, log: silentLogger(), schedule: [1000], smtpUrl, from: 'p@postbox.test', ...(limits ? { limits } : {}) })
+
 /** Queues one email notification per address and claims them all. */
 function claimEmails(addresses: string[]) {
   for (const [i, email] of addresses.entries()) h.notify.users.put(`u${i}`, { email })
@@ -53,10 +57,7 @@ describe('email channel limits (the lease must outlive every send)', () => {
   it('a message that cannot get a connection in time is snoozed unsent, with nothing sent twice', async () => {
     sink = await slowSink(400)
     h = notifyHarness({ smtpUrl: sink.url })
-    channel = createEmailChannel({
-      store: h.store, clock: systemClock, rng: () => 0.5, log: silentLogger(), schedule: [1000], smtpUrl: sink.url, from: 'p@postbox.test',
-      limits: { connections: 1, queueWaitMs: 100 },
-    })
+    channel = emailChannel(sink.url, { connections: 1, queueWaitMs: 100 })
     const claimed = claimEmails(['a@example.com', 'b@example.com'])
     expect(claimed).toHaveLength(2)
     const signal = new AbortController().signal
@@ -72,10 +73,7 @@ describe('email channel limits (the lease must outlive every send)', () => {
   it('an exchange past its time limit ends as a retry, and the channel sends again afterwards', async () => {
     sink = await slowSink(1500)
     h = notifyHarness({ smtpUrl: sink.url })
-    channel = createEmailChannel({
-      store: h.store, clock: systemClock, rng: () => 0.5, log: silentLogger(), schedule: [1000], smtpUrl: sink.url, from: 'p@postbox.test',
-      limits: { connections: 1, exchangeMs: 300 },
-    })
+    channel = emailChannel(sink.url, { connections: 1, exchangeMs: 300 })
     const [d] = claimEmails(['slow@example.com'])
     const signal = new AbortController().signal
     const r = await channel.send(d!, signal)
@@ -83,9 +81,7 @@ describe('email channel limits (the lease must outlive every send)', () => {
     expect(r.attempt?.error).toMatch(/exceeded 300 ms/)
     await sink.close()
     sink = await slowSink(0)
-    const fast = createEmailChannel({
-      store: h.store, clock: systemClock, rng: () => 0.5, log: silentLogger(), schedule: [1000], smtpUrl: sink.url, from: 'p@postbox.test',
-    })
+    const fast = emailChannel(sink.url)
     try {
       expect((await fast.send(d!, signal)).outcome.kind).toBe('success')
       expect(sink.accepted).toEqual(['slow@example.com'])

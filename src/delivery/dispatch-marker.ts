@@ -1,17 +1,8 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { processAlive } from '../lib/process.js'
 
 /** Marker files this process holds, by path: a second dispatcher here is not alone either. */
 const held = new Set<string>()
-
-/** True when a process with `pid` exists (signal 0 tests without sending anything). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
 
 /** The result of `claimDispatchMarker`. */
 export interface DispatchMarker {
@@ -60,7 +51,7 @@ export function claimDispatchMarker(dbPath: string): DispatchMarker {
     }
     // Our own PID in a marker we do not hold is an earlier process that had it (a container
     // restarted as PID 1 again).
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) return { sole: false, release: () => {} }
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) return { sole: false, release: () => {} }
     rmSync(file, { force: true }) // left by a process that died
   }
   return { sole: false, release: () => {} }

@@ -2,6 +2,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readdirSync, realpathSync, 
 import { randomBytes } from 'node:crypto'
 import { basename, dirname, join, resolve } from 'node:path'
 import type { Db } from './db.js'
+import { processAlive } from '../lib/process.js'
 
 /** Options for `backupDatabase`. */
 export interface BackupOptions {
@@ -76,15 +77,6 @@ function removeStaleTemps(dir: string, name: string): void {
     if (!entry.startsWith(prefix)) continue
     const m = /^(\d+)\.[0-9a-f]{8}\.tmp(-journal)?$/.exec(entry.slice(prefix.length))
     if (m && !processAlive(Number(m[1]))) rmSync(join(dir, entry), { force: true })
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 
