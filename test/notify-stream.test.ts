@@ -66,8 +66,8 @@ afterEach(async () => {
   h?.cleanup()
 })
 
-async function setup() {
-  h = notifyHarness({}, { streamKeepaliveMs: 50 })
+async function setup(deps: { streamMaxQueued?: number } = {}) {
+  h = notifyHarness({}, { streamKeepaliveMs: 50, ...deps })
   const app = createApp({ store: h.store, config: h.config, log: silentLogger(), clock: h.clock, webhooks: {} as WebhookService, notify: h.notify })
   server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' })
   await new Promise<void>((resolve) => server!.once('listening', () => resolve()))
@@ -161,6 +161,18 @@ describe('inbox SSE stream (real HTTP server)', () => {
     expect(await s.sse.next()).toMatchObject({ id: '1', event: 'notification' })
     expect(await s.sse.next()).toMatchObject({ id: '2', event: 'unread_count' })
     h.clock.set(h.clock.now() + 61_000)
+    await expect(s.sse.next()).rejects.toThrow('stream ended')
+    await until(() => h.notify.stream.count('alice') === 0)
+    expect(h.notify.stream.count('alice')).toBe(0)
+  })
+
+  it('cuts off a client that lets more live events pile up than the stream may hold', async () => {
+    const { open } = await setup({ streamMaxQueued: 3 })
+    const token = h.notify.tokens.issue('alice').token
+    const s = await open(token)
+    await until(() => h.notify.stream.count('alice') === 1)
+    // Ten events in one turn: the stream cannot write any before the fourth arrives.
+    h.notify.stream.publish('alice', Array.from({ length: 10 }, (_, i) => ({ seq: i + 1, kind: 'unread_count' as const, data: { unread_count: i } })))
     await expect(s.sse.next()).rejects.toThrow('stream ended')
     await until(() => h.notify.stream.count('alice') === 0)
     expect(h.notify.stream.count('alice')).toBe(0)

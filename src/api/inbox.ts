@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi'
 import type { Context, MiddlewareHandler } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import { errors } from '../errors.js'
-import { STREAM_LOG_SIZE, type StreamEvent } from '../store/inbox.js'
+import type { StreamEvent } from '../store/inbox.js'
 import type { UserInbox } from '../notify/service.js'
 import { InboxIds, InboxList, InboxQuery, InboxUpdated, UnreadCount } from '../notify/schemas.js'
 import { bearerToken } from './auth.js'
@@ -110,9 +110,6 @@ export function inboxRoutes() {
   return r
 }
 
-/** Live events one stream may hold unsent: the replay log's length, so a reconnect loses nothing. */
-const MAX_QUEUED_EVENTS = STREAM_LOG_SIZE
-
 /** Writes one logged event as an SSE message. */
 const toSse = (e: StreamEvent) => ({ id: String(e.seq), event: e.kind, data: JSON.stringify(e.data) })
 
@@ -142,7 +139,7 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
     const unsubscribe = notify.stream.subscribe(userId, (e) => {
       // A client too slow to take its events is cut off rather than buffered without bound; it
       // reconnects with Last-Event-ID and the durable log replays what it missed.
-      if (queue.length >= MAX_QUEUED_EVENTS) return end()
+      if (queue.length >= notify.streamMaxQueued) return end()
       queue.push(e)
       notifyLoop()
     })

@@ -1,6 +1,6 @@
 import type { Store } from '../store/index.js'
 import type { InboxStateChange, StreamEvent } from '../store/inbox.js'
-import { messageJson } from '../store/inbox.js'
+import { messageJson, STREAM_LOG_SIZE } from '../store/inbox.js'
 import type { ListSlice, PreferenceRow, SubscriptionRow, TemplateRow, UserRow } from '../store/directory.js'
 import type { ChannelSender } from '../delivery/channel.js'
 import type { Config } from '../config.js'
@@ -35,6 +35,8 @@ export interface NotifyDeps {
   publishEvent: PublishEvent
   /** Keepalive comment interval of the SSE inbox stream; 25 s by default (tests shorten it). */
   streamKeepaliveMs?: number
+  /** Live events one stream may hold unsent before it is cut off; the replay log's length by default. */
+  streamMaxQueued?: number
 }
 
 /** `GET /v1/inbox` options; all optional. */
@@ -110,6 +112,8 @@ export interface NotifyService {
   stream: InboxStreamHub
   /** How often the SSE stream sends a keepalive comment. */
   streamKeepaliveMs: number
+  /** Live events one stream may hold unsent; past it the client is cut off and replays on reconnect. */
+  streamMaxQueued: number
   channels: { inbox: ChannelSender; email: ChannelSender; 'notify-webhook': ChannelSender }
   /** Releases SMTP connections. */
   close(): void
@@ -302,6 +306,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
     inbox,
     stream: hub,
     streamKeepaliveMs: deps.streamKeepaliveMs ?? STREAM_KEEPALIVE_MS,
+    streamMaxQueued: deps.streamMaxQueued ?? STREAM_LOG_SIZE,
     channels: {
       inbox: createInboxChannel({ store, hub, clock, rng, log, schedule }),
       email,
