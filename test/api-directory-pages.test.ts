@@ -26,7 +26,7 @@ describe('directory lists are paginated', () => {
     f = await apiFixture()
     for (const p of ['user:a', 'user:b', 'user:c', 'user:d', 'user:e']) {
       expect((await f.call('PUT', '/v1/subscriptions', { body: { topic: 'build.failed', principal: p } })).status).toBe(200)
-      await new Promise((r) => setTimeout(r, 2)) // distinct created_at, so newest first is visible
+      await new Promise((r) => setTimeout(r, 3)) // distinct created_at, so newest first is visible
     }
     await f.call('PUT', '/v1/subscriptions', { body: { topic: 'other', principal: 'user:z' } })
     const pages = await allPages('/v1/subscriptions?topic=build.failed', 2)
