@@ -9,8 +9,8 @@ export interface Target {
   headers: readonly string[]
 }
 
-/** Headers Postbox sets on every request; a custom header never replaces them. */
-const ownHeader = (lower: string): boolean =>
+/** True for a (lower-case) header Postbox sets on every request; a custom header never replaces it. */
+export const isPostboxHeader = (lower: string): boolean =>
   lower === 'content-type' || lower === 'user-agent' || lower.startsWith('webhook-') || lower.startsWith('postbox-') || lower.startsWith('x-postbox-')
 
 /**
@@ -26,7 +26,7 @@ export function createTargetCache(): (ep: EndpointRow) => Target {
       const headers: string[] = []
       for (const [k, v] of Object.entries(ep.headers)) {
         const lower = k.toLowerCase()
-        if (!ownHeader(lower)) headers.push(lower, v)
+        if (!isPostboxHeader(lower)) headers.push(lower, v)
       }
       t = { origin: url.origin, path: url.pathname + url.search, headers }
       cache.set(ep, t)

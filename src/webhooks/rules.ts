@@ -2,6 +2,7 @@ import type { z } from '@hono/zod-openapi'
 import { AppError, errors } from '../errors.js'
 import { parseDuration } from '../lib/duration.js'
 import { createAddressPolicy, literalIp, type AddressPolicy } from '../delivery/ssrf.js'
+import { isPostboxHeader } from '../delivery/http-target.js'
 
 /** One entry of a `validation_failed` error's details. */
 export interface Issue {
@@ -27,12 +28,10 @@ export function throwIfIssues(issues: readonly Issue[]): void {
 
 /** HTTP token characters (RFC 9110 §5.6.2). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
-/** Headers Postbox sets or the HTTP layer owns; custom headers may not set them (any case). */
-const RESERVED = new Set([
-  'content-type', 'content-length', 'user-agent', 'host', 'connection', 'keep-alive', 'transfer-encoding',
-  'te', 'trailer', 'upgrade', 'expect', 'proxy-connection',
+/** Headers the HTTP layer owns; with the ones Postbox sets (isPostboxHeader), custom headers may not set them (any case). */
+const TRANSPORT_HEADERS = new Set([
+  'content-length', 'host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect', 'proxy-connection',
 ])
-const RESERVED_PREFIXES = ['webhook-', 'postbox-', 'x-postbox-']
 /** Custom headers per endpoint. */
 export const MAX_CUSTOM_HEADERS = 50
 
@@ -52,7 +51,7 @@ export function headerIssues(headers: Record<string, string>): Issue[] {
     const lower = name.toLowerCase()
     const path = `headers.${name}`
     if (!TOKEN.test(name)) issues.push({ path, message: 'header name must be an HTTP token' })
-    else if (RESERVED.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p))) {
+    else if (TRANSPORT_HEADERS.has(lower) || isPostboxHeader(lower)) {
       issues.push({ path, message: 'this header is set by Postbox and cannot be overridden' })
     } else if (seen.has(lower)) issues.push({ path, message: 'duplicate header name (names are case-insensitive)' })
     if (!FIELD_VALUE.test(headers[name]!)) {
