@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import { prepareAll, statementCache, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { decodeCursor, pageById } from '../lib/cursor.js'
-import { createClaimer } from './delivery-claim.js'
+import { createClaimer, FINISH_IF_ENDPOINT_GONE } from './delivery-claim.js'
 import type {
   Attempt,
   DeliveriesStore,
@@ -79,15 +79,8 @@ const SQL = {
   insertSuccessAttempts: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, 'success', value ->> 4, value ->> 5, value ->> 6 FROM json_each(?)`,
   // A row that fails while its endpoint is deleted or disabled must not wait as pending for an
-  // endpoint that is never claimed again (SPEC §2 cancel, §5 disable): it ends at once.
-  finishIfEndpointGone: `UPDATE deliveries
-      SET status = CASE WHEN e.deleted_at IS NOT NULL THEN 'cancelled' ELSE 'dead' END,
-          last_error = CASE WHEN e.deleted_at IS NOT NULL THEN 'endpoint_deleted' ELSE 'endpoint_disabled' END,
-          completed_at = ?, updated_at = ?
-    FROM endpoints e
-    WHERE deliveries.id = ? AND deliveries.status = 'pending' AND e.id = deliveries.endpoint_id
-      AND (e.deleted_at IS NOT NULL OR e.disabled = 1)
-    RETURNING deliveries.status`,
+  // endpoint that is never claimed again: it ends at once, as the claim would end it.
+  finishIfEndpointGone: FINISH_IF_ENDPOINT_GONE,
   insertAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   get: `SELECT ${COLUMNS} FROM deliveries WHERE id = ?`,
@@ -209,7 +202,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       const raw = settleBy[o.kind].get(...settleArgs(r, at, now)) as [DeliveryStatus, number] | undefined
       if (!raw) return { result: 'missed' }
       const row = { status: raw[0], attempts: raw[1] }
-      if (row.status === 'pending') row.status = (finishIfEndpointGone.get(now, now, r.id) as DeliveryStatus | undefined) ?? 'pending'
+      if (row.status === 'pending') row.status = (finishIfEndpointGone.get(now, now, JSON.stringify([r.id])) as DeliveryStatus | undefined) ?? 'pending'
       if (row.status === 'pending' && at !== null && at <= now) due = true
       const a = r.attempt
       if (a) {

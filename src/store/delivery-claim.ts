@@ -46,14 +46,14 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
 
 // Due rows in (next_attempt_at, id) order, from the partial index deliveries_due, resuming after
 // the last row seen (keyset paging). Paused endpoints are skipped here so an outage does not burn
-// attempts. Rows of deleted or disabled endpoints come back flagged `gone` (1 deleted, 2 disabled)
-// and are finished rather than claimed: such a row can only be pending through a race with the
+// attempts. Rows of deleted or disabled endpoints come back flagged `gone` and are finished
+// (FINISH_IF_ENDPOINT_GONE) rather than claimed: such a row can only be pending through a race with the
 // delete or disable, and nothing would ever claim it. The ordering barrier hides a row while an
 // older pending row, or any in-flight one (a redelivered or recovered older row can be pending
 // behind a newer one in flight), has the same endpoint + ordering key on an ordered endpoint.
 const CANDIDATES = (exclude: boolean): string => `SELECT d.rowid AS rowid, d.id, d.endpoint_id AS endpointId,
       d.attempts >= d.max_attempts AS exhausted, d.next_attempt_at AS nextAttemptAt,
-      CASE WHEN e.deleted_at IS NOT NULL THEN 1 WHEN e.disabled = 1 THEN 2 ELSE 0 END AS gone
+      (e.deleted_at IS NOT NULL OR e.disabled = 1) AS gone
     FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= @now
       AND (d.next_attempt_at, d.id) > (@afterAt, @afterId)
@@ -75,6 +75,20 @@ const EXPIRE_CLAIM = `UPDATE deliveries
           completed_at = CASE WHEN attempts >= max_attempts THEN @now ELSE NULL END,
           claim_token = NULL, lease_until = NULL, next_attempt_at = @now, updated_at = @now`
 
+/**
+ * Ends pending rows (a JSON array of ids) whose endpoint is deleted or disabled, as deleting
+ * (SPEC §2: cancelled) and disabling (SPEC §5: dead) do; such a row would never be claimed.
+ * Parameters: completed_at, updated_at, ids. Returns the status of each row it ended.
+ */
+export const FINISH_IF_ENDPOINT_GONE = `UPDATE deliveries
+      SET status = CASE WHEN e.deleted_at IS NOT NULL THEN 'cancelled' ELSE 'dead' END,
+          last_error = CASE WHEN e.deleted_at IS NOT NULL THEN 'endpoint_deleted' ELSE 'endpoint_disabled' END,
+          claim_token = NULL, completed_at = ?, updated_at = ?
+    FROM endpoints e
+    WHERE deliveries.id IN (SELECT value FROM json_each(?)) AND deliveries.status = 'pending'
+      AND e.id = deliveries.endpoint_id AND (e.deleted_at IS NOT NULL OR e.disabled = 1)
+    RETURNING deliveries.status`
+
 const SQL = {
   // A read, so an idle dispatcher's poll does not take the write lock (another process writing
   // the same file would wait behind it). Due rows of a paused endpoint still count as work.
@@ -87,10 +101,7 @@ const SQL = {
   markExhausted: `UPDATE deliveries SET status = 'dead', last_error = COALESCE(last_error, 'attempts_exhausted'),
       claim_token = NULL, completed_at = @now, updated_at = @now
     WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
-  // The same ends as deleting (SPEC §2: cancelled) and disabling (SPEC §5: dead) give.
-  finishGone: `UPDATE deliveries SET status = @status, last_error = @error,
-      claim_token = NULL, completed_at = @now, updated_at = @now
-    WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
+  finishGone: FINISH_IF_ENDPOINT_GONE,
   // By rowid: the candidates carry it (read in the same transaction, so it cannot have moved),
   // which saves one id-index lookup per row.
   claim: `UPDATE deliveries
@@ -104,14 +115,14 @@ const SQL = {
 const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
   a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-type Candidate = { rowid: number; id: string; endpointId: string | null; exhausted: number; nextAttemptAt: number; gone: 0 | 1 | 2 }
+type Candidate = { rowid: number; id: string; endpointId: string | null; exhausted: number; nextAttemptAt: number; gone: number }
 
 /** What one candidate scan found: rows to claim, and rows to finish instead. */
 interface Picked {
   chosen: number[]
   exhausted: string[]
-  /** Rows of a deleted endpoint (index 1) and of a disabled one (index 2). */
-  gone: [string[], string[], string[]]
+  /** Rows of a deleted or disabled endpoint. */
+  gone: string[]
 }
 
 /** The claim functions of the delivery store over `db`; `onDue` as in createDeliveriesStore. */
@@ -130,7 +141,7 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
     const { now, limit, capacity } = opts
     const exclude = new Set(opts.excludeEndpoints ?? [])
     const exhausted: string[] = []
-    const gone: Picked['gone'] = [[], [], []]
+    const gone: string[] = []
     const chosen: number[] = []
     const taken = new Map<string, number>()
     const page = Math.max(limit + 8, 16)
@@ -150,7 +161,7 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
         afterAt = r.nextAttemptAt
         afterId = r.id
         if (r.gone) {
-          gone[r.gone].push(r.id)
+          gone.push(r.id)
           continue
         }
         if (r.exhausted) {
@@ -183,8 +194,7 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
     if (limit <= 0) return []
     const { chosen, exhausted, gone } = pickCandidates(opts)
     if (exhausted.length > 0) s.markExhausted.run({ ids: JSON.stringify(exhausted), now })
-    if (gone[1].length > 0) s.finishGone.run({ ids: JSON.stringify(gone[1]), status: 'cancelled', error: 'endpoint_deleted', now })
-    if (gone[2].length > 0) s.finishGone.run({ ids: JSON.stringify(gone[2]), status: 'dead', error: 'endpoint_disabled', now })
+    if (gone.length > 0) s.finishGone.run(now, now, JSON.stringify(gone))
     if (chosen.length === 0) return []
     const rows = claimRaw.all({
       rowids: JSON.stringify(chosen),
