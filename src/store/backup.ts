@@ -42,7 +42,8 @@ export async function backupDatabase(
   // Renaming a copy over the live file would leave the server writing to an unlinked inode:
   // every write after that would be lost at the next start.
   const live = canonical(store.db.name)
-  if (['', '-wal', '-shm', '-journal'].some((suffix) => canonical(target) === live + suffix)) {
+  const resolved = canonical(target)
+  if (['', '-wal', '-shm', '-journal'].some((suffix) => resolved === live + suffix)) {
     throw new BackupTargetError(`backup target ${toFile} is the live database (or one of its files); choose another path`)
   }
   const dir = dirname(target)
