@@ -12,6 +12,9 @@ export interface DispatchMarker {
   release(): void
 }
 
+/** The answer when another dispatcher may be alive (or the marker cannot be written): nothing to release. */
+const NOT_SOLE: DispatchMarker = { sole: false, release: () => {} }
+
 /**
  * Decides whether in-flight rows found at start can only belong to a process that died. A
  * marker file next to the database (`<db>-dispatcher.pid`) names the dispatching process; it
@@ -23,7 +26,7 @@ export interface DispatchMarker {
 export function claimDispatchMarker(dbPath: string): DispatchMarker {
   if (dbPath === ':memory:' || dbPath === '') return { sole: true, release: () => {} }
   const file = `${dbPath}-dispatcher.pid`
-  if (held.has(file)) return { sole: false, release: () => {} }
+  if (held.has(file)) return NOT_SOLE
   for (let tries = 0; tries < 3; tries++) {
     try {
       const fd = openSync(file, 'wx', 0o600)
@@ -41,7 +44,7 @@ export function claimDispatchMarker(dbPath: string): DispatchMarker {
         },
       }
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return { sole: false, release: () => {} }
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return NOT_SOLE
     }
     let pid = NaN
     try {
@@ -51,8 +54,8 @@ export function claimDispatchMarker(dbPath: string): DispatchMarker {
     }
     // Our own PID in a marker we do not hold is an earlier process that had it (a container
     // restarted as PID 1 again).
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) return { sole: false, release: () => {} }
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) return NOT_SOLE
     rmSync(file, { force: true }) // left by a process that died
   }
-  return { sole: false, release: () => {} }
+  return NOT_SOLE
 }
