@@ -152,6 +152,38 @@ function round(dir: string, r: number): Figures {
   return { bareSingle, bareBatched, single, batched, claimSettle, claimOnly }
 }
 
+const BACKLOG = 100_000
+const CLAIMS = 200
+const OTHER = 'ep_01kdx000000000000000000001'
+
+/**
+ * ms per claim of 10 due rows of one endpoint, with `backlog` older due rows of another endpoint
+ * that has no free slot (SPEC §1 isolation: the backlog must not make the claim slower).
+ */
+function claimBehindBacklog(dir: string, backlog: number, name: string): number {
+  const store = freshStore(dir, name, backlog + CLAIMS * 10)
+  store.db.prepare(SETUP.endpoint.replace(ENDPOINT, OTHER)).run()
+  const row = (i: number, endpointId: string, at: number) => ({ channel: 'webhook' as const, eventId: eventId(i), endpointId, eventType: 'bench.event', maxAttempts: 8, nextAttemptAt: at })
+  for (let i = 0; i < backlog; i += BATCH) {
+    store.tx(() => {
+      for (let j = i; j < Math.min(i + BATCH, backlog); j++) store.deliveries.enqueue(row(j, ENDPOINT, NOW - 1), NOW)
+    })
+  }
+  let ms = 0
+  for (let c = 0; c < CLAIMS; c++) {
+    store.tx(() => {
+      for (let j = 0; j < 10; j++) store.deliveries.enqueue(row(backlog + c * 10 + j, OTHER, NOW), NOW)
+    })
+    const t0 = performance.now()
+    const claimed = store.deliveries.claimDue({ limit: 64, now: NOW, defaultTimeoutMs: 15_000, capacity: (id) => (id === ENDPOINT ? 0 : 64), excludeEndpoints: [ENDPOINT] })
+    ms += performance.now() - t0
+    if (claimed.length !== 10) throw new Error(`claimed ${claimed.length} of 10`)
+    store.deliveries.settle(claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' } })), NOW)
+  }
+  store.close()
+  return ms / CLAIMS
+}
+
 /** Runs the store benchmark and prints rows/s with the ratio to the bare loop. */
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-'))
@@ -177,6 +209,9 @@ export async function run(): Promise<void> {
       })
       console.log(`| ${name} | ${cells.join(' | ')} |`)
     }
+    const empty = Math.min(claimBehindBacklog(dir, 0, 'empty1'), claimBehindBacklog(dir, 0, 'empty2'))
+    const behind = Math.min(claimBehindBacklog(dir, BACKLOG, 'backlog1'), claimBehindBacklog(dir, BACKLOG, 'backlog2'))
+    console.log(`claim of 10 rows behind ${fmt(BACKLOG)} due rows of a saturated endpoint: ${behind.toFixed(3)} ms; with no backlog: ${empty.toFixed(3)} ms; ratio ${(behind / empty).toFixed(1)} (best of 2, ${CLAIMS} claims each)`)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

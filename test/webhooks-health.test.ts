@@ -34,6 +34,23 @@ describe('isolation and flow control', () => {
     expect(h.dispatcher.inFlight()).toBe(2)
   })
 
+  it('endpoints holding many requests cannot take the last slots of the global cap', async () => {
+    const slow = await rx({ hang: true })
+    const fast = await rx()
+    // A cap of 16 keeps 2 slots for endpoints with fewer than 4 requests in flight.
+    h = webhookHarness({ config: { concurrency: 16 } })
+    h.webhooks.endpoints.create({ url: slow.url, max_concurrency: 16, timeout_ms: 60_000, event_types: ['slow.*'] })
+    h.webhooks.endpoints.create({ url: fast.url, event_types: ['fast.*'] })
+    for (let i = 0; i < 40; i++) h.webhooks.events.send({ type: 'slow.a', data: { i } })
+    h.dispatcher.start()
+    await slow.waitFor(14)
+    await settle()
+    expect(slow.requests).toHaveLength(14)
+    for (let i = 0; i < 6; i++) h.webhooks.events.send({ type: 'fast.a', data: { i } })
+    await until(() => fast.requests.length === 6, 5000, 'the fast endpoint to get every event')
+    expect(slow.requests).toHaveLength(14)
+  })
+
   it('never claims more than the global concurrency cap', async () => {
     const slow = await rx({ hang: true })
     h = webhookHarness({ config: { concurrency: 3 } })

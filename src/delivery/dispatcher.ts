@@ -38,6 +38,10 @@ export interface Dispatcher {
 
 /** At most this many rows per claim statement; larger batches only add latency to the first send. */
 const CLAIM_BATCH = 128
+/** The share of the global cap kept for quiet endpoints (see claimRound). */
+const RESERVE_SHARE = 1 / 8
+/** An endpoint with fewer requests than this in flight is quiet and may use the reserve. */
+const QUIET_IN_FLIGHT = 4
 const LOCK_NAME = 'deliveries'
 /** Outcomes gathered at most this long before one settle transaction (see scheduleFlush). */
 const SETTLE_WINDOW_MS = 2
@@ -74,6 +78,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let drained: (() => void) | null = null
   let marker: DispatchMarker | null = null
   let settleRetryTimer: NodeJS.Timeout | null = null
+  const reserve = Math.floor(config.concurrency * RESERVE_SHARE)
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
 
   const wake = (): void => {
@@ -129,13 +134,21 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     for (;;) {
       const free = config.concurrency - running.size
       if (free <= 0) return
-      const limit = Math.min(free, CLAIM_BATCH)
+      // The last slots of the global cap go only to endpoints with few requests in flight, so
+      // slow or hanging endpoints (each holding up to its max_concurrency) can never take them
+      // all and stall every other endpoint until their timeouts (SPEC §1 isolation).
+      const general = free - reserve
+      const limit = Math.min(general > 0 ? general : free, CLAIM_BATCH)
       const rows = store.deliveries.claimDue({
         limit,
         now,
         defaultTimeoutMs,
-        capacity: (id) => limits.capacity(id, now),
-        excludeEndpoints: limits.saturated(now),
+        ...(general > 0
+          ? { capacity: (id: string) => limits.capacity(id, now), excludeEndpoints: limits.saturated(now) }
+          : {
+              capacity: (id: string) => Math.min(limits.capacity(id, now), QUIET_IN_FLIGHT - limits.inFlight(id)),
+              excludeEndpoints: limits.saturated(now, QUIET_IN_FLIGHT),
+            }),
       })
       for (const d of rows) {
         running.add(d.id)

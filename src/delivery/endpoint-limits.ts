@@ -34,10 +34,17 @@ export function createEndpointLimits(store: Store) {
   return {
     /** Slots the endpoint has free now. */
     capacity,
-    /** Endpoints with no free slot, so the claim query skips their rows entirely. */
-    saturated(now: number): string[] {
+    /** Requests in flight to the endpoint. */
+    inFlight: (id: string): number => inflight.get(id) ?? 0,
+    /**
+     * Endpoints the claim skips entirely: those with no free slot, and (with `atMost`) those
+     * already holding `atMost` requests or more.
+     */
+    saturated(now: number, atMost = Infinity): string[] {
       const out: string[] = []
-      for (const id of new Set([...inflight.keys(), ...buckets.keys()])) if (capacity(id, now) === 0) out.push(id)
+      for (const id of new Set([...inflight.keys(), ...buckets.keys()])) {
+        if ((inflight.get(id) ?? 0) >= atMost || capacity(id, now) === 0) out.push(id)
+      }
       return out
     },
     /** Counts a claimed row against its endpoint. */

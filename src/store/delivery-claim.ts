@@ -44,28 +44,55 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
   }
 }
 
-// Due rows in (next_attempt_at, id) order, from the partial index deliveries_due, resuming after
-// the last row seen (keyset paging). Paused endpoints are skipped here so an outage does not burn
-// attempts. Rows of deleted or disabled endpoints come back flagged `gone` and are finished
-// (FINISH_IF_ENDPOINT_GONE) rather than claimed: such a row can only be pending through a race with the
-// delete or disable, and nothing would ever claim it. The ordering barrier hides a row while an
-// older pending row, or any in-flight one (a redelivered or recovered older row can be pending
-// behind a newer one in flight), has the same endpoint + ordering key on an ordered endpoint.
-const CANDIDATES = (exclude: boolean): string => `SELECT d.rowid AS rowid, d.id, d.endpoint_id AS endpointId,
-      d.attempts >= d.max_attempts AS exhausted, d.next_attempt_at AS nextAttemptAt,
-      (e.deleted_at IS NOT NULL OR e.disabled = 1) AS gone
-    FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
-    WHERE d.status = 'pending' AND d.next_attempt_at <= @now
-      AND (d.next_attempt_at, d.id) > (@afterAt, @afterId)
-      AND (d.endpoint_id IS NULL OR e.disabled = 1 OR e.deleted_at IS NOT NULL
-           OR ((e.paused_until IS NULL OR e.paused_until <= @now)
-           ${exclude ? 'AND d.endpoint_id NOT IN (SELECT value FROM json_each(@exclude))' : ''}))
-      AND (d.ordering_key IS NULL OR e.ordered IS NOT 1 OR NOT EXISTS (
+// A row of a deleted or disabled endpoint comes back flagged `gone` and is finished
+// (FINISH_IF_ENDPOINT_GONE) rather than claimed: such a row can only be pending through a race
+// with the delete or disable, and nothing would ever claim it. `blocked` hides a row of a paused
+// endpoint (an outage must not burn attempts), and a row behind the ordering barrier: an older
+// pending row, or any in-flight one (a redelivered or recovered older row can be pending behind a
+// newer one in flight), with the same endpoint + ordering key on an ordered endpoint. The
+// `o.status IN (…)` term repeats the partial index's condition so SQLite can use
+// deliveries_order_barrier; without it the check read every delivery the endpoint ever had.
+const FLAGS = `d.rowid AS rowid, d.id, d.endpoint_id AS endpointId, d.attempts >= d.max_attempts AS exhausted,
+      d.next_attempt_at AS nextAttemptAt, (e.deleted_at IS NOT NULL OR e.disabled = 1) AS gone`
+const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.ordering_key IS NOT NULL AND e.ordered IS 1 AND EXISTS (
            SELECT 1 FROM deliveries o
-            WHERE o.endpoint_id = d.endpoint_id AND o.ordering_key = d.ordering_key
-              AND ((o.status = 'pending' AND o.id < d.id) OR (o.status = 'in_flight' AND o.id <> d.id))))
+            WHERE o.endpoint_id = d.endpoint_id AND o.ordering_key = d.ordering_key AND o.status IN ('pending', 'in_flight')
+              AND ((o.status = 'pending' AND o.id < d.id) OR (o.status = 'in_flight' AND o.id <> d.id)))))`
+
+// The first path: the next `@page` due rows in (next_attempt_at, id) order, after the last row
+// seen (keyset paging), read from the covering index deliveries_due. Every row read comes back,
+// with its flags, so the caller knows how far it read and can stop after a bounded number.
+const WINDOW = `SELECT ${FLAGS}, ${BLOCKED} AS blocked
+    FROM (SELECT rowid AS r FROM deliveries INDEXED BY deliveries_due
+           WHERE status = 'pending' AND next_attempt_at <= @now AND (next_attempt_at, id) > (@afterAt, @afterId)
+           ORDER BY next_attempt_at, id LIMIT @page) w
+    JOIN deliveries d ON d.rowid = w.r LEFT JOIN endpoints e ON e.id = d.endpoint_id
+    ORDER BY d.next_attempt_at, d.id`
+
+// The second path: up to `@page` claimable due rows of one endpoint (or of the rows without one,
+// inbox and email), after the first path's last row, from deliveries_endpoint_due.
+const OF_ENDPOINT = (target: string): string => `SELECT ${FLAGS}, 0 AS blocked
+    FROM deliveries d INDEXED BY deliveries_endpoint_due LEFT JOIN endpoints e ON e.id = d.endpoint_id
+    WHERE d.status = 'pending' AND ${target} AND d.next_attempt_at <= @now
+      AND (d.next_attempt_at, d.id) > (@afterAt, @afterId)
+      AND (e.id IS NULL OR e.disabled = 1 OR e.deleted_at IS NOT NULL OR NOT ${BLOCKED})
     ORDER BY d.next_attempt_at, d.id
     LIMIT @page`
+
+// Up to @count endpoints with due rows whose id sorts after @after, in id order: a skip-scan of
+// deliveries_endpoint_due, one seek per endpoint with pending rows and one more to see whether
+// its earliest row is due. The recursion runs only as far as the LIMIT needs.
+const DUE_ENDPOINTS = `WITH RECURSIVE ep(id) AS (
+      SELECT (SELECT endpoint_id FROM deliveries INDEXED BY deliveries_endpoint_due
+               WHERE status = 'pending' AND endpoint_id > @after ORDER BY endpoint_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT endpoint_id FROM deliveries INDEXED BY deliveries_endpoint_due
+               WHERE status = 'pending' AND endpoint_id > ep.id ORDER BY endpoint_id LIMIT 1)
+        FROM ep WHERE ep.id IS NOT NULL)
+    SELECT id FROM ep
+     WHERE id IS NOT NULL AND (SELECT min(next_attempt_at) FROM deliveries INDEXED BY deliveries_endpoint_due
+                                WHERE status = 'pending' AND endpoint_id = ep.id) <= @now
+     LIMIT @count`
 
 // A lease that ran out means the worker died: the attempt stays spent (the request may have
 // gone out), so a row with no attempts left is dead rather than pending.
@@ -89,15 +116,18 @@ export const FINISH_IF_ENDPOINT_GONE = `UPDATE deliveries
       AND e.id = deliveries.endpoint_id AND (e.deleted_at IS NOT NULL OR e.disabled = 1)
     RETURNING deliveries.status`
 
-const SQL = {
+/** The claim's statements by name (exported for the query-plan test). */
+export const CLAIM_SQL = {
   // A read, so an idle dispatcher's poll does not take the write lock (another process writing
   // the same file would wait behind it). Due rows of a paused endpoint still count as work.
   hasWork: `SELECT EXISTS (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_attempt_at <= @now)
       OR EXISTS (SELECT 1 FROM deliveries WHERE status = 'in_flight' AND lease_until <= @now)`,
   expireLeases: `${EXPIRE_CLAIM} WHERE status = 'in_flight' AND lease_until <= @now`,
   releaseOrphans: `${EXPIRE_CLAIM} WHERE status = 'in_flight'`,
-  candidates: CANDIDATES(false),
-  candidatesExcluding: CANDIDATES(true),
+  window: WINDOW,
+  ofEndpoint: OF_ENDPOINT('d.endpoint_id = @endpointId'),
+  withoutEndpoint: OF_ENDPOINT('d.endpoint_id IS NULL'),
+  dueEndpoints: DUE_ENDPOINTS,
   markExhausted: `UPDATE deliveries SET status = 'dead', last_error = COALESCE(last_error, 'attempts_exhausted'),
       claim_token = NULL, completed_at = @now, updated_at = @now
     WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
@@ -115,7 +145,7 @@ const SQL = {
 const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
   a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-type Candidate = { rowid: number; id: string; endpointId: string | null; exhausted: number; nextAttemptAt: number; gone: number }
+type Candidate = { rowid: number; id: string; endpointId: string | null; exhausted: number; nextAttemptAt: number; gone: number; blocked: number | null }
 
 /** What one candidate scan found: rows to claim, and rows to finish instead. */
 interface Picked {
@@ -125,67 +155,98 @@ interface Picked {
   gone: string[]
 }
 
+/** How many endpoints the second path of a claim looks up at a time. */
+const TURN_PAGE = 32
+
 /** The claim functions of the delivery store over `db`; `onDue` as in createDeliveriesStore. */
 export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 'claimDue' | 'releaseOrphanedClaims'> {
-  const s = prepareAll(db, SQL)
+  const s = prepareAll(db, CLAIM_SQL)
   const claimRaw = s.claim.raw()
   const hasWork = s.hasWork.pluck()
+  const dueEndpoints = s.dueEndpoints.pluck()
+  // Where the per-endpoint path stopped last time, so successive claims take turns (round robin).
+  let lastServed = ''
 
   /**
-   * Picks up to `limit` claimable ids. Pages through due rows with a keyset instead of one
-   * over-sized scan, so a backlog on one saturated endpoint cannot hide other endpoints' rows
-   * (SPEC §1 isolation): once an endpoint's capacity is used up it is excluded in SQL for the
-   * following pages. Bounded at 16 × limit rows (min 1,024) per claim.
+   * Picks up to `limit` claimable rows. The first path reads the due queue in order (oldest
+   * first) while every row it meets can be taken. At the first row whose endpoint has no free
+   * slot (saturated, rate-limited, half-open), or after `4 × limit` rows (min 256) hidden by a
+   * pause or an ordering barrier, it hands over to the second path: the endpoints with due rows,
+   * in turns that continue from the previous claim, each giving its own due rows from the
+   * per-endpoint index. So a backlog on one endpoint is never read past, and never delays the
+   * others (SPEC §1 isolation).
    */
   const pickCandidates = (opts: ClaimOptions): Picked => {
     const { now, limit, capacity } = opts
     const exclude = new Set(opts.excludeEndpoints ?? [])
-    const exhausted: string[] = []
-    const gone: string[] = []
-    const chosen: number[] = []
+    const picked: Picked = { chosen: [], exhausted: [], gone: [] }
     const taken = new Map<string, number>()
-    const page = Math.max(limit + 8, 16)
-    const maxScan = Math.max(limit * 16, 1024)
-    let afterAt = Number.MIN_SAFE_INTEGER
-    let afterId = ''
-    for (let scanned = 0; scanned < maxScan; ) {
-      const params = { now, afterAt, afterId, page, exclude: '' }
-      let rows: Candidate[]
-      if (exclude.size > 0) {
-        params.exclude = JSON.stringify([...exclude])
-        rows = s.candidatesExcluding.all(params) as Candidate[]
-      } else {
-        rows = s.candidates.all(params) as Candidate[]
-      }
-      for (const r of rows) {
-        afterAt = r.nextAttemptAt
-        afterId = r.id
-        if (r.gone) {
-          gone.push(r.id)
-          continue
-        }
-        if (r.exhausted) {
-          exhausted.push(r.id)
-          continue
-        }
-        if (chosen.length >= limit) break
-        if (r.endpointId !== null) {
-          if (exclude.has(r.endpointId)) continue
-          if (capacity) {
-            const used = taken.get(r.endpointId) ?? 0
-            if (used >= capacity(r.endpointId)) {
-              exclude.add(r.endpointId)
-              continue
-            }
-            taken.set(r.endpointId, used + 1)
-          }
-        }
-        chosen.push(r.rowid)
-      }
-      scanned += rows.length
-      if (rows.length < page || chosen.length >= limit) break
+    // Free slots of an endpoint after this claim's picks so far (Infinity for rows without one).
+    const room = (endpointId: string | null): number => {
+      if (endpointId === null) return Infinity
+      if (exclude.has(endpointId)) return 0
+      const free = capacity ? capacity(endpointId) - (taken.get(endpointId) ?? 0) : Infinity
+      if (free <= 0) exclude.add(endpointId)
+      return free
     }
-    return { chosen, exhausted, gone }
+    // Takes what it can of `rows`; false at the first row it had to leave for lack of room.
+    const take = (rows: Candidate[], at?: { afterAt: number; afterId: string }): boolean => {
+      for (const r of rows) {
+        if (r.gone) picked.gone.push(r.id)
+        else if (r.blocked) continue
+        else if (r.exhausted) picked.exhausted.push(r.id)
+        else if (picked.chosen.length >= limit) return false
+        else if (room(r.endpointId) <= 0) return false
+        else {
+          picked.chosen.push(r.rowid)
+          if (r.endpointId !== null) taken.set(r.endpointId, (taken.get(r.endpointId) ?? 0) + 1)
+        }
+        if (at) {
+          at.afterAt = r.nextAttemptAt
+          at.afterId = r.id
+        }
+      }
+      return true
+    }
+
+    const at = { now, afterAt: Number.MIN_SAFE_INTEGER, afterId: '', page: Math.min(limit, 64) + 8 }
+    const budget = Math.max(limit * 4, 256)
+    for (let read = 0; ; ) {
+      const rows = s.window.all(at) as Candidate[]
+      const clear = take(rows, at)
+      if (picked.chosen.length >= limit || (clear && rows.length < at.page)) return picked
+      read += rows.length
+      if (!clear || read >= budget) break
+      at.page = Math.min(at.page * 2, limit + 8)
+    }
+
+    // The second path: rows after the last one the first path took or passed. Rows without an
+    // endpoint (inbox, email) take their turn under the key '', before the first endpoint.
+    const served = new Set<string>()
+    const serve = (endpointId: string | null): boolean => {
+      const key = endpointId ?? ''
+      if (served.has(key)) return false
+      served.add(key)
+      const want = Math.min(limit - picked.chosen.length, room(endpointId))
+      if (want > 0) {
+        const params = { ...at, page: want }
+        take((endpointId === null ? s.withoutEndpoint.all(params) : s.ofEndpoint.all({ ...params, endpointId })) as Candidate[])
+      }
+      if (picked.chosen.length < limit) return false
+      lastServed = key
+      return true
+    }
+    for (let after = lastServed, wrapped = false; ; ) {
+      const ids = dueEndpoints.all({ now, after, count: TURN_PAGE }) as string[]
+      for (const id of ids) if (serve(id)) return picked
+      if (ids.length === TURN_PAGE) after = ids[ids.length - 1]!
+      else if (wrapped) return picked
+      else {
+        wrapped = true
+        after = ''
+        if (serve(null)) return picked
+      }
+    }
   }
 
   const claimTx = db.transaction((opts: ClaimOptions): ClaimedDelivery[] => {

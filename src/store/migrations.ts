@@ -282,4 +282,8 @@ INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, rec
   FROM deliveries_v3 ORDER BY rowid;
 DROP TABLE deliveries_v3;
 `,
+  /* v4 → v5: a per-endpoint due index, so a saturated endpoint's backlog does not slow other endpoints' claims. */
+  `
+CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE status = 'pending';
+`,
 ]

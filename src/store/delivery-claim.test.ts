@@ -1,0 +1,86 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { CLAIM_SQL } from './delivery-claim.js'
+import type { ClaimedDelivery, ClaimOptions } from './delivery-types.js'
+import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
+
+const NOW = Date.UTC(2026, 0, 1)
+/** More rows than one claim reads from the head of the queue (4 × limit, min 256). */
+const BACKLOG = 300
+
+let q: TestQueue
+beforeEach(() => {
+  q = openTestQueue()
+})
+afterEach(() => q.cleanup())
+
+const enqueue = (key: string, extra: Parameters<typeof row>[2] = {}): string => q.deliveries.enqueue(row(key, NOW, extra), NOW).id
+const claim = (extra: Partial<ClaimOptions> = {}): ClaimedDelivery[] => q.deliveries.claimDue({ limit: 100, now: NOW, defaultTimeoutMs: 15_000, ...extra })
+const endpointsOf = (rows: ClaimedDelivery[]): (string | null)[] => rows.map((r) => r.endpointId)
+
+/** A saturated endpoint whose due rows fill the head of the queue, older than everything else. */
+function saturatedBacklog(): void {
+  insertEndpoint(q.db, { id: 'ep_busy' })
+  for (let i = 0; i < BACKLOG; i++) enqueue(`busy${i}`, { endpointId: 'ep_busy', nextAttemptAt: NOW - 60_000 })
+}
+
+describe('claim behind a saturated endpoint (SPEC §1 isolation)', () => {
+  it('takes the other endpoints and the rows without one in turn, one claim after another', () => {
+    saturatedBacklog()
+    insertEndpoint(q.db, { id: 'ep_b' })
+    insertEndpoint(q.db, { id: 'ep_c' })
+    for (let i = 0; i < 5; i++) enqueue(`b${i}`, { endpointId: 'ep_b' })
+    for (let i = 0; i < 5; i++) enqueue(`c${i}`, { endpointId: 'ep_c' })
+    for (let i = 0; i < 3; i++) enqueue(`n${i}`, { channel: 'inbox' })
+    const opts = { limit: 4, excludeEndpoints: ['ep_busy'] }
+    expect(endpointsOf(claim(opts))).toEqual(['ep_b', 'ep_b', 'ep_b', 'ep_b'])
+    expect(endpointsOf(claim(opts))).toEqual(['ep_c', 'ep_c', 'ep_c', 'ep_c'])
+    expect(endpointsOf(claim(opts)).sort()).toEqual(['ep_b', null, null, null].sort())
+    expect(endpointsOf(claim(opts))).toEqual(['ep_c'])
+    expect(claim(opts)).toEqual([])
+    expect(q.deliveries.countByStatus()).toMatchObject({ pending: BACKLOG, in_flight: 13 })
+  })
+
+  it('keeps capacity, pauses, the ordering barrier, exhausted rows and gone endpoints on that path', () => {
+    saturatedBacklog()
+    insertEndpoint(q.db, { id: 'ep_cap' })
+    insertEndpoint(q.db, { id: 'ep_paused', pausedUntil: NOW + 5_000 })
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    insertEndpoint(q.db, { id: 'ep_gone', deletedAt: NOW })
+    for (let i = 0; i < 5; i++) enqueue(`cap${i}`, { endpointId: 'ep_cap' })
+    const paused = enqueue('paused', { endpointId: 'ep_paused' })
+    const [first, second] = [enqueue('ord0', { endpointId: 'ep_ord', orderingKey: 'k' }), enqueue('ord1', { endpointId: 'ep_ord', orderingKey: 'k' })]
+    const gone = enqueue('gone', { endpointId: 'ep_gone' })
+    const spent = enqueue('spent', { endpointId: 'ep_ord', maxAttempts: 1 })
+    q.db.prepare('UPDATE deliveries SET attempts = 1 WHERE id = ?').run(spent)
+    const cap: Record<string, number> = { ep_busy: 0, ep_cap: 2 }
+
+    const rows = claim({ limit: 10, capacity: (id) => cap[id] ?? 100 })
+    expect(endpointsOf(rows).filter((e) => e === 'ep_cap')).toHaveLength(2)
+    expect(rows.filter((r) => r.endpointId === 'ep_ord').map((r) => r.id)).toEqual([first])
+    expect(rows).toHaveLength(3)
+    expect(q.deliveries.get(second)!.status).toBe('pending')
+    expect(q.deliveries.get(paused)).toMatchObject({ status: 'pending', attempts: 0 })
+    expect(q.deliveries.get(gone)).toMatchObject({ status: 'cancelled', lastError: 'endpoint_deleted' })
+    expect(q.deliveries.get(spent)).toMatchObject({ status: 'dead', lastError: 'attempts_exhausted' })
+  })
+})
+
+describe('claim query plans', () => {
+  const plan = (sql: string): string => {
+    const params: Record<string, number | string> = {}
+    for (const [, name] of sql.matchAll(/@(\w+)/g)) params[name!] = name === 'afterId' || name === 'endpointId' || name === 'rowids' || name === 'ids' ? '' : 0
+    const stmt = q.db.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+    const rows = sql.includes('?') ? stmt.all(...Array.from(sql.matchAll(/\?/g), () => '[]')) : stmt.all(params)
+    return (rows as { detail: string }[]).map((r) => r.detail).join('\n')
+  }
+
+  it('never scans the deliveries table, and checks the ordering barrier on its own index', () => {
+    const plans = Object.entries(CLAIM_SQL).map(([name, sql]) => [name, plan(sql)] as const)
+    for (const [name, p] of plans) expect(`${name}: ${p}`).not.toMatch(/SCAN (deliveries|d|o)\b(?! USING)/)
+    // The barrier looks at unfinished rows only; the endpoint's history may be millions of rows.
+    for (const name of ['window', 'ofEndpoint', 'withoutEndpoint'] as const) {
+      expect(plans.find(([n]) => n === name)![1]).toMatch(/SEARCH o USING INDEX deliveries_order_barrier/)
+    }
+    expect(plans.find(([n]) => n === 'dueEndpoints')![1]).toMatch(/deliveries_endpoint_due/)
+  })
+})
