@@ -91,6 +91,33 @@ CREATE INDEX deliveries_group ON deliveries (group_key) WHERE group_key IS NOT N
 -- The claim's second path: when the due rows at the head of the queue all belong to saturated or
 -- paused endpoints (or blocked ordering keys), it takes each other endpoint's due rows from here instead of reading past them.
 CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE status = 'pending';
+-- Ordered endpoints (SPEC §1): a row enqueued behind an older unfinished row of the same endpoint
+-- and ordering key waits, its next_attempt_at set to 8640000000000000 (the largest date), instead
+-- of being due (store/deliveries.ts enqueue); so a key blocked by a failing or slow row never makes
+-- claims read its backlog. When a row of the key finishes, the trigger below makes the oldest
+-- unfinished row left due if it was waiting. The claim still checks the barrier itself; this
+-- only keeps blocked rows out of its way. (An insert trigger measured +3 µs per enqueue.)
+CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF status ON deliveries
+  WHEN NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
+   AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled')
+BEGIN
+  UPDATE deliveries SET next_attempt_at = NEW.updated_at
+   WHERE rowid = (SELECT o.rowid FROM deliveries o
+                   WHERE o.endpoint_id = NEW.endpoint_id AND o.ordering_key = NEW.ordering_key
+                     AND o.status IN ('pending', 'in_flight') ORDER BY o.id LIMIT 1)
+     AND status = 'pending' AND next_attempt_at = 8640000000000000;
+END;
+CREATE TRIGGER endpoints_ordered_changed AFTER UPDATE OF ordered ON endpoints
+  WHEN OLD.ordered IS NOT NEW.ordered
+BEGIN
+  UPDATE deliveries SET next_attempt_at = NEW.updated_at
+   WHERE NEW.ordered = 0 AND endpoint_id = NEW.id AND status = 'pending' AND next_attempt_at = 8640000000000000;
+  UPDATE deliveries SET next_attempt_at = 8640000000000000
+   WHERE NEW.ordered = 1 AND endpoint_id = NEW.id AND status = 'pending' AND attempts = 0 AND ordering_key IS NOT NULL
+     AND EXISTS (SELECT 1 FROM deliveries o
+                  WHERE o.endpoint_id = deliveries.endpoint_id AND o.ordering_key = deliveries.ordering_key
+                    AND o.status IN ('pending', 'in_flight') AND o.id < deliveries.id);
+END;
 
 CREATE TABLE attempts (
   id             INTEGER PRIMARY KEY,

@@ -32,6 +32,9 @@ describe('operations routes', () => {
       expect(res.headers.get('content-type')).toContain('text/plain')
       const text = await res.text()
       expect(text).toMatch(/postbox_queue_depth\{status="pending"\} 1/)
+      expect(text).toMatch(/postbox_queue_depth\{status="in_flight"\} 0/)
+      // Only the queue: counting finished rows would read the whole table at every scrape.
+      expect(text).not.toMatch(/postbox_queue_depth\{status="(success|dead|cancelled)"\}/)
       expect(text).toMatch(/postbox_deliveries_total\{channel="webhook",outcome="success"\} 1/)
       expect(text).toContain('postbox_attempt_duration_seconds_bucket')
       expect(text).toContain('postbox_oldest_pending_age_seconds')

@@ -113,6 +113,9 @@ describe('retries, redeliver and recover', () => {
     h = webhookHarness()
     h.webhooks.endpoints.create({ url: rx.url, ordered: true, retry_schedule: ['10ms', '10ms', '10ms'] })
     for (let n = 0; n < 4; n++) h.webhooks.events.send({ type: 'a', data: { n }, ordering_key: 'acct_1' })
+    // Rows behind the first wait for their turn: pending, with no time of their own yet.
+    const queued = h.webhooks.deliveries.list({ status: 'pending' }).data.reverse()
+    expect(queued.map((d) => d.next_attempt_at === null)).toEqual([false, true, true, true])
     h.dispatcher.start()
     await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 4)
     expect(rx.requests.map((r) => JSON.parse(r.body).data.n)).toEqual([0, 0, 1, 1, 2, 2, 3, 3])

@@ -98,6 +98,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         // process that died: offer it again now instead of after its lease (timeout + 30 s).
         // The attempt it spent stays spent, as SPEC §2 asks. With another dispatcher alive (or
         // any doubt), its rows wait for their leases: releasing them would send them twice.
+        try {
+          const woken = store.deliveries.releaseWaitingInOrder(clock.now())
+          if (woken > 0) log.warn({ woken }, 'released deliveries left waiting for their ordering key')
+        } catch (err) {
+          log.error({ err }, 'releasing waiting deliveries failed')
+        }
         marker = claimDispatchMarker(store.path)
         if (marker.sole) {
           try {

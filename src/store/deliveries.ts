@@ -12,7 +12,9 @@ import type {
   SettleInput,
   SettleResult,
 } from './delivery-types.js'
+import { WAITING_IN_ORDER } from './delivery-types.js'
 
+export { WAITING_IN_ORDER } from './delivery-types.js'
 export type {
   Attempt,
   AttemptRecord,
@@ -51,6 +53,9 @@ const SQL = {
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)
     ON CONFLICT (event_id, endpoint_id) WHERE event_id IS NOT NULL DO NOTHING
     ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`,
+  // A new row of an ordered endpoint waits while an older row of its ordering key is unfinished.
+  waitsInOrder: `SELECT 1 FROM endpoints e WHERE e.id = ? AND e.ordered = 1 AND EXISTS (SELECT 1 FROM deliveries o
+      WHERE o.endpoint_id = e.id AND o.ordering_key = ? AND o.status IN ('pending', 'in_flight') AND o.id < ?)`,
   idByEvent: `SELECT id FROM deliveries WHERE event_id = ? AND endpoint_id = ?`,
   idByNotification: `SELECT id FROM deliveries WHERE notification_id = ? AND recipient = ? AND channel = ?`,
   // One statement per outcome (SPEC §2 table); each needs the claim token of the current claim.
@@ -97,18 +102,29 @@ const SQL = {
   recover: `UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = @now, claim_token = NULL,
       lease_until = NULL, completed_at = NULL, updated_at = @now
     WHERE endpoint_id = @endpointId AND status = 'dead' AND created_at >= @since AND created_at < @until`,
-  // `+endpoint_id` makes SQLite walk the pending queue (deliveries_due) rather than the
-  // endpoint's whole history (deliveries_endpoint), which retention keeps up to 30 days long.
-  finishPendingForEndpoint: `UPDATE deliveries SET status = @status, last_error = @error, claim_token = NULL,
-      completed_at = @now, updated_at = @now
-    WHERE status = 'pending' AND +endpoint_id = @endpointId`,
-  // Walks the pending queue once per breaker pause (the `+` keeps SQLite on deliveries_due).
-  deferPendingForEndpoint: `UPDATE deliveries SET next_attempt_at = @until, updated_at = @now
-    WHERE status = 'pending' AND +endpoint_id = @endpointId AND next_attempt_at < @until`,
+  // Recovered rows of one ordering key would all be due at once, the newer ones blocked behind
+  // the oldest: they wait instead, as the endpoints trigger sets them aside when ordered is set.
+  waitRecovered: `UPDATE deliveries SET next_attempt_at = ${WAITING_IN_ORDER}
+    WHERE endpoint_id = @endpointId AND status = 'pending' AND attempts = 0 AND ordering_key IS NOT NULL
+      AND next_attempt_at = @now AND (SELECT ordered FROM endpoints WHERE id = @endpointId) = 1
+      AND EXISTS (SELECT 1 FROM deliveries o
+                   WHERE o.endpoint_id = deliveries.endpoint_id AND o.ordering_key = deliveries.ordering_key
+                     AND o.status IN ('pending', 'in_flight') AND o.id < deliveries.id)`,
+  // Both read the endpoint's pending rows from deliveries_endpoint_due (INDEXED BY: never the
+  // endpoint's whole history in deliveries_endpoint, which retention keeps up to 30 days long).
+  finishPendingForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due
+      SET status = @status, last_error = @error, claim_token = NULL, completed_at = @now, updated_at = @now
+    WHERE status = 'pending' AND endpoint_id = @endpointId`,
+  // Once per breaker pause.
+  deferPendingForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due SET next_attempt_at = @until, updated_at = @now
+    WHERE status = 'pending' AND endpoint_id = @endpointId AND next_attempt_at < @until`,
   countByStatus: `SELECT status, count(*) AS n FROM deliveries GROUP BY status`,
+  // From the partial indexes only: the finished rows are most of the table.
+  countPending: `SELECT count(*) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending'`,
+  countInFlight: `SELECT count(*) FROM deliveries INDEXED BY deliveries_leases WHERE status = 'in_flight'`,
   pendingByEndpoint: `SELECT endpoint_id AS endpointId, count(*) AS n FROM deliveries
     WHERE status = 'pending' AND endpoint_id IS NOT NULL GROUP BY endpoint_id`,
-  oldestPending: `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending'`,
+  oldestPending: `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending' AND next_attempt_at < ${WAITING_IN_ORDER}`,
   byEvent: `SELECT ${COLUMNS} FROM deliveries WHERE event_id = ? ORDER BY id`,
   byNotification: `SELECT ${COLUMNS} FROM deliveries WHERE notification_id = ? ORDER BY id`,
   // Only members already due: one held back by its own quiet hours waits for them (SPEC §7).
@@ -228,6 +244,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       // ON CONFLICT DO NOTHING without RETURNING: `changes` says whether this call won, and
       // skipping RETURNING measured ~20% faster per insert.
       const id = newId('dlv', now)
+      const waits = row.orderingKey != null && row.endpointId != null && s.waitsInOrder.get(row.endpointId, row.orderingKey, id) !== undefined
       const inserted = s.insert.run(
         id,
         row.channel,
@@ -240,12 +257,12 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         row.payload ?? null,
         row.groupKey ?? null,
         row.maxAttempts,
-        row.nextAttemptAt,
+        waits ? WAITING_IN_ORDER : row.nextAttemptAt,
         now,
         now,
       ).changes
       if (inserted > 0) {
-        if (row.nextAttemptAt <= now) onDue()
+        if (!waits && row.nextAttemptAt <= now) onDue()
         return { id, created: true }
       }
       // Not inserted: the row repeats one of the two unique keys (a row may carry both).
@@ -291,6 +308,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     },
     recover(endpointId, since, until, now) {
       const n = s.recover.run({ endpointId, since, until, now }).changes
+      if (n > 0) s.waitRecovered.run({ endpointId, now })
       if (n > 0) onDue()
       return n
     },
@@ -304,6 +322,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       for (const r of s.countByStatus.all() as { status: DeliveryStatus; n: number }[]) out[r.status] = r.n
       return out
     },
+    queueDepth: () => ({ pending: s.countPending.pluck().get() as number, in_flight: s.countInFlight.pluck().get() as number }),
     pendingByEndpoint() {
       const out: Record<string, number> = {}
       for (const r of s.pendingByEndpoint.all() as { endpointId: string; n: number }[]) out[r.endpointId] = r.n

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { CLAIM_SQL } from './delivery-claim.js'
-import type { ClaimedDelivery, ClaimOptions } from './delivery-types.js'
+import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions } from './delivery-types.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)
@@ -62,6 +62,70 @@ describe('claim behind a saturated endpoint (SPEC §1 isolation)', () => {
     expect(q.deliveries.get(paused)).toMatchObject({ status: 'pending', attempts: 0 })
     expect(q.deliveries.get(gone)).toMatchObject({ status: 'cancelled', lastError: 'endpoint_deleted' })
     expect(q.deliveries.get(spent)).toMatchObject({ status: 'dead', lastError: 'attempts_exhausted' })
+  })
+})
+
+describe('rows behind an older row of their ordering key (ordered endpoints)', () => {
+  const nextAt = (id: string): number => q.deliveries.get(id)!.nextAttemptAt
+  const finish = (rows: ClaimedDelivery[], kind: 'success' | 'dead', now = NOW) =>
+    q.deliveries.settle(rows.map((r) => ({ id: r.id, claimToken: r.claimToken, outcome: { kind } })), now)
+
+  it('wait out of the due queue, and the oldest left becomes due whenever a row of the key finishes', () => {
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    insertEndpoint(q.db, { id: 'ep_any' })
+    const k = [0, 1, 2, 3].map((i) => enqueue(`k${i}`, { endpointId: 'ep_ord', orderingKey: 'K' }))
+    const other = enqueue('other', { endpointId: 'ep_ord', orderingKey: 'L' })
+    const unordered = [enqueue('u0', { endpointId: 'ep_any', orderingKey: 'K' }), enqueue('u1', { endpointId: 'ep_any', orderingKey: 'K' })]
+    expect(k.map(nextAt)).toEqual([NOW, WAITING_IN_ORDER, WAITING_IN_ORDER, WAITING_IN_ORDER])
+    expect([other, ...unordered].map(nextAt)).toEqual([NOW, NOW, NOW])
+    expect(q.deliveries.oldestPendingAt()).toBe(NOW)
+
+    const first = claim()
+    expect(first.map((r) => r.id)).toEqual([k[0], other, ...unordered])
+    finish(first, 'success', NOW + 10)
+    expect(k.map(nextAt).slice(1)).toEqual([NOW + 10, WAITING_IN_ORDER, WAITING_IN_ORDER])
+    // A retry keeps the key's turn: the rows behind it go on waiting.
+    const [second] = claim({ now: NOW + 10 })
+    expect(second!.id).toBe(k[1])
+    q.deliveries.settle([{ id: k[1]!, claimToken: second!.claimToken, outcome: { kind: 'retry', at: NOW + 1000 } }], NOW + 10)
+    expect(claim({ now: NOW + 500 })).toEqual([])
+    expect(nextAt(k[2]!)).toBe(WAITING_IN_ORDER)
+    // Dead ends the turn as success does.
+    const retried = claim({ now: NOW + 1000 })
+    expect(retried.map((r) => r.id)).toEqual([k[1]])
+    finish(retried, 'dead', NOW + 1000)
+    expect(claim({ now: NOW + 1000 }).map((r) => r.id)).toEqual([k[2]])
+    expect(nextAt(k[3]!)).toBe(WAITING_IN_ORDER)
+  })
+
+  it('turning ordered off releases the waiting rows; turning it on sets the followers aside again', () => {
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    const k = [0, 1, 2].map((i) => enqueue(`k${i}`, { endpointId: 'ep_ord', orderingKey: 'K' }))
+    q.db.prepare(`UPDATE endpoints SET ordered = 0, updated_at = ? WHERE id = 'ep_ord'`).run(NOW + 5)
+    expect(k.map(nextAt)).toEqual([NOW, NOW + 5, NOW + 5])
+    q.db.prepare(`UPDATE endpoints SET ordered = 1, updated_at = ? WHERE id = 'ep_ord'`).run(NOW + 6)
+    expect(k.map(nextAt)).toEqual([NOW, WAITING_IN_ORDER, WAITING_IN_ORDER])
+  })
+
+  it('recovered rows of one key wait behind the oldest of them', () => {
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    const k = [0, 1, 2].map((i) => enqueue(`k${i}`, { endpointId: 'ep_ord', orderingKey: 'K' }))
+    q.db.prepare(`UPDATE deliveries SET status = 'dead', attempts = 8, completed_at = ?`).run(NOW)
+    expect(q.deliveries.recover('ep_ord', NOW - 1, NOW + 1, NOW + 5)).toBe(3)
+    expect(k.map(nextAt)).toEqual([NOW + 5, WAITING_IN_ORDER, WAITING_IN_ORDER])
+    finish(claim({ now: NOW + 5 }), 'success', NOW + 6)
+    expect(k.map(nextAt).slice(1)).toEqual([NOW + 6, WAITING_IN_ORDER])
+  })
+
+  it('the repair at start releases a waiting row that has no older unfinished row', () => {
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    const [a, b, c] = [0, 1, 2].map((i) => enqueue(`k${i}`, { endpointId: 'ep_ord', orderingKey: 'K' }))
+    // As if the head had ended without the trigger (a file written by an older version).
+    q.db.prepare(`DROP TRIGGER deliveries_next_in_order`).run()
+    q.db.prepare(`UPDATE deliveries SET status = 'success', completed_at = ? WHERE id = ?`).run(NOW, a)
+    expect(nextAt(b!)).toBe(WAITING_IN_ORDER)
+    expect(q.deliveries.releaseWaitingInOrder(NOW + 7)).toBe(1)
+    expect([b, c].map((id) => nextAt(id!))).toEqual([NOW + 7, WAITING_IN_ORDER])
   })
 })
 

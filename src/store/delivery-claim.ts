@@ -4,7 +4,7 @@
  * Used by createDeliveriesStore; import the types and functions from './deliveries.js'.
  */
 import { prepareAll, type Db } from './db.js'
-import type { Channel, ClaimedDelivery, ClaimOptions, DeliveriesStore } from './delivery-types.js'
+import { WAITING_IN_ORDER, type Channel, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore } from './delivery-types.js'
 
 /** The lease margin: a request is never re-claimed while in flight (SPEC §1, >= 15 s). */
 export const LEASE_MARGIN_MS = 30_000
@@ -124,6 +124,13 @@ export const CLAIM_SQL = {
       OR EXISTS (SELECT 1 FROM deliveries WHERE status = 'in_flight' AND lease_until <= @now)`,
   expireLeases: `${EXPIRE_CLAIM} WHERE status = 'in_flight' AND lease_until <= @now`,
   releaseOrphans: `${EXPIRE_CLAIM} WHERE status = 'in_flight'`,
+  // A waiting row with no older unfinished row of its key left, or of an endpoint no longer
+  // ordered, is due now; the trigger deliveries_next_in_order should leave none (a repair).
+  releaseWaiting: `UPDATE deliveries SET next_attempt_at = @now
+    WHERE status = 'pending' AND next_attempt_at = ${WAITING_IN_ORDER}
+      AND (endpoint_id NOT IN (SELECT id FROM endpoints WHERE ordered = 1) OR NOT EXISTS (SELECT 1 FROM deliveries o
+           WHERE o.endpoint_id = deliveries.endpoint_id AND o.ordering_key = deliveries.ordering_key
+             AND o.status IN ('pending', 'in_flight') AND o.id < deliveries.id))`,
   window: WINDOW,
   ofEndpoint: OF_ENDPOINT('d.endpoint_id = @endpointId'),
   withoutEndpoint: OF_ENDPOINT('d.endpoint_id IS NULL'),
@@ -159,7 +166,7 @@ interface Picked {
 const TURN_PAGE = 32
 
 /** The claim functions of the delivery store over `db`; `onDue` as in createDeliveriesStore. */
-export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 'claimDue' | 'releaseOrphanedClaims'> {
+export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 'claimDue' | 'releaseOrphanedClaims' | 'releaseWaitingInOrder'> {
   const s = prepareAll(db, CLAIM_SQL)
   const claimRaw = s.claim.raw()
   const hasWork = s.hasWork.pluck()
@@ -272,6 +279,11 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
     claimDue: (opts) => (db.inTransaction || hasWork.get({ now: opts.now }) === 1 ? claimTx.immediate(opts) : []),
     releaseOrphanedClaims(now) {
       const n = s.releaseOrphans.run({ now }).changes
+      if (n > 0) onDue()
+      return n
+    },
+    releaseWaitingInOrder(now) {
+      const n = s.releaseWaiting.run({ now }).changes
       if (n > 0) onDue()
       return n
     },

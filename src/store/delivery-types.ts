@@ -6,6 +6,12 @@ import type { Page } from '../lib/cursor.js'
 
 /** Where a delivery is in its lifecycle (SPEC §2). */
 export type DeliveryStatus = 'pending' | 'in_flight' | 'success' | 'dead' | 'cancelled'
+
+/**
+ * The next_attempt_at of a pending row waiting for an older row of its ordering key on an
+ * ordered endpoint (the largest date; schema.sql's triggers set and clear it).
+ */
+export const WAITING_IN_ORDER = 8_640_000_000_000_000
 /**
  * The channels that share the delivery queue. `webhook` rows go to an endpoint; `notify-webhook`
  * rows are a notification's webhook channel, which publishes a `notification.<topic>` event.
@@ -138,6 +144,12 @@ export interface DeliveriesStore {
    * their leases (timeout + 30 s) would delay recovery for nothing.
    */
   releaseOrphanedClaims(now: number): number
+  /**
+   * Makes due every row waiting for its ordering key's turn (WAITING_IN_ORDER) that no longer
+   * has an older unfinished row, or whose endpoint is no longer ordered; returns how many. A
+   * repair the dispatcher runs at start: the schema's trigger should leave no such row.
+   */
+  releaseWaitingInOrder(now: number): number
   settle(results: readonly SettleInput[], now: number): SettleResult[]
   get(id: string): Delivery | null
   attempts(id: string): Attempt[]
@@ -162,7 +174,10 @@ export interface DeliveriesStore {
    * do not walk past them on every round while the endpoint is down; returns how many moved.
    */
   deferPendingForEndpoint(endpointId: string, until: number, now: number): number
+  /** Rows per status: a pass over the whole table, for the CLI's `stats`, not for every scrape. */
   countByStatus(): Record<DeliveryStatus, number>
+  /** Pending and in-flight rows, counted from the partial indexes (cost follows the queue, not history). */
+  queueDepth(): { pending: number; in_flight: number }
   /** Pending rows per endpoint id (one pass over the pending queue, not over history). */
   pendingByEndpoint(): Record<string, number>
   oldestPendingAt(): number | null

@@ -1,5 +1,5 @@
 import { toIso } from '../lib/clock.js'
-import type { Attempt, Delivery } from '../store/deliveries.js'
+import { WAITING_IN_ORDER, type Attempt, type Delivery } from '../store/deliveries.js'
 import type { EndpointRow } from '../store/endpoints.js'
 import type { EventRow } from '../store/events.js'
 import { circuitState } from '../delivery/breaker.js'
@@ -60,7 +60,8 @@ export function deliveryOut(d: Delivery, attempts?: readonly Attempt[]): Deliver
     status: d.status,
     attempt_count: d.attempts,
     max_attempts: d.maxAttempts,
-    next_attempt_at: d.status === 'pending' ? toIso(d.nextAttemptAt) : null,
+    // A row waiting for an older row of its ordering key has no time of its own yet.
+    next_attempt_at: d.status === 'pending' && d.nextAttemptAt < WAITING_IN_ORDER ? toIso(d.nextAttemptAt) : null,
     last_status_code: d.lastStatusCode,
     last_error: d.lastError,
     created_at: toIso(d.createdAt),
