@@ -173,6 +173,8 @@ CREATE TABLE subscriptions (
   created_at  INTEGER NOT NULL,
   PRIMARY KEY (topic, principal)
 ) WITHOUT ROWID;
+-- Deleting a user removes their subscriptions.
+CREATE INDEX subscriptions_principal ON subscriptions (principal);
 
 CREATE TABLE preferences (
   user_id      TEXT NOT NULL,                -- a user id or *
@@ -184,6 +186,8 @@ CREATE TABLE preferences (
   updated_at   INTEGER NOT NULL,
   PRIMARY KEY (user_id, topic, channel)
 ) WITHOUT ROWID;
+-- A notification's fan-out asks which users have their own preferences for its topic.
+CREATE INDEX preferences_topic ON preferences (topic, user_id);
 
 CREATE TABLE templates (
   id          INTEGER PRIMARY KEY,

@@ -285,6 +285,8 @@ DROP TABLE deliveries_v3;
   /*
    * v4 → v5: claims never read a backlog they cannot take: a per-endpoint due index (a saturated
    * endpoint's rows), and rows of a blocked ordering key set aside until their turn (triggers).
+   * And indexes for the preferences a notification's fan-out looks up by topic, and for the
+   * subscriptions of a user being deleted.
    */
   `
 CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE status = 'pending';
@@ -321,5 +323,7 @@ UPDATE deliveries SET next_attempt_at = 8640000000000000
    AND EXISTS (SELECT 1 FROM deliveries o
                 WHERE o.endpoint_id = deliveries.endpoint_id AND o.ordering_key = deliveries.ordering_key
                   AND o.status IN ('pending', 'in_flight') AND o.id < deliveries.id);
+CREATE INDEX subscriptions_principal ON subscriptions (principal);
+CREATE INDEX preferences_topic ON preferences (topic, user_id);
 `,
 ]
