@@ -59,15 +59,15 @@ const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.o
             WHERE o.endpoint_id = d.endpoint_id AND o.ordering_key = d.ordering_key AND o.status IN ('pending', 'in_flight')
               AND ((o.status = 'pending' AND o.id < d.id) OR (o.status = 'in_flight' AND o.id <> d.id)))))`
 
-// The first path: the next `@page` due rows in (next_attempt_at, id) order, after the last row
-// seen (keyset paging), read from the covering index deliveries_due. Every row read comes back,
-// with its flags, so the caller knows how far it read and can stop after a bounded number.
+// The first path: due rows in (next_attempt_at, id) order, at most `@page`, from the covering
+// index deliveries_due, each with its flags. The caller steps through them and stops as soon as
+// it has enough: the subquery is a co-routine, so rows not stepped to are never read. CROSS JOIN
+// keeps it the outer loop, so rows come out in its order without a sort.
 const WINDOW = `SELECT ${FLAGS}, ${BLOCKED} AS blocked
     FROM (SELECT rowid AS r FROM deliveries INDEXED BY deliveries_due
-           WHERE status = 'pending' AND next_attempt_at <= @now AND (next_attempt_at, id) > (@afterAt, @afterId)
+           WHERE status = 'pending' AND next_attempt_at <= @now
            ORDER BY next_attempt_at, id LIMIT @page) w
-    JOIN deliveries d ON d.rowid = w.r LEFT JOIN endpoints e ON e.id = d.endpoint_id
-    ORDER BY d.next_attempt_at, d.id`
+    CROSS JOIN deliveries d ON d.rowid = w.r LEFT JOIN endpoints e ON e.id = d.endpoint_id`
 
 // The second path: up to `@page` claimable due rows of one endpoint (or of the rows without one,
 // inbox and email), after the first path's last row, from deliveries_endpoint_due.
@@ -196,36 +196,36 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
       if (free <= 0) exclude.add(endpointId)
       return free
     }
-    // Takes what it can of `rows`; false at the first row it had to leave for lack of room.
-    const take = (rows: Candidate[], at?: { afterAt: number; afterId: string }): boolean => {
-      for (const r of rows) {
-        if (r.gone) picked.gone.push(r.id)
-        else if (r.blocked) continue
-        else if (r.exhausted) picked.exhausted.push(r.id)
-        else if (picked.chosen.length >= limit) return false
-        else if (room(r.endpointId) <= 0) return false
-        else {
-          picked.chosen.push(r.rowid)
-          if (r.endpointId !== null) taken.set(r.endpointId, (taken.get(r.endpointId) ?? 0) + 1)
-        }
-        if (at) {
-          at.afterAt = r.nextAttemptAt
-          at.afterId = r.id
-        }
+    // Takes the row if it can; false when it has to leave it (limit reached, or no room left on
+    // its endpoint). Rows to finish are collected; blocked rows are passed over.
+    const take = (r: Candidate): boolean => {
+      if (r.gone) picked.gone.push(r.id)
+      else if (r.blocked) return true
+      else if (r.exhausted) picked.exhausted.push(r.id)
+      else if (picked.chosen.length >= limit || room(r.endpointId) <= 0) return false
+      else {
+        picked.chosen.push(r.rowid)
+        if (r.endpointId !== null) taken.set(r.endpointId, (taken.get(r.endpointId) ?? 0) + 1)
       }
       return true
     }
 
-    const at = { now, afterAt: Number.MIN_SAFE_INTEGER, afterId: '', page: Math.min(limit, 64) + 8 }
+    // The position after the last row the first path took or passed.
+    const at = { now, afterAt: Number.MIN_SAFE_INTEGER, afterId: '' }
     const budget = Math.max(limit * 4, 256)
-    for (let read = 0; ; ) {
-      const rows = s.window.all(at) as Candidate[]
-      const clear = take(rows, at)
-      if (picked.chosen.length >= limit || (clear && rows.length < at.page)) return picked
-      read += rows.length
-      if (!clear || read >= budget) break
-      at.page = Math.min(at.page * 2, limit + 8)
+    let read = 0
+    let handOver = false
+    for (const r of s.window.iterate({ now, page: budget }) as IterableIterator<Candidate>) {
+      if (!take(r)) {
+        handOver = true
+        break
+      }
+      at.afterAt = r.nextAttemptAt
+      at.afterId = r.id
+      read++
+      if (picked.chosen.length >= limit) return picked
     }
+    if (!handOver && read < budget) return picked
 
     // The second path: rows after the last one the first path took or passed. Rows without an
     // endpoint (inbox, email) take their turn under the key '', before the first endpoint.
@@ -237,7 +237,8 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
       const want = Math.min(limit - picked.chosen.length, room(endpointId))
       if (want > 0) {
         const params = { ...at, page: want }
-        take((endpointId === null ? s.withoutEndpoint.all(params) : s.ofEndpoint.all({ ...params, endpointId })) as Candidate[])
+        const rows = (endpointId === null ? s.withoutEndpoint.all(params) : s.ofEndpoint.all({ ...params, endpointId })) as Candidate[]
+        for (const r of rows) if (!take(r)) break
       }
       if (picked.chosen.length < limit) return false
       lastServed = key
