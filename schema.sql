@@ -88,6 +88,10 @@ CREATE UNIQUE INDEX deliveries_notification ON deliveries (notification_id, reci
 -- (…) form cost ~25% of claim+settle throughput (bench/store.ts).
 CREATE INDEX deliveries_finished ON deliveries (completed_at) WHERE completed_at IS NOT NULL;
 CREATE INDEX deliveries_group ON deliveries (group_key) WHERE group_key IS NOT NULL;
+-- Lists of dead or cancelled deliveries (the operator's "what failed?"), newest first. Rows
+-- enter these only when they end that way, so the queue's hot path never touches them.
+CREATE INDEX deliveries_dead ON deliveries (id) WHERE status = 'dead';
+CREATE INDEX deliveries_cancelled ON deliveries (id) WHERE status = 'cancelled';
 -- The claim's second path: when the due rows at the head of the queue all belong to saturated or
 -- paused endpoints (or blocked ordering keys), it takes each other endpoint's due rows from here instead of reading past them.
 CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE status = 'pending';

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openDatabase } from './db.js'
-import { createDeliveriesStore, RESPONSE_BODY_LIMIT } from './deliveries.js'
+import { createDeliveriesStore, listQuery, RESPONSE_BODY_LIMIT } from './deliveries.js'
+import { encodeCursor } from '../lib/cursor.js'
 import type { ClaimedDelivery } from './delivery-types.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
 
@@ -414,6 +415,43 @@ describe('reads', () => {
     expect(ids(q.deliveries.list({ limit: 50, endpointId: 'ep_a' }).data)).toEqual(newest.filter((_, i) => (24 - i) % 5 === 0))
     expect(q.deliveries.list({ limit: 50, status: 'success' }).data).toEqual([])
     expect(ids(q.deliveries.list({ limit: 3, cursor: 'not a cursor!' }).data)).toEqual(newest.slice(0, 3))
+  })
+
+  it('lists each status newest first, paging through pending rows from the queue index', () => {
+    insertEndpoint(q.db, { id: 'ep_a' })
+    const made = Array.from({ length: 12 }, (_, i) => enqueue(`r${i}`, { endpointId: i % 2 ? 'ep_a' : null, eventType: i % 3 ? 'a' : 'b' }))
+    const setStatus = q.db.prepare('UPDATE deliveries SET status = ?, completed_at = ? WHERE id = ?')
+    for (const i of [0, 5]) setStatus.run('dead', NOW, made[i])
+    for (const i of [3]) setStatus.run('cancelled', NOW, made[i])
+    for (const i of [1, 7]) setStatus.run('success', NOW, made[i])
+    const pending = made.filter((_, i) => ![0, 1, 3, 5, 7].includes(i)).reverse()
+    const all = (f: Omit<Parameters<typeof q.deliveries.list>[0], 'limit' | 'cursor'>): string[] => {
+      const out: string[] = []
+      for (let cursor: string | null = null; ; ) {
+        const page = q.deliveries.list({ ...f, limit: 2, cursor })
+        out.push(...ids(page.data))
+        if (!(cursor = page.next_cursor)) return out
+      }
+    }
+    expect(all({ status: 'pending' })).toEqual(pending)
+    expect(all({ status: 'pending', endpointId: 'ep_a' })).toEqual(pending.filter((id) => made.indexOf(id) % 2 === 1))
+    expect(all({ status: 'pending', eventType: 'b' })).toEqual(pending.filter((id) => made.indexOf(id) % 3 === 0))
+    expect(all({ status: 'dead' })).toEqual([made[5], made[0]])
+    expect(all({ status: 'cancelled' })).toEqual([made[3]])
+    expect(all({ status: 'success', endpointId: 'ep_a' })).toEqual([made[7], made[1]])
+  })
+
+  it('lists rare statuses from their partial indexes, never by walking the whole table', () => {
+    const plan = (f: Parameters<typeof listQuery>[0]): string => {
+      const { sql, params } = listQuery(f)
+      return (q.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join(' | ')
+    }
+    expect(plan({ status: 'pending', limit: 10 })).toMatch(/COVERING INDEX deliveries_due/)
+    expect(plan({ status: 'pending', endpointId: 'ep_a', limit: 10, cursor: encodeCursor('dlv_x') })).toMatch(/COVERING INDEX deliveries_endpoint_due/)
+    expect(plan({ status: 'in_flight', limit: 10 })).toMatch(/deliveries_leases/)
+    expect(plan({ status: 'dead', limit: 10 })).toMatch(/deliveries_dead/)
+    expect(plan({ status: 'cancelled', endpointId: 'ep_a', limit: 10 })).toMatch(/deliveries_(cancelled|endpoint)\b/)
+    expect(plan({ status: 'pending', eventId: 'evt_x', limit: 10 })).toMatch(/deliveries_event/)
   })
 
   it('counts by status and reports the oldest pending time', () => {

@@ -285,10 +285,12 @@ DROP TABLE deliveries_v3;
   /*
    * v4 → v5: claims never read a backlog they cannot take: a per-endpoint due index (a saturated
    * endpoint's rows), and rows of a blocked ordering key set aside until their turn (triggers).
-   * And indexes for the preferences a notification's fan-out looks up by topic, and for the
-   * subscriptions of a user being deleted.
+   * Partial indexes to list dead and cancelled deliveries; and indexes for the preferences a
+   * notification's fan-out looks up by topic, and for the subscriptions of a user being deleted.
    */
   `
+CREATE INDEX deliveries_dead ON deliveries (id) WHERE status = 'dead';
+CREATE INDEX deliveries_cancelled ON deliveries (id) WHERE status = 'cancelled';
 CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE status = 'pending';
 -- Ordered endpoints (SPEC §1): a row enqueued behind an older unfinished row of the same endpoint
 -- and ordering key waits, its next_attempt_at set to 8640000000000000 (the largest date), instead
