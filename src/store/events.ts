@@ -28,6 +28,23 @@ export interface EventsStore {
   list(opts: { limit: number; cursor?: string | null; type?: string }): Page<EventRow>
 }
 
+/** The SQL and parameters of one `list` page, newest first (exported for the query-plan test). */
+export function eventListQuery({ limit, cursor, type }: { limit: number; cursor?: string | null; type?: string }): { sql: string; params: unknown[] } {
+  const where: string[] = []
+  const params: unknown[] = []
+  const after = decodeCursor(cursor)
+  if (after) {
+    where.push('id < ?')
+    params.push(after)
+  }
+  if (type) {
+    where.push('type = ?')
+    params.push(type)
+  }
+  params.push(limit + 1)
+  return { sql: `SELECT ${COLUMNS} FROM events ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`, params }
+}
+
 /** Creates the events store over a connection. */
 export function createEventsStore(db: Db): EventsStore {
   const insert = db.prepare(SQL.insert)
@@ -38,20 +55,9 @@ export function createEventsStore(db: Db): EventsStore {
     insert: (row) => void insert.run(row.id, row.clientId, row.type, row.orderingKey, row.body, row.createdAt),
     get: (id) => (get.get(id) as EventRow | undefined) ?? null,
     byClientId: (clientId) => (byClientId.get(clientId) as EventRow | undefined) ?? null,
-    list({ limit, cursor, type }) {
-      const where: string[] = []
-      const params: unknown[] = []
-      const after = decodeCursor(cursor)
-      if (after) {
-        where.push('id < ?')
-        params.push(after)
-      }
-      if (type) {
-        where.push('type = ?')
-        params.push(type)
-      }
-      const sql = `SELECT ${COLUMNS} FROM events ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`
-      return pageById(listStatement(sql).all(...params, limit + 1) as EventRow[], limit)
+    list(opts) {
+      const { sql, params } = eventListQuery(opts)
+      return pageById(listStatement(sql).all(...params) as EventRow[], opts.limit)
     },
   }
 }

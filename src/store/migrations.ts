@@ -285,8 +285,9 @@ DROP TABLE deliveries_v3;
   /*
    * v4 → v5: claims never read a backlog they cannot take: a per-endpoint due index (a saturated
    * endpoint's rows), and rows of a blocked ordering key set aside until their turn (triggers).
-   * Partial indexes to list dead and cancelled deliveries; and indexes for the preferences a
-   * notification's fan-out looks up by topic, and for the subscriptions of a user being deleted.
+   * Indexes to list dead and cancelled deliveries and events of one type; and for the
+   * preferences a notification's fan-out looks up by topic, and the subscriptions of a user
+   * being deleted.
    */
   `
 CREATE INDEX deliveries_dead ON deliveries (id) WHERE status = 'dead';
@@ -327,5 +328,6 @@ UPDATE deliveries SET next_attempt_at = 8640000000000000
                   AND o.status IN ('pending', 'in_flight') AND o.id < deliveries.id);
 CREATE INDEX subscriptions_principal ON subscriptions (principal);
 CREATE INDEX preferences_topic ON preferences (topic, user_id);
+CREATE INDEX events_type ON events (type, id);
 `,
 ]
