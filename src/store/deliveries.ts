@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import { prepareAll, statementCache, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { decodeCursor, pageById } from '../lib/cursor.js'
-import { createClaimer, FINISH_IF_ENDPOINT_GONE } from './delivery-claim.js'
+import { createClaimer, FINISH_IF_ENDPOINT_GONE, HAS_OLDER_IN_KEY } from './delivery-claim.js'
 import type {
   Attempt,
   DeliveriesStore,
@@ -107,10 +107,7 @@ const SQL = {
   // the oldest: they wait instead, as the endpoints trigger sets them aside when ordered is set.
   waitRecovered: `UPDATE deliveries SET next_attempt_at = ${WAITING_IN_ORDER}
     WHERE endpoint_id = @endpointId AND status = 'pending' AND attempts = 0 AND ordering_key IS NOT NULL
-      AND next_attempt_at = @now AND (SELECT ordered FROM endpoints WHERE id = @endpointId) = 1
-      AND EXISTS (SELECT 1 FROM deliveries o
-                   WHERE o.endpoint_id = deliveries.endpoint_id AND o.ordering_key = deliveries.ordering_key
-                     AND o.status IN ('pending', 'in_flight') AND o.id < deliveries.id)`,
+      AND next_attempt_at = @now AND (SELECT ordered FROM endpoints WHERE id = @endpointId) = 1 AND ${HAS_OLDER_IN_KEY}`,
   // Both read the endpoint's pending rows from deliveries_endpoint_due (INDEXED BY: never the
   // endpoint's whole history in deliveries_endpoint, which retention keeps up to 30 days long).
   finishPendingForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due

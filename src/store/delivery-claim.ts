@@ -103,6 +103,14 @@ const EXPIRE_CLAIM = `UPDATE deliveries
           claim_token = NULL, lease_until = NULL, next_attempt_at = @now, updated_at = @now`
 
 /**
+ * True while the `deliveries` row has an older unfinished row with its endpoint and ordering key
+ * (SQL, for a statement over `deliveries`): what makes a row wait on an ordered endpoint.
+ */
+export const HAS_OLDER_IN_KEY = `EXISTS (SELECT 1 FROM deliveries o
+      WHERE o.endpoint_id = deliveries.endpoint_id AND o.ordering_key = deliveries.ordering_key
+        AND o.status IN ('pending', 'in_flight') AND o.id < deliveries.id)`
+
+/**
  * Ends pending rows (a JSON array of ids) whose endpoint is deleted or disabled, as deleting
  * (SPEC §2: cancelled) and disabling (SPEC §5: dead) do; such a row would never be claimed.
  * Parameters: completed_at, updated_at, ids. Returns the status of each row it ended.
@@ -128,9 +136,7 @@ export const CLAIM_SQL = {
   // ordered, is due now; the trigger deliveries_next_in_order should leave none (a repair).
   releaseWaiting: `UPDATE deliveries SET next_attempt_at = @now
     WHERE status = 'pending' AND next_attempt_at = ${WAITING_IN_ORDER}
-      AND (endpoint_id NOT IN (SELECT id FROM endpoints WHERE ordered = 1) OR NOT EXISTS (SELECT 1 FROM deliveries o
-           WHERE o.endpoint_id = deliveries.endpoint_id AND o.ordering_key = deliveries.ordering_key
-             AND o.status IN ('pending', 'in_flight') AND o.id < deliveries.id))`,
+      AND (endpoint_id NOT IN (SELECT id FROM endpoints WHERE ordered = 1) OR NOT ${HAS_OLDER_IN_KEY})`,
   window: WINDOW,
   ofEndpoint: OF_ENDPOINT('d.endpoint_id = @endpointId'),
   withoutEndpoint: OF_ENDPOINT('d.endpoint_id IS NULL'),
