@@ -94,16 +94,18 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       void lock.acquire(LOCK_NAME).then((ok) => {
         haveLock = ok
         if (!ok) return
-        // When no other dispatcher is alive on this file, every in-flight row belongs to a
-        // process that died: offer it again now instead of after its lease (timeout + 30 s).
-        // The attempt it spent stays spent, as SPEC §2 asks. With another dispatcher alive (or
-        // any doubt), its rows wait for their leases: releasing them would send them twice.
+        // A repair, safe with other dispatchers alive: a row waiting for its ordering key's turn
+        // with nothing older left (the schema's trigger should leave none) becomes due.
         try {
           const woken = store.deliveries.releaseWaitingInOrder(clock.now())
           if (woken > 0) log.warn({ woken }, 'released deliveries left waiting for their ordering key')
         } catch (err) {
           log.error({ err }, 'releasing waiting deliveries failed')
         }
+        // When no other dispatcher is alive on this file, every in-flight row belongs to a
+        // process that died: offer it again now instead of after its lease (timeout + 30 s).
+        // The attempt it spent stays spent, as SPEC §2 asks. With another dispatcher alive (or
+        // any doubt), its rows wait for their leases: releasing them would send them twice.
         marker = claimDispatchMarker(store.path)
         if (marker.sole) {
           try {

@@ -134,8 +134,9 @@ const SQL = {
     WHERE id = @id AND status = 'pending'`,
 } as const
 
-/** The `list` filters, in WHERE order, with their columns. */
+/** Each status as the literal a list query may put in its SQL (only these five strings). */
 const STATUS_LITERAL: Record<DeliveryStatus, DeliveryStatus> = { pending: 'pending', in_flight: 'in_flight', success: 'success', dead: 'dead', cancelled: 'cancelled' }
+/** The other `list` filters, in WHERE order, with their columns. */
 const LIST_FILTERS = [
   ['endpointId', 'endpoint_id'],
   ['eventType', 'event_type'],
@@ -174,9 +175,10 @@ export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
   const selective = f.eventId || f.notificationId
   if (f.status === 'pending' && !selective) {
     const index = f.endpointId ? 'deliveries_endpoint_due' : 'deliveries_due'
-    const ids = `SELECT rowid FROM deliveries INDEXED BY ${index} ${filter} ORDER BY id DESC LIMIT ?`
-    // With an event type filter the rows must be read anyway; otherwise the index holds all.
+    // With an event type filter the rows must be read anyway; otherwise the index holds all
+    // the page needs, and only the page's rows are read.
     if (f.eventType) return { sql: `SELECT ${COLUMNS} FROM deliveries INDEXED BY ${index} ${filter} ORDER BY id DESC LIMIT ?`, params }
+    const ids = `SELECT rowid FROM deliveries INDEXED BY ${index} ${filter} ORDER BY id DESC LIMIT ?`
     return { sql: `SELECT ${COLUMNS} FROM deliveries WHERE rowid IN (${ids}) ORDER BY id DESC`, params }
   }
   const index = f.status === 'in_flight' && !selective ? 'INDEXED BY deliveries_leases' : ''

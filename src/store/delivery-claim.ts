@@ -250,9 +250,14 @@ export function createClaimer(db: Db, onDue: () => void): Pick<DeliveriesStore, 
       lastServed = key
       return true
     }
-    for (let after = lastServed, wrapped = false; ; ) {
+    const start = lastServed
+    for (let after = start, wrapped = false; ; ) {
       const ids = dueEndpoints.all({ now, after, count: TURN_PAGE }) as string[]
-      for (const id of ids) if (serve(id)) return picked
+      for (const id of ids) {
+        // Past the starting point again: every endpoint has had its turn.
+        if (wrapped && id > start) return picked
+        if (serve(id)) return picked
+      }
       if (ids.length === TURN_PAGE) after = ids[ids.length - 1]!
       else if (wrapped) return picked
       else {
