@@ -3,6 +3,7 @@ import type { DispatchObserver } from './delivery/channel.js'
 import type { Clock } from './lib/clock.js'
 import type { Channel } from './store/deliveries.js'
 import type { Store } from './store/index.js'
+import type { EndpointState } from './store/stats.js'
 
 /** Numeric values of the circuit-state gauge. */
 export const CIRCUIT_STATE = { closed: 0, half_open: 1, open: 2 } as const
@@ -19,6 +20,17 @@ export interface Metrics extends DispatchObserver {
 export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry()
   if (opts.defaultMetrics ?? false) collectDefaultMetrics({ register: registry, prefix: 'postbox_' })
+
+  // Two gauges read the endpoints' state: one read per scrape (the gauges collect in the same
+  // turn), not one each.
+  let states: EndpointState[] | null = null
+  const endpointStates = (): EndpointState[] => {
+    if (states === null) {
+      states = safe(() => store.stats.endpointStates(), [])
+      setImmediate(() => (states = null))
+    }
+    return states
+  }
 
   const deliveries = new Counter({
     name: 'postbox_deliveries_total',
@@ -62,7 +74,7 @@ export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics
     collect() {
       this.reset()
       const now = clock.now()
-      for (const e of safe(() => store.stats.endpointHealth(), [])) {
+      for (const e of endpointStates()) {
         const state = e.pausedUntil !== null && e.pausedUntil > now ? 'open' : e.consecutiveFailures >= 5 ? 'half_open' : 'closed'
         this.set({ endpoint_id: e.id }, CIRCUIT_STATE[state])
       }
@@ -75,7 +87,7 @@ export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics
     registers: [registry],
     collect() {
       this.reset()
-      for (const e of safe(() => store.stats.endpointHealth(), [])) {
+      for (const e of endpointStates()) {
         if (e.disabled) this.set({ endpoint_id: e.id, reason: e.disabledReason ?? 'manual' }, 1)
       }
     },

@@ -71,7 +71,7 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       const recipients = resolveRecipients(req.recipients, req.topic, store.directory)
       const templates = new Map<NotifyChannel, TemplateRow[]>()
       for (const ch of req.channels) templates.set(ch, store.directory.activeTemplates(req.topic, ch))
-      const prefsOf = store.directory.preferencesForTopic(req.topic)
+      const prefsOf = store.directory.preferencesForTopic(req.topic, recipients.map((r) => r.id))
       const cache = fanoutCache(req, render, templates, config.mandatoryTopics)
       let deliveries = 0
       for (const r of recipients) {

@@ -96,7 +96,7 @@ const SQL = {
   redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = @now, claim_token = NULL,
       lease_until = NULL, completed_at = NULL, updated_at = @now
     WHERE id = @id AND status IN ('success', 'dead', 'cancelled')
-      AND (endpoint_id IS NULL OR endpoint_id IN (SELECT id FROM endpoints WHERE disabled = 0 AND deleted_at IS NULL))`,
+      AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))`,
   endpointGone: `SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.id = ? AND (e.disabled = 1 OR e.deleted_at IS NOT NULL)`,
   exists: `SELECT 1 FROM deliveries WHERE id = ?`,

@@ -70,6 +70,9 @@ export interface TemplateRow {
 /** What `putTemplate` needs; the version is assigned. */
 export type TemplateInput = Omit<TemplateRow, 'id' | 'version' | 'createdAt'>
 
+/** Up to this many recipients, a fan-out asks which of them have preferences; above, which users do. */
+const LISTED_USERS_MAX = 20_000
+
 const USER_COLUMNS = `id, email, name, locale, timezone, roles, teams, created_at AS createdAt, updated_at AS updatedAt`
 const PREF_COLUMNS = `user_id AS userId, topic, channel, enabled, digest, quiet_hours AS quietHours, updated_at AS updatedAt`
 const TEMPLATE_COLUMNS = `id, topic, channel, locale, version, subject, body, format, active, created_at AS createdAt`
@@ -87,6 +90,10 @@ const SQL = {
   members: `SELECT u.id, u.email, u.name, u.locale, u.timezone FROM user_groups g JOIN users u ON u.id = g.user_id
     WHERE g.kind = ? AND g.name = ? ORDER BY g.user_id`,
   usersWithPreferences: `SELECT DISTINCT user_id FROM preferences WHERE topic IN (?, '*') AND user_id <> '*'`,
+  // The same for a JSON list of users: one primary-key seek each. CROSS JOIN keeps json_each the
+  // outer loop (the other order measured 2.7 s for 1,000 users).
+  listedUsersWithPreferences: `SELECT DISTINCT p.user_id FROM json_each(?) j CROSS JOIN preferences p
+    ON p.user_id = j.value WHERE p.topic IN (?, '*') AND p.user_id <> '*'`,
   userPreferencesFor: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = ? AND topic IN (?, '*')`,
   globalPreferencesFor: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = '*' AND topic IN (?, '*')`,
   deleteUserSubscriptions: `DELETE FROM subscriptions WHERE principal = ?`,
@@ -94,8 +101,7 @@ const SQL = {
   putSubscription: `INSERT INTO subscriptions (topic, principal, enabled, created_at) VALUES (?, ?, 1, ?)
     ON CONFLICT (topic, principal) DO UPDATE SET enabled = 1`,
   deleteSubscription: `DELETE FROM subscriptions WHERE topic = ? AND principal = ?`,
-  subscriptionsByTopic: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
-    WHERE topic = ? ORDER BY created_at, principal`,
+  subscription: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions WHERE topic = ? AND principal = ?`,
   // Lists are newest first (SPEC §6); rows of the same millisecond in key order.
   allSubscriptions: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
     ORDER BY created_at DESC, topic, principal LIMIT ? OFFSET ?`,
@@ -153,7 +159,7 @@ export interface DirectoryStore {
    * A lookup of the rows that may apply to each user for one topic, built with two queries
    * plus one per user that has rows of their own, so a fan-out does not query per recipient.
    */
-  preferencesForTopic(topic: string): (userId: string) => PreferenceRow[]
+  preferencesForTopic(topic: string, userIds: readonly string[]): (userId: string) => PreferenceRow[]
   putTemplate(input: TemplateInput, now: number): TemplateRow
   listTemplates(topic?: string, slice?: ListSlice): TemplateRow[]
   activeTemplates(topic: string, channel: string): TemplateRow[]
@@ -173,6 +179,7 @@ export function createDirectoryStore(db: Db): DirectoryStore {
   const s = prepareAll(db, SQL)
   const nextVersion = s.nextVersion.pluck()
   const usersWithPreferences = s.usersWithPreferences.pluck()
+  const listedUsersWithPreferences = s.listedUsersWithPreferences.pluck()
   const subscribers = s.subscribers.pluck()
   // Arrays mapped in JS: a role of 1,000 users is a fan-out's first query, and better-sqlite3's
   // row objects measured ~0.4 µs per row more.
@@ -228,7 +235,7 @@ export function createDirectoryStore(db: Db): DirectoryStore {
       ),
     putSubscription(topic, principal, now) {
       s.putSubscription.run(topic, principal, now)
-      const row = (s.subscriptionsByTopic.all(topic) as Parameters<typeof mapSub>[0][]).find((r) => r.principal === principal)!
+      const row = s.subscription.get(topic, principal) as Parameters<typeof mapSub>[0]
       return mapSub(row)
     },
     deleteSubscription: (topic, principal) => s.deleteSubscription.run(topic, principal).changes > 0,
@@ -249,9 +256,13 @@ export function createDirectoryStore(db: Db): DirectoryStore {
     },
     preferencesOfUser: (userId, { limit, offset } = WHOLE) => (s.preferencesOfUser.all(userId, limit, offset) as RawPref[]).map(mapPref),
     preferencesFor: (userId, topic) => (s.preferencesFor.all(userId, topic) as RawPref[]).map(mapPref),
-    preferencesForTopic(topic) {
+    preferencesForTopic(topic, userIds) {
       const global = (s.globalPreferencesFor.all(topic) as RawPref[]).map(mapPref)
-      const own = new Set(usersWithPreferences.all(topic) as string[])
+      // Asking about the recipients costs per recipient; asking about the topic costs per user
+      // with a preference for it or for every topic (~27 ms at 50,000), whoever is notified.
+      const own = new Set(
+        (userIds.length <= LISTED_USERS_MAX ? listedUsersWithPreferences.all(JSON.stringify(userIds), topic) : usersWithPreferences.all(topic)) as string[],
+      )
       return (userId) =>
         own.has(userId) ? [...(s.userPreferencesFor.all(userId, topic) as RawPref[]).map(mapPref), ...global] : global
     },

@@ -109,6 +109,12 @@ export interface EndpointsStore {
    * commit by another connection; caches compare it to know they are stale.
    */
   version(): number
+  /**
+   * Like `version`, but moves only when the set of live endpoints or their delivery settings may
+   * have changed (create, update, delete, secret, enable, disable, another connection's commit),
+   * not on health changes: what the fan-out's cache of all endpoints compares.
+   */
+  settingsVersion(): number
 }
 
 type RawRow = Omit<EndpointRow, 'eventTypes' | 'headers' | 'retrySchedule' | 'previousSecrets' | 'metadata' | 'ordered' | 'disabled'> & {
@@ -160,6 +166,7 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
   const s = prepareAll(db, SQL)
   const listStatement = statementCache(db)
   let version = 0
+  let settingsVersion = 0
   // PRAGMA data_version moves when another connection commits. Checked at most once per
   // interval, so caches on the hot path stay free, and a change made elsewhere is seen within it.
   const foreignCheckMs = opts.foreignCheckMs ?? FOREIGN_CHANGE_CHECK_MS
@@ -170,10 +177,25 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
     version++
     return v
   }
+  const bumpSettings = <T>(v: T): T => {
+    settingsVersion++
+    return bump(v)
+  }
+  const checkForeign = (): void => {
+    const t = performance.now()
+    if (t - checkedAt < foreignCheckMs) return
+    checkedAt = t
+    const dv = dataVersion.get()
+    if (dv !== seenDataVersion) {
+      seenDataVersion = dv
+      version++
+      settingsVersion++
+    }
+  }
   return {
     insert(row, now) {
       s.insert.run({ ...settingsParams(row), id: row.id, secret: row.secret, disabled: row.disabled ? 1 : 0, disabledReason: row.disabledReason, now })
-      bump(0)
+      bumpSettings(0)
     },
     get: (id) => mapRow(s.get.get(id) as RawRow | undefined),
     getAny: (id) => mapRow(s.getAny.get(id) as RawRow | undefined),
@@ -184,10 +206,10 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
       const page = pageById(listStatement(sql).all(...(after ? [after] : []), limit + 1) as RawRow[], limit)
       return { data: page.data.map((r) => mapRow(r)!), next_cursor: page.next_cursor }
     },
-    update: (id, settings, now) => bump(s.update.run({ ...settingsParams(settings), id, now }).changes > 0),
-    softDelete: (id, now) => bump(s.softDelete.run({ id, now }).changes > 0),
+    update: (id, settings, now) => bumpSettings(s.update.run({ ...settingsParams(settings), id, now }).changes > 0),
+    softDelete: (id, now) => bumpSettings(s.softDelete.run({ id, now }).changes > 0),
     setSecret: (id, secret, previous, now) =>
-      bump(s.setSecret.run({ id, secret, previous: JSON.stringify(previous), now }).changes > 0),
+      bumpSettings(s.setSecret.run({ id, secret, previous: JSON.stringify(previous), now }).changes > 0),
     recordSuccess(id, now) {
       // The common case (already healthy) touches one column and leaves caches valid.
       if (s.successQuick.run({ id, now }).changes === 0) bump(s.success.run({ id, now }))
@@ -195,19 +217,15 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
     recordFailure: (id, breakerFailure, now) =>
       mapRow(s.failure.get({ id, now, breaker: breakerFailure ? 1 : 0 }) as RawRow | undefined),
     pause: (id, until) => void bump(s.pause.run({ id, until })),
-    disable: (id, reason, now) => bump(s.disable.run({ id, reason, now }).changes > 0),
-    enable: (id, now) => bump(s.enable.run({ id, now }).changes > 0),
+    disable: (id, reason, now) => bumpSettings(s.disable.run({ id, reason, now }).changes > 0),
+    enable: (id, now) => bumpSettings(s.enable.run({ id, now }).changes > 0),
     version() {
-      const t = performance.now()
-      if (t - checkedAt >= foreignCheckMs) {
-        checkedAt = t
-        const dv = dataVersion.get()
-        if (dv !== seenDataVersion) {
-          seenDataVersion = dv
-          version++
-        }
-      }
+      checkForeign()
       return version
+    },
+    settingsVersion() {
+      checkForeign()
+      return settingsVersion
     },
   }
 }

@@ -285,12 +285,13 @@ DROP TABLE deliveries_v3;
   /*
    * v4 → v5: claims never read a backlog they cannot take: a per-endpoint due index (a saturated
    * endpoint's rows), and rows of a blocked ordering key set aside until their turn (triggers).
-   * Indexes to list dead and cancelled deliveries and events of one type; and for the
-   * preferences a notification's fan-out looks up by topic, and the subscriptions of a user
-   * being deleted.
+   * Indexes to list dead and cancelled deliveries, events of one type and unread inbox messages;
+   * and for the preferences a notification's fan-out looks up by topic, and the subscriptions of
+   * a user being deleted.
    */
   `
 CREATE INDEX deliveries_dead ON deliveries (id) WHERE status = 'dead';
+CREATE INDEX deliveries_dead_endpoint ON deliveries (endpoint_id, id) WHERE status = 'dead';
 CREATE INDEX deliveries_cancelled ON deliveries (id) WHERE status = 'cancelled';
 CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE status = 'pending';
 -- Ordered endpoints (SPEC §1): a row enqueued behind an older unfinished row of the same endpoint
@@ -329,5 +330,6 @@ UPDATE deliveries SET next_attempt_at = 8640000000000000
 CREATE INDEX subscriptions_principal ON subscriptions (principal);
 CREATE INDEX preferences_topic ON preferences (topic, user_id);
 CREATE INDEX events_type ON events (type, id);
+CREATE INDEX inbox_unread ON inbox_messages (user_id, archived) WHERE read = 0;
 `,
 ]

@@ -14,11 +14,17 @@ export interface EndpointHealthRow {
   pending: number
 }
 
+/** An endpoint's breaker and disabled state, for the metrics. */
+export type EndpointState = Pick<EndpointHealthRow, 'id' | 'disabled' | 'disabledReason' | 'pausedUntil' | 'consecutiveFailures'>
+
 const SQL = {
   endpointHealth: `SELECT e.id, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
       e.consecutive_failures AS consecutiveFailures, e.last_success_at AS lastSuccessAt,
       (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending
     FROM endpoints e WHERE e.deleted_at IS NULL ORDER BY e.id LIMIT ?`,
+  // The metrics' view: no pending count per endpoint (one more index walk each).
+  endpointStates: `SELECT id, disabled, disabled_reason AS disabledReason, paused_until AS pausedUntil,
+      consecutive_failures AS consecutiveFailures FROM endpoints WHERE deleted_at IS NULL ORDER BY id LIMIT ?`,
   quickCheck: `PRAGMA quick_check`,
   begin: `BEGIN IMMEDIATE`,
   rollback: `ROLLBACK`,
@@ -34,6 +40,8 @@ export const MIN_FREE_BYTES = 1024 * 1024
 export interface StatsStore {
   /** Health of up to `limit` live endpoints. */
   endpointHealth(limit?: number): EndpointHealthRow[]
+  /** Breaker and disabled state of up to `limit` live endpoints (endpointHealth without url, last success or pending count). */
+  endpointStates(limit?: number): EndpointState[]
   /** Throws when the database cannot take a write lock (read-only file, locked, closed) or its disk is full. */
   probeWritable(): void
   /** SQLite's quick_check; an empty list means the file is sound. */
@@ -43,6 +51,7 @@ export interface StatsStore {
 /** Creates the stats store over a connection. */
 export function createStatsStore(db: Db): StatsStore {
   const health = db.prepare(SQL.endpointHealth)
+  const states = db.prepare(SQL.endpointStates)
   const begin = db.prepare(SQL.begin)
   const rollback = db.prepare(SQL.rollback)
   const quickCheck = db.prepare(SQL.quickCheck).pluck()
@@ -53,6 +62,10 @@ export function createStatsStore(db: Db): StatsStore {
     },
     endpointHealth(limit = 10_000) {
       const rows = health.all(limit) as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]
+      return rows.map((r) => ({ ...r, disabled: r.disabled === 1 }))
+    },
+    endpointStates(limit = 10_000) {
+      const rows = states.all(limit) as (Omit<EndpointState, 'disabled'> & { disabled: number })[]
       return rows.map((r) => ({ ...r, disabled: r.disabled === 1 }))
     },
     probeWritable() {

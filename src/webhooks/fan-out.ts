@@ -17,23 +17,37 @@ export interface EventToStore {
   orderingKey?: string | null
 }
 
+/** At most this many event types keep their list of endpoints between reloads. */
+const TYPE_CACHE_SIZE = 1024
+
 /**
  * Stores events and fans each one out into one delivery per enabled, non-deleted endpoint whose
  * filter matches. Must run inside `store.tx` (the caller's transaction), so an accepted event and
  * all its deliveries commit together. The enabled endpoints are cached and reloaded when the
- * endpoints store's version moves, so fan-out costs no endpoint query per event.
+ * endpoints store's settings version moves (not on health changes), so fan-out costs no endpoint
+ * query per event.
  */
 export function createFanOut(deps: { store: Store; config: Config; clock: Clock }) {
   const { store, config, clock } = deps
   let cached: EndpointRow[] = []
   let cachedVersion = -1
-  const activeEndpoints = (): EndpointRow[] => {
-    const v = store.endpoints.version()
+  // The endpoints each event type goes to, worked out once per type (and per reload): with
+  // thousands of endpoints, matching every filter for every event cost ~0.45 ms an event.
+  const byType = new Map<string, EndpointRow[]>()
+  const targetsFor = (type: string): EndpointRow[] => {
+    const v = store.endpoints.settingsVersion()
     if (v !== cachedVersion) {
       cached = store.endpoints.active()
       cachedVersion = v
+      byType.clear()
     }
-    return cached
+    let targets = byType.get(type)
+    if (targets === undefined) {
+      targets = cached.filter((e) => endpointWants(e.eventTypes, type))
+      if (byType.size >= TYPE_CACHE_SIZE) byType.clear()
+      byType.set(type, targets)
+    }
+    return targets
   }
 
   const accepted = (e: EventRow, deliveries: number, deduplicated: boolean): EventAcceptedOutput => ({
@@ -62,7 +76,7 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
       const body = JSON.stringify({ id, type: ev.type, timestamp: toIso(now), data: ev.data })
       const row: EventRow = { id, clientId: ev.clientId ?? null, type: ev.type, orderingKey: ev.orderingKey ?? null, body, createdAt: now }
       store.events.insert(row)
-      const targets = only ? [only] : activeEndpoints().filter((e) => endpointWants(e.eventTypes, ev.type))
+      const targets = only ? [only] : targetsFor(ev.type)
       let n = 0
       for (const ep of targets) {
         const r = store.deliveries.enqueue(
