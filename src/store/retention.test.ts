@@ -83,6 +83,22 @@ describe('sweepRetention', () => {
     expect(count('attempts')).toBe(1)
   })
 
+  it('reads at most 4 × batchSize rows per transaction, however many kept rows come first', () => {
+    // 50 dead rows that must stay (younger than deadMs) sit before 4 expired successes.
+    q.db.transaction(() => {
+      for (let i = 0; i < 50; i++) finished(`d${i}`, 'dead', NOW - 20 * DAY + i)
+      for (let i = 0; i < 4; i++) finished(`s${i}`, 'success', NOW - 10 * DAY + i)
+      for (let i = 0; i < 30; i++) event(`evt_kept${String(i).padStart(2, '0')}`, NOW - 20 * DAY + i)
+      for (let i = 0; i < 30; i++) finished(`e${i}`, 'dead', NOW - DAY, `evt_kept${String(i).padStart(2, '0')}`)
+      event('evt_free', NOW - 10 * DAY)
+    })()
+    const r = sweepRetention(q, { ...periods, batchSize: 5 })
+    expect(r).toMatchObject({ deliveries: 4, events: 1 })
+    // Windows of 20: 20 + 20 + 10 kept dead rows, the successes in the third; 20 + 10 kept events.
+    expect(r.batches).toMatchObject({ deliveries: 3, events: 2 })
+    expect(count('deliveries')).toBe(80)
+  })
+
   it('keeps the unread counter exact when old inbox messages go', async () => {
     for (let i = 0; i < 5; i++) inbox(`msg_a_old${i}`, 'alice', NOW - 91 * DAY)
     inbox('msg_a_read', 'alice', NOW - 91 * DAY, { read: true })

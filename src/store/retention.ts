@@ -38,36 +38,52 @@ export interface RetentionResult {
 /** The default number of rows deleted per transaction (SPEC §2). */
 export const RETENTION_BATCH_SIZE = 1000
 
-// Deliveries and events are walked by time from where the previous batch stopped (keyset), so
-// rows that must stay (dead rows younger than deadMs inside the success window, events that still
-// have deliveries) are not re-read by every batch. Attempts go with their delivery through
-// ON DELETE CASCADE.
+// Deliveries and events are walked by time from where the previous batch stopped (keyset on
+// time, then rowid), and one transaction reads at most 4 × batchSize rows: rows that must stay
+// (dead rows younger than deadMs inside the success window, events that still have deliveries)
+// are passed over a window at a time, so no transaction holds the write lock for long however
+// many of them there are. Attempts go with their delivery through ON DELETE CASCADE.
 const SQL = {
-  deleteSuccess: `DELETE FROM deliveries WHERE id IN (
-      SELECT id FROM deliveries WHERE completed_at >= @from AND completed_at < @before AND status = 'success'
-      ORDER BY completed_at LIMIT @limit)
-    RETURNING completed_at`,
-  deleteFinished: `DELETE FROM deliveries WHERE id IN (
-      SELECT id FROM deliveries WHERE completed_at >= @from AND completed_at < @before AND status IN ('dead', 'cancelled')
-      ORDER BY completed_at LIMIT @limit)
-    RETURNING completed_at`,
-  deleteEvents: `DELETE FROM events WHERE id IN (
-      SELECT e.id FROM events e
-       WHERE e.created_at >= @from AND e.created_at < @before
-         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
-       ORDER BY e.created_at LIMIT @limit)
-    RETURNING created_at`,
+  finished: `SELECT rowid AS r, completed_at AS t, status = 'success' AS success FROM deliveries INDEXED BY deliveries_finished
+    WHERE (completed_at, rowid) > (@t, @r) AND completed_at < @before ORDER BY completed_at, rowid LIMIT @window`,
+  deleteDeliveries: `DELETE FROM deliveries WHERE rowid IN (SELECT value FROM json_each(?))`,
+  events: `SELECT e.rowid AS r, e.created_at AS t, NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) AS free
+    FROM events e INDEXED BY events_created
+    WHERE (e.created_at, e.rowid) > (@t, @r) AND e.created_at < @before ORDER BY e.created_at, e.rowid LIMIT @window`,
+  deleteEvents: `DELETE FROM events WHERE rowid IN (SELECT value FROM json_each(?))`,
   oldInbox: `SELECT id, user_id AS userId, (read = 0 AND archived = 0) AS unread
     FROM inbox_messages WHERE created_at < @before ORDER BY created_at LIMIT @limit`,
   deleteInbox: `DELETE FROM inbox_messages WHERE id IN (SELECT value FROM json_each(?))`,
   decrementUnread: `UPDATE inbox_counters SET unread_count = max(unread_count - @n, 0) WHERE user_id = @userId`,
 } as const
 
+/** A keyset position: time, then rowid. */
+interface Position {
+  t: number
+  r: number
+}
+
+/**
+ * One window of a keyset walk: takes the rows `wanted` says go, up to `want` of them, and moves
+ * `at` past every row it looked at. Done when the window ran out before `want` was reached.
+ */
+function walkWindow<R extends Position>(rows: R[], window: number, want: number, wanted: (row: R) => boolean, at: Position): { rowids: number[]; done: boolean } {
+  const rowids: number[] = []
+  for (const row of rows) {
+    if (rowids.length >= want) return { rowids, done: false }
+    if (wanted(row)) rowids.push(row.r)
+    at.t = row.t
+    at.r = row.r
+  }
+  return { rowids, done: rows.length < window }
+}
+
 type Family = keyof RetentionResult['batches']
 
 /**
  * The sweep as a sequence of short transactions: each `next()` runs one batch of at most
- * `batchSize` rows and commits it. A family is done when a batch comes back short.
+ * `batchSize` deleted rows (and 4 × batchSize read) and commits it, until each family has
+ * been read to its cutoff.
  * Deliveries go first so events they release can go in the same sweep.
  */
 function* retentionSteps(store: RetentionStore, opts: RetentionOptions): Generator<void, RetentionResult> {
@@ -75,9 +91,11 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions): Generat
   const logged: [string, StreamEvent[]][] = []
   const limit = Math.max(1, Math.floor(opts.batchSize ?? RETENTION_BATCH_SIZE))
   const { now } = opts
-  const deleteSuccess = db.prepare(SQL.deleteSuccess).pluck()
-  const deleteFinished = db.prepare(SQL.deleteFinished).pluck()
-  const deleteEvents = db.prepare(SQL.deleteEvents).pluck()
+  const window = limit * 4
+  const finished = db.prepare(SQL.finished)
+  const deleteDeliveries = db.prepare(SQL.deleteDeliveries)
+  const events = db.prepare(SQL.events)
+  const deleteEvents = db.prepare(SQL.deleteEvents)
   const oldInbox = db.prepare(SQL.oldInbox)
   const deleteInbox = db.prepare(SQL.deleteInbox)
   const decrementUnread = db.prepare(SQL.decrementUnread)
@@ -87,33 +105,35 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions): Generat
     inboxMessages: 0,
     batches: { deliveries: 0, events: 0, inboxMessages: 0 },
   }
+  const start = (): Position => ({ t: Number.MIN_SAFE_INTEGER, r: 0 })
 
   // One transaction deletes up to `limit` rows: expired successes first, then dead and cancelled.
+  // Each batch returns how many rows it deleted, and whether its family has more to look at.
   const arms = [
-    { stmt: deleteSuccess, before: now - opts.successMs, from: Number.MIN_SAFE_INTEGER, done: false },
-    { stmt: deleteFinished, before: now - opts.deadMs, from: Number.MIN_SAFE_INTEGER, done: false },
+    { before: now - opts.successMs, wanted: (row: { success: number }) => row.success === 1, at: start(), done: false },
+    { before: now - opts.deadMs, wanted: (row: { success: number }) => row.success === 0, at: start(), done: false },
   ]
-  const deliveriesBatch = (): number => {
-    let n = 0
+  const deliveriesBatch = (): [number, boolean] => {
+    const rowids: number[] = []
     for (const arm of arms) {
-      if (n >= limit || arm.done) continue
-      const want = limit - n
-      const times = arm.stmt.all({ from: arm.from, before: arm.before, limit: want }) as number[]
-      for (const t of times) if (t > arm.from) arm.from = t
-      arm.done = times.length < want
-      n += times.length
+      if (rowids.length >= limit || arm.done) continue
+      const rows = finished.all({ ...arm.at, before: arm.before, window }) as (Position & { success: number })[]
+      const step = walkWindow(rows, window, limit - rowids.length, arm.wanted, arm.at)
+      rowids.push(...step.rowids)
+      arm.done = step.done
     }
-    return n
+    const n = rowids.length === 0 ? 0 : deleteDeliveries.run(JSON.stringify(rowids)).changes
+    return [n, arms.every((a) => a.done)]
   }
-  let eventsFrom = Number.MIN_SAFE_INTEGER
-  const eventsBatch = (): number => {
-    const times = deleteEvents.all({ from: eventsFrom, before: now - opts.eventsMs, limit }) as number[]
-    for (const t of times) if (t > eventsFrom) eventsFrom = t
-    return times.length
+  const eventsAt = start()
+  const eventsBatch = (): [number, boolean] => {
+    const rows = events.all({ ...eventsAt, before: now - opts.eventsMs, window }) as (Position & { free: number })[]
+    const step = walkWindow(rows, window, limit, (row) => row.free === 1, eventsAt)
+    return [step.rowids.length === 0 ? 0 : deleteEvents.run(JSON.stringify(step.rowids)).changes, step.done]
   }
-  const inboxBatch = (): number => {
+  const inboxBatch = (): [number, boolean] => {
     const rows = oldInbox.all({ before: now - opts.inboxMs, limit }) as { id: string; userId: string; unread: number }[]
-    if (rows.length === 0) return 0
+    if (rows.length === 0) return [0, true]
     // The unread counter must stay exact, so it moves in the same transaction as the delete.
     const unreadByUser = new Map<string, number>()
     for (const r of rows) if (r.unread) unreadByUser.set(r.userId, (unreadByUser.get(r.userId) ?? 0) + 1)
@@ -123,9 +143,9 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions): Generat
       // The replay log and live streams must see the new count, as after any other change.
       if (store.inbox) logged.push([userId, [store.inbox.logUnreadCount(userId, now)]])
     }
-    return n
+    return [n, rows.length < limit]
   }
-  const batches: [Family, () => number][] = [
+  const batches: [Family, () => [number, boolean]][] = [
     ['deliveries', deliveriesBatch],
     ['events', eventsBatch],
     ['inboxMessages', inboxBatch],
@@ -134,12 +154,12 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions): Generat
     const tx = db.transaction(batch)
     for (;;) {
       logged.length = 0
-      const n = tx.immediate()
-      for (const [userId, events] of logged) opts.onStreamEvents?.(userId, events)
+      const [n, done] = tx.immediate()
+      for (const [userId, streamEvents] of logged) opts.onStreamEvents?.(userId, streamEvents)
       result[family] += n
       result.batches[family]++
       yield
-      if (n < limit) break
+      if (done) break
     }
   }
   return result
