@@ -44,7 +44,9 @@ const COLUMNS = `id, channel, event_id AS eventId, endpoint_id AS endpointId,
   last_status_code AS lastStatusCode, last_error AS lastError, created_at AS createdAt,
   updated_at AS updatedAt, completed_at AS completedAt`
 
-const SETTLE_WHERE = `WHERE id = ? AND claim_token = ? AND status = 'in_flight' RETURNING status, attempts`
+// `keyed` tells the claimer a row of an ordering key ended, which may have made the next row of
+// its key due (trigger deliveries_next_in_order).
+const SETTLE_WHERE = `WHERE id = ? AND claim_token = ? AND status = 'in_flight' RETURNING status, attempts, ordering_key IS NOT NULL AS keyed`
 
 const SQL = {
   // A repeat hits one of the unique indexes deliveries_event or deliveries_notification
@@ -81,7 +83,7 @@ const SQL = {
       last_status_code = COALESCE(j.value ->> 2, last_status_code), last_error = NULL, completed_at = ?, updated_at = ?
     FROM json_each(?) AS j
     WHERE deliveries.id = j.value ->> 0 AND deliveries.claim_token = j.value ->> 1 AND deliveries.status = 'in_flight'
-    RETURNING deliveries.id, deliveries.attempts`,
+    RETURNING deliveries.id, deliveries.attempts, deliveries.ordering_key IS NOT NULL`,
   insertSuccessAttempts: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, 'success', value ->> 4, value ->> 5, value ->> 6 FROM json_each(?)`,
   // A row that fails while its endpoint is deleted or disabled must not wait as pending for an
@@ -212,6 +214,7 @@ function settleArgs(r: SettleInput, at: number | null, now: number): unknown[] {
  */
 export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): DeliveriesStore {
   const s = prepareAll(db, SQL)
+  const claimer = createClaimer(db, onDue)
   const idByEvent = s.idByEvent.pluck()
   const idByNotification = s.idByNotification.pluck()
   // raw(): each returns [status, attempts] as an array rather than an object.
@@ -228,12 +231,15 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
   const finishIfEndpointGone = s.finishIfEndpointGone.pluck()
 
   /** Settles the successes of a batch in two statements; returns id → attempts of the rows that matched. */
-  const settleSuccesses = (results: readonly SettleInput[], now: number): Map<string, number> => {
+  const settleSuccesses = (results: readonly SettleInput[], now: number, keyed: { ended: boolean }): Map<string, number> => {
     const rows: unknown[] = []
     for (const r of results) if (r.outcome.kind === 'success') rows.push([r.id, r.claimToken, r.attempt?.statusCode ?? null])
     const settled = new Map<string, number>()
     if (rows.length === 0) return settled
-    for (const [id, attempts] of settleSuccessMany.all(now, now, JSON.stringify(rows)) as [string, number][]) settled.set(id, attempts)
+    for (const [id, attempts, isKeyed] of settleSuccessMany.all(now, now, JSON.stringify(rows)) as [string, number, number][]) {
+      settled.set(id, attempts)
+      if (isKeyed) keyed.ended = true
+    }
     const attempts: unknown[] = []
     for (const r of results) {
       const a = r.attempt
@@ -247,7 +253,8 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
 
   const settleTx = db.transaction((results: readonly SettleInput[], now: number): SettleResult[] => {
     let due = false
-    const successes = settleSuccesses(results, now)
+    const keyed = { ended: false }
+    const successes = settleSuccesses(results, now, keyed)
     const out = results.map((r): SettleResult => {
       const o = r.outcome
       if (o.kind === 'success') {
@@ -255,9 +262,10 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         return attempts === undefined ? { result: 'missed' } : { result: 'settled', status: 'success', attempts }
       }
       const at = o.kind === 'retry' || o.kind === 'snooze' ? o.at : o.kind === 'release' ? now : null
-      const raw = settleBy[o.kind].get(...settleArgs(r, at, now)) as [DeliveryStatus, number] | undefined
+      const raw = settleBy[o.kind].get(...settleArgs(r, at, now)) as [DeliveryStatus, number, number] | undefined
       if (!raw) return { result: 'missed' }
       const row = { status: raw[0], attempts: raw[1] }
+      if (raw[2] && row.status !== 'pending') keyed.ended = true
       if (row.status === 'pending') row.status = (finishIfEndpointGone.get(now, now, JSON.stringify([r.id])) as DeliveryStatus | undefined) ?? 'pending'
       if (row.status === 'pending' && at !== null && at <= now) due = true
       const a = r.attempt
@@ -275,6 +283,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       }
       return { result: 'settled', status: row.status, attempts: row.attempts }
     })
+    if (due || keyed.ended) claimer.noteDue()
     if (due) onDue()
     return out
   })
@@ -302,7 +311,10 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         now,
       ).changes
       if (inserted > 0) {
-        if (!waits && row.nextAttemptAt <= now) onDue()
+        if (!waits && row.nextAttemptAt <= now) {
+          claimer.noteDue(row.endpointId ?? null)
+          onDue()
+        }
         return { id, created: true }
       }
       // Not inserted: the row repeats one of the two unique keys (a row may carry both).
@@ -311,7 +323,9 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel)
       return { id: existing as string, created: false }
     },
-    ...createClaimer(db, onDue),
+    claimDue: claimer.claimDue,
+    releaseOrphanedClaims: claimer.releaseOrphanedClaims,
+    releaseWaitingInOrder: claimer.releaseWaitingInOrder,
     settle: (results, now) => (results.length === 0 ? [] : settleTx.immediate(results, now)),
     get: (id) => (s.get.get(id) as Delivery | undefined) ?? null,
     attempts: (id) => s.attempts.all(id) as Attempt[],
@@ -326,6 +340,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     finishGroupMember: (id, status, error, now) => s.finishGroupMember.run({ id, status, error, now }).changes > 0,
     redeliver(id, now) {
       if (s.redeliver.run({ id, now }).changes > 0) {
+        claimer.noteDue()
         onDue()
         return 'ok'
       }
@@ -334,8 +349,11 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     },
     recover(endpointId, since, until, now) {
       const n = s.recover.run({ endpointId, since, until, now }).changes
-      if (n > 0) s.waitRecovered.run({ endpointId, now })
-      if (n > 0) onDue()
+      if (n > 0) {
+        s.waitRecovered.run({ endpointId, now })
+        claimer.noteDue()
+        onDue()
+      }
       return n
     },
     cancelForEndpoint: (endpointId, now) =>

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { CLAIM_SQL } from './delivery-claim.js'
+import { CLAIM_SQL, QUIET_MS } from './delivery-claim.js'
 import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions } from './delivery-types.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
 
@@ -62,6 +62,45 @@ describe('claim behind a saturated endpoint (SPEC §1 isolation)', () => {
     expect(q.deliveries.get(paused)).toMatchObject({ status: 'pending', attempts: 0 })
     expect(q.deliveries.get(gone)).toMatchObject({ status: 'cancelled', lastError: 'endpoint_deleted' })
     expect(q.deliveries.get(spent)).toMatchObject({ status: 'dead', lastError: 'attempts_exhausted' })
+  })
+})
+
+describe('a second path that found nothing waits a little before looking again (QUIET_MS)', () => {
+  const busy = { limit: 4, capacity: (id: string) => (id === 'ep_busy' ? 0 : id === 'ep_full' ? full : 16) }
+  let full = 0
+
+  it('looks again at once for a row made due here, or an endpoint with a free slot again; otherwise after QUIET_MS', () => {
+    saturatedBacklog()
+    insertEndpoint(q.db, { id: 'ep_b' })
+    insertEndpoint(q.db, { id: 'ep_full' })
+    enqueue('f0', { endpointId: 'ep_full' })
+    full = 0
+    expect(claim(busy)).toEqual([])
+    // Enqueued here: counted, so the next claim looks again at once.
+    const b = enqueue('b0', { endpointId: 'ep_b' })
+    expect(claim(busy).map((r) => r.id)).toEqual([b])
+    expect(claim(busy)).toEqual([])
+    // A full endpoint behind the head has a free slot again.
+    full = 1
+    expect(claim(busy).map((r) => r.endpointId)).toEqual(['ep_full'])
+    full = 0
+    // A row written by another connection is found once QUIET_MS has passed, not before.
+    expect(claim(busy)).toEqual([])
+    q.db.prepare(`INSERT INTO deliveries (id, channel, endpoint_id, notification_id, recipient, event_type, status, attempts,
+      max_attempts, next_attempt_at, created_at, updated_at) VALUES ('dlv_foreign', 'webhook', 'ep_b', 'ntf_x', 'x', 't', 'pending', 0, 8, ?, ?, ?)`).run(NOW, NOW, NOW)
+    expect(claim({ ...busy, now: NOW + QUIET_MS - 1 })).toEqual([])
+    expect(claim({ ...busy, now: NOW + QUIET_MS }).map((r) => r.id)).toEqual(['dlv_foreign'])
+  })
+
+  it('a row of an ordering key that ends lets the next one be claimed at once', () => {
+    saturatedBacklog()
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    const [k0, k1] = [enqueue('k0', { endpointId: 'ep_ord', orderingKey: 'K' }), enqueue('k1', { endpointId: 'ep_ord', orderingKey: 'K' })]
+    const [first] = claim(busy)
+    expect(first!.id).toBe(k0)
+    expect(claim(busy)).toEqual([])
+    q.deliveries.settle([{ id: k0, claimToken: first!.claimToken, outcome: { kind: 'success' } }], NOW)
+    expect(claim(busy).map((r) => r.id)).toEqual([k1])
   })
 })
 
