@@ -39,6 +39,20 @@ const waitFor = async (cond: () => boolean): Promise<void> => {
 }
 
 describe('dispatcher', () => {
+  it('keeps the last eighth of the global cap from rows without an endpoint that already hold 4 slots', async () => {
+    // A mail server that never answers: every claimed row waits until shutdown.
+    const hang: ChannelSender = {
+      send: (_row, signal) => new Promise<ChannelResult>((resolve) => signal.addEventListener('abort', () => resolve({ outcome: { kind: 'release' } }))),
+    }
+    const { store, d } = setup(hang, 16)
+    enqueue(store, 40)
+    d.start()
+    await waitFor(() => d.inFlight() >= 14)
+    await new Promise((r) => setTimeout(r, 60))
+    // 16 - 2 reserved: the reserve is for endpoints (or rows without one) with fewer than 4 in flight.
+    expect(d.inFlight()).toBe(14)
+  })
+
   it('wakes on commit and settles every outcome', async () => {
     const seen: string[] = []
     const { store, d } = setup({ send: async (row: ClaimedDelivery) => (seen.push(row.id), { outcome: { kind: 'success' } }) })

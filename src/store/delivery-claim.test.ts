@@ -65,6 +65,18 @@ describe('claim behind a saturated endpoint (SPEC §1 isolation)', () => {
   })
 })
 
+describe('rows without an endpoint', () => {
+  it('count against withoutEndpointCapacity, so they cannot fill a claim meant to reach quiet endpoints', () => {
+    insertEndpoint(q.db, { id: 'ep_quiet' })
+    for (let i = 0; i < 50; i++) enqueue(`mail${i}`, { channel: 'email', nextAttemptAt: NOW - 1000 })
+    const quiet = enqueue('q', { endpointId: 'ep_quiet' })
+    const rows = claim({ limit: 32, withoutEndpointCapacity: 4 })
+    expect(rows.filter((r) => r.endpointId === null)).toHaveLength(4)
+    expect(rows.filter((r) => r.endpointId !== null).map((r) => r.id)).toEqual([quiet])
+    expect(claim({ limit: 32 }).filter((r) => r.endpointId === null)).toHaveLength(32)
+  })
+})
+
 describe('a second path that found nothing waits a little before looking again (QUIET_MS)', () => {
   const busy = { limit: 4, capacity: (id: string) => (id === 'ep_busy' ? 0 : id === 'ep_full' ? full : 16) }
   let full = 0

@@ -221,8 +221,9 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const picked: Picked = { chosen: [], exhausted: [], gone: [] }
     const taken = new Map<string, number>()
     // Free slots of an endpoint after this claim's picks so far (Infinity for rows without one).
+    let withoutEndpoint = 0
     const room = (endpointId: string | null): number => {
-      if (endpointId === null) return Infinity
+      if (endpointId === null) return (opts.withoutEndpointCapacity ?? Infinity) - withoutEndpoint
       if (exclude.has(endpointId)) return 0
       const free = capacity ? capacity(endpointId) - (taken.get(endpointId) ?? 0) : Infinity
       if (free <= 0) exclude.add(endpointId)
@@ -238,6 +239,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       else {
         picked.chosen.push(r.rowid)
         if (r.endpointId !== null) taken.set(r.endpointId, (taken.get(r.endpointId) ?? 0) + 1)
+        else withoutEndpoint++
       }
       return true
     }

@@ -120,6 +120,8 @@ export interface ClaimOptions {
   capacity?: (endpointId: string) => number
   /** Endpoints to skip entirely this round (saturated). */
   excludeEndpoints?: readonly string[]
+  /** At most this many rows without an endpoint (inbox, email) this round; absent = unlimited. */
+  withoutEndpointCapacity?: number
 }
 
 /** Filters for `list`. */

@@ -115,6 +115,8 @@ export interface EndpointsStore {
    * not on health changes: what the fan-out's cache of all endpoints compares.
    */
   settingsVersion(): number
+  /** Moves both versions, so every cache reloads (after a rolled-back transaction). */
+  invalidate(): void
 }
 
 type RawRow = Omit<EndpointRow, 'eventTypes' | 'headers' | 'retrySchedule' | 'previousSecrets' | 'metadata' | 'ordered' | 'disabled'> & {
@@ -227,5 +229,6 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
       checkForeign()
       return settingsVersion
     },
+    invalidate: () => void bumpSettings(0),
   }
 }

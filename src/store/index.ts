@@ -46,6 +46,7 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
     if (depth > 0) dueInTx = true
     else for (const l of listeners) l()
   }
+  const endpoints = createEndpointsStore(db)
   const store: Store = {
     db,
     path,
@@ -54,7 +55,7 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
     directory: createDirectoryStore(db),
     notifications: createNotificationsStore(db),
     inbox: createInboxStore(db),
-    endpoints: createEndpointsStore(db),
+    endpoints,
     keys: createKeysStore(db),
     stats: createStatsStore(db),
     tx<T>(fn: () => T): T {
@@ -64,6 +65,9 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
         result = runTx.immediate(fn) as T
       } catch (err) {
         if (depth === 1) dueInTx = false // rolled back: nothing it enqueued exists
+        // Endpoint caches may hold what the rolled-back work read or wrote (a disable, a new
+        // endpoint): they reload.
+        endpoints.invalidate()
         throw err
       } finally {
         depth--

@@ -64,18 +64,21 @@ interface Position {
 }
 
 /**
- * One window of a keyset walk: takes the rows `wanted` says go, up to `want` of them, and moves
- * `at` past every row it looked at. Done when the window ran out before `want` was reached.
+ * One window of a keyset walk: steps through `rows` (a statement limited to `window` rows),
+ * takes the rows `wanted` says go, up to `want` of them, and moves `at` past every row it looked
+ * at, stopping there. Done when the rows ran out before the window did.
  */
-function walkWindow<R extends Position>(rows: R[], window: number, want: number, wanted: (row: R) => boolean, at: Position): { rowids: number[]; done: boolean } {
+function walkWindow<R extends Position>(rows: IterableIterator<R>, window: number, want: number, wanted: (row: R) => boolean, at: Position): { rowids: number[]; read: number; done: boolean } {
   const rowids: number[] = []
+  let read = 0
   for (const row of rows) {
-    if (rowids.length >= want) return { rowids, done: false }
+    if (rowids.length >= want) return { rowids, read, done: false }
+    read++
     if (wanted(row)) rowids.push(row.r)
     at.t = row.t
     at.r = row.r
   }
-  return { rowids, done: rows.length < window }
+  return { rowids, read, done: read < window }
 }
 
 type Family = keyof RetentionResult['batches']
@@ -115,11 +118,14 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions): Generat
   ]
   const deliveriesBatch = (): [number, boolean] => {
     const rowids: number[] = []
+    // The two arms share the transaction's read budget.
+    let budget = window
     for (const arm of arms) {
-      if (rowids.length >= limit || arm.done) continue
-      const rows = finished.all({ ...arm.at, before: arm.before, window }) as (Position & { success: number })[]
-      const step = walkWindow(rows, window, limit - rowids.length, arm.wanted, arm.at)
+      if (rowids.length >= limit || arm.done || budget <= 0) continue
+      const rows = finished.iterate({ ...arm.at, before: arm.before, window: budget }) as IterableIterator<Position & { success: number }>
+      const step = walkWindow(rows, budget, limit - rowids.length, arm.wanted, arm.at)
       rowids.push(...step.rowids)
+      budget -= step.read
       arm.done = step.done
     }
     const n = rowids.length === 0 ? 0 : deleteDeliveries.run(JSON.stringify(rowids)).changes
@@ -127,7 +133,7 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions): Generat
   }
   const eventsAt = start()
   const eventsBatch = (): [number, boolean] => {
-    const rows = events.all({ ...eventsAt, before: now - opts.eventsMs, window }) as (Position & { free: number })[]
+    const rows = events.iterate({ ...eventsAt, before: now - opts.eventsMs, window }) as IterableIterator<Position & { free: number }>
     const step = walkWindow(rows, window, limit, (row) => row.free === 1, eventsAt)
     return [step.rowids.length === 0 ? 0 : deleteEvents.run(JSON.stringify(step.rowids)).changes, step.done]
   }

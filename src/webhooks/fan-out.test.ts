@@ -53,4 +53,24 @@ describe('fan-out endpoint cache', () => {
     expect(send('user.created').deliveries).toBe(2)
     expect(active).toHaveBeenCalledTimes(2)
   })
+
+  it('forgets what a rolled-back transaction loaded', () => {
+    const clock = new ManualClock()
+    const { store } = t
+    const fanOut = createFanOut({ store, config: testConfig(), clock })
+    const send = (type: string) => store.tx(() => fanOut.store({ type, data: {} }))
+    store.endpoints.insert(endpoint('ep_a', null), clock.now())
+    store.endpoints.insert(endpoint('ep_b', null), clock.now())
+    // A disable whose transaction fails after the fan-out already loaded the endpoints without it
+    // (as when publishing postbox.endpoint.disabled hits a full disk).
+    expect(() =>
+      store.tx(() => {
+        store.endpoints.disable('ep_a', 'gone', clock.now())
+        send('postbox.endpoint.disabled')
+        throw new Error('disk full')
+      }),
+    ).toThrow('disk full')
+    expect(store.endpoints.get('ep_a')!.disabled).toBe(false)
+    expect(send('order.paid').deliveries).toBe(2)
+  })
 })
