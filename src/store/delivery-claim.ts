@@ -327,25 +327,20 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     return rows.map((r) => toClaimed(r, now)).sort(byDueThenId)
   })
 
+  /** Reports `n` rows made due by a repair; returns `n`. */
+  const madeDue = (n: number): number => {
+    if (n > 0) {
+      generation++
+      onDue()
+    }
+    return n
+  }
+
   return {
     // Inside a transaction the lock is already held, and the caller usually just freed slots.
     claimDue: (opts) => (db.inTransaction || hasWork.get({ now: opts.now }) === 1 ? claimTx.immediate(opts) : []),
-    releaseOrphanedClaims(now) {
-      const n = s.releaseOrphans.run({ now }).changes
-      if (n > 0) {
-        generation++
-        onDue()
-      }
-      return n
-    },
-    releaseWaitingInOrder(now) {
-      const n = s.releaseWaiting.run({ now }).changes
-      if (n > 0) {
-        generation++
-        onDue()
-      }
-      return n
-    },
+    releaseOrphanedClaims: (now) => madeDue(s.releaseOrphans.run({ now }).changes),
+    releaseWaitingInOrder: (now) => madeDue(s.releaseWaiting.run({ now }).changes),
     noteDue(endpointId) {
       if (endpointId === undefined || endpointId === null || !headEndpoints.has(endpointId)) generation++
     },
