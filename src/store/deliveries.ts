@@ -95,7 +95,10 @@ const SQL = {
   attempts: `SELECT id, delivery_id AS deliveryId, attempt, started_at AS startedAt, duration_ms AS durationMs, outcome,
       status_code AS statusCode, error, response_body AS responseBody
     FROM attempts WHERE delivery_id = ? ORDER BY id`,
-  redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = @now, claim_token = NULL,
+  // A row redelivered behind an unfinished older row of its ordering key waits for its turn.
+  redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, claim_token = NULL,
+      next_attempt_at = CASE WHEN ordering_key IS NOT NULL AND (SELECT ordered FROM endpoints WHERE id = deliveries.endpoint_id) = 1
+        AND ${HAS_OLDER_IN_KEY} THEN ${WAITING_IN_ORDER} ELSE @now END,
       lease_until = NULL, completed_at = NULL, updated_at = @now
     WHERE id = @id AND status IN ('success', 'dead', 'cancelled')
       AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))`,

@@ -168,6 +168,16 @@ describe('rows behind an older row of their ordering key (ordered endpoints)', (
     expect(k.map(nextAt).slice(1)).toEqual([NOW + 6, WAITING_IN_ORDER])
   })
 
+  it('a redelivered row waits behind an unfinished older row of its key', () => {
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    const [a, b] = [enqueue('a', { endpointId: 'ep_ord', orderingKey: 'K' }), enqueue('b', { endpointId: 'ep_ord', orderingKey: 'K' })]
+    q.db.prepare(`UPDATE deliveries SET status = 'dead', completed_at = ? WHERE id IN (?, ?)`).run(NOW, a, b)
+    expect([a, b].map((id) => q.deliveries.redeliver(id!, NOW + 3))).toEqual(['ok', 'ok'])
+    expect([a, b].map((id) => nextAt(id!))).toEqual([NOW + 3, WAITING_IN_ORDER])
+    finish(claim({ now: NOW + 3 }), 'success', NOW + 4)
+    expect(nextAt(b!)).toBe(NOW + 4)
+  })
+
   it('the repair at start releases a waiting row that has no older unfinished row', () => {
     insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
     const [a, b, c] = [0, 1, 2].map((i) => enqueue(`k${i}`, { endpointId: 'ep_ord', orderingKey: 'K' }))
