@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import { prepareAll, statementCache, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { decodeCursor, pageById } from '../lib/cursor.js'
-import { createClaimer, FINISH_IF_ENDPOINT_GONE, HAS_OLDER_IN_KEY } from './delivery-claim.js'
+import { createClaimer, FINISH_IF_ENDPOINT_GONE, WAITS_IN_ORDER } from './delivery-claim.js'
 import type {
   Attempt,
   DeliveriesStore,
@@ -97,8 +97,7 @@ const SQL = {
     FROM attempts WHERE delivery_id = ? ORDER BY id`,
   // A row redelivered behind an unfinished older row of its ordering key waits for its turn.
   redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, claim_token = NULL,
-      next_attempt_at = CASE WHEN ordering_key IS NOT NULL AND (SELECT ordered FROM endpoints WHERE id = deliveries.endpoint_id) = 1
-        AND ${HAS_OLDER_IN_KEY} THEN ${WAITING_IN_ORDER} ELSE @now END,
+      next_attempt_at = CASE WHEN ${WAITS_IN_ORDER} THEN ${WAITING_IN_ORDER} ELSE @now END,
       lease_until = NULL, completed_at = NULL, updated_at = @now
     WHERE id = @id AND status IN ('success', 'dead', 'cancelled')
       AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))`,
@@ -111,8 +110,7 @@ const SQL = {
   // Recovered rows of one ordering key would all be due at once, the newer ones blocked behind
   // the oldest: they wait instead, as the endpoints trigger sets them aside when ordered is set.
   waitRecovered: `UPDATE deliveries SET next_attempt_at = ${WAITING_IN_ORDER}
-    WHERE endpoint_id = @endpointId AND status = 'pending' AND attempts = 0 AND ordering_key IS NOT NULL
-      AND next_attempt_at = @now AND (SELECT ordered FROM endpoints WHERE id = @endpointId) = 1 AND ${HAS_OLDER_IN_KEY}`,
+    WHERE endpoint_id = @endpointId AND status = 'pending' AND attempts = 0 AND next_attempt_at = @now AND ${WAITS_IN_ORDER}`,
   // Both read the endpoint's pending rows from deliveries_endpoint_due (INDEXED BY: never the
   // endpoint's whole history in deliveries_endpoint, which retention keeps up to 30 days long).
   finishPendingForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due
@@ -229,6 +227,8 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     release: refund,
   }
   const listStatement = statementCache(db)
+  const countPending = s.countPending.pluck()
+  const countInFlight = s.countInFlight.pluck()
 
   const settleSuccessMany = s.settleSuccessMany.raw()
   const finishIfEndpointGone = s.finishIfEndpointGone.pluck()
@@ -369,7 +369,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       for (const r of s.countByStatus.all() as { status: DeliveryStatus; n: number }[]) out[r.status] = r.n
       return out
     },
-    queueDepth: () => ({ pending: s.countPending.pluck().get() as number, in_flight: s.countInFlight.pluck().get() as number }),
+    queueDepth: () => ({ pending: countPending.get() as number, in_flight: countInFlight.get() as number }),
     pendingByEndpoint() {
       const out: Record<string, number> = {}
       for (const r of s.pendingByEndpoint.all() as { endpointId: string; n: number }[]) out[r.endpointId] = r.n

@@ -119,6 +119,13 @@ export const HAS_OLDER_IN_KEY = `EXISTS (SELECT 1 FROM deliveries o
         AND o.status IN ('pending', 'in_flight') AND o.id < deliveries.id)`
 
 /**
+ * True when the pending `deliveries` row must wait for its turn: it has an ordering key, its
+ * endpoint is ordered, and an older row of its key is unfinished (SQL, as HAS_OLDER_IN_KEY).
+ */
+export const WAITS_IN_ORDER = `(ordering_key IS NOT NULL AND (SELECT ordered FROM endpoints WHERE id = deliveries.endpoint_id) = 1
+      AND ${HAS_OLDER_IN_KEY})`
+
+/**
  * Ends pending rows (a JSON array of ids) whose endpoint is deleted or disabled, as deleting
  * (SPEC §2: cancelled) and disabling (SPEC §5: dead) do; such a row would never be claimed.
  * Parameters: completed_at, updated_at, ids. Returns the status of each row it ended.
@@ -203,7 +210,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
   // `generation`, except rows of the endpoint that stopped the first path: they queue behind its
   // own backlog, which that path takes), or an endpoint the pass found full has a free slot again.
   let generation = 0
-  let headEndpoints: ReadonlySet<string> = new Set()
+  let stoppedBy: string | null = null
   let quiet: { at: number; generation: number; full: string[] } | null = null
 
   /**
@@ -220,8 +227,9 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const exclude = new Set(opts.excludeEndpoints ?? [])
     const picked: Picked = { chosen: [], exhausted: [], gone: [] }
     const taken = new Map<string, number>()
-    // Free slots of an endpoint after this claim's picks so far (Infinity for rows without one).
     let withoutEndpoint = 0
+    // Free slots of an endpoint after this claim's picks so far (rows without one share
+    // `withoutEndpointCapacity`, unlimited by default).
     const room = (endpointId: string | null): number => {
       if (endpointId === null) return (opts.withoutEndpointCapacity ?? Infinity) - withoutEndpoint
       if (exclude.has(endpointId)) return 0
@@ -247,13 +255,13 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     // The position after the last row the first path took or passed, and the endpoint whose row
     // stopped it (its new rows come after its own backlog, so this path reaches them itself).
     const at = { now, afterAt: Number.MIN_SAFE_INTEGER, afterId: '' }
-    const head = new Set<string>()
+    let stopper: string | null = null
     const budget = Math.max(limit * 4, 256)
     let read = 0
     let handOver = false
     for (const r of s.window.iterate({ now }) as IterableIterator<Candidate>) {
       if (!take(r)) {
-        if (r.endpointId !== null) head.add(r.endpointId)
+        stopper = r.endpointId
         handOver = true
         break
       }
@@ -263,7 +271,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       if (++read >= budget) break
     }
     if (!handOver && read < budget) return picked
-    headEndpoints = head
+    stoppedBy = stopper
     if (quiet !== null && quiet.generation === generation && now >= quiet.at && now - quiet.at < QUIET_MS && quiet.full.every((id) => room(id) <= 0)) {
       return picked
     }
@@ -282,7 +290,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       if (served.has(key)) return false
       served.add(key)
       let want = Math.min(limit - picked.chosen.length, room(endpointId))
-      if (want <= 0 && endpointId !== null && !head.has(endpointId)) full.push(endpointId)
+      if (want <= 0 && endpointId !== null && endpointId !== stopper) full.push(endpointId)
       if (want > 0) {
         const rows = (endpointId === null ? s.withoutEndpoint.iterate(at) : s.ofEndpoint.iterate({ ...at, endpointId })) as IterableIterator<Candidate>
         for (const r of rows) if (!take(r) || --want === 0) break
@@ -342,7 +350,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     releaseOrphanedClaims: (now) => madeDue(s.releaseOrphans.run({ now }).changes),
     releaseWaitingInOrder: (now) => madeDue(s.releaseWaiting.run({ now }).changes),
     noteDue(endpointId) {
-      if (endpointId === undefined || endpointId === null || !headEndpoints.has(endpointId)) generation++
+      if (endpointId === undefined || endpointId === null || endpointId !== stoppedBy) generation++
     },
   }
 }
