@@ -79,8 +79,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let marker: DispatchMarker | null = null
   let settleRetryTimer: NodeJS.Timeout | null = null
   const reserve = Math.floor(config.concurrency * RESERVE_SHARE)
-  // Rows without an endpoint (inbox, email) in flight, for the reserve.
-  let withoutEndpoint = 0
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
 
   const wake = (): void => {
@@ -154,19 +152,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         now,
         defaultTimeoutMs,
         ...(general > 0
-          ? { capacity: (id: string) => limits.capacity(id, now), excludeEndpoints: limits.saturated(now) }
+          ? { capacity: (id: string | null) => limits.capacity(id, now), excludeEndpoints: limits.saturated(now) }
           : {
-              capacity: (id: string) => Math.min(limits.capacity(id, now), QUIET_IN_FLIGHT - limits.inFlight(id)),
+              // Inbox and email rows (null) count as one more endpoint here, so a slow mail server
+              // cannot take the reserve either.
+              capacity: (id: string | null) => Math.min(limits.capacity(id, now), QUIET_IN_FLIGHT - limits.inFlight(id)),
               excludeEndpoints: limits.saturated(now, QUIET_IN_FLIGHT),
-              // Inbox and email rows count as one more endpoint here, so a slow mail server cannot
-              // take the reserve either.
-              withoutEndpointCapacity: Math.max(0, QUIET_IN_FLIGHT - withoutEndpoint),
             }),
       })
       for (const d of rows) {
         running.add(d.id)
-        if (d.endpointId !== null) limits.acquire(d.endpointId, now)
-        else withoutEndpoint++
+        limits.acquire(d.endpointId, now)
         out.push(d)
       }
       if (rows.length < limit) return
@@ -192,8 +188,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   function untrack(d: ClaimedDelivery): void {
     if (!running.delete(d.id)) return
-    if (d.endpointId !== null) limits.release(d.endpointId)
-    else withoutEndpoint--
+    limits.release(d.endpointId)
   }
 
   function scheduleRefill(): void {

@@ -7,9 +7,10 @@ import { createEndpointCache } from './endpoint-cache.js'
  * The dispatcher's per-endpoint flow control (SPEC §5): requests in flight against
  * `max_concurrency`, a token bucket for `rate_limit`, and a single probe while the breaker is
  * half-open. Endpoint settings are cached and reloaded when the endpoints store's version moves.
+ * Rows without an endpoint (inbox, email) are counted under `null`, with no limit of their own.
  */
 export function createEndpointLimits(store: Store) {
-  const inflight = new Map<string, number>()
+  const inflight = new Map<string | null, number>()
   const buckets = new Map<string, TokenBucket>()
   const info = createEndpointCache(store)
 
@@ -20,7 +21,8 @@ export function createEndpointLimits(store: Store) {
     return b
   }
 
-  const capacity = (id: string, now: number): number => {
+  const capacity = (id: string | null, now: number): number => {
+    if (id === null) return Infinity
     const l = info(id)
     if (!l) return 0
     const used = inflight.get(id) ?? 0
@@ -35,7 +37,7 @@ export function createEndpointLimits(store: Store) {
     /** Slots the endpoint has free now. */
     capacity,
     /** Requests in flight to the endpoint. */
-    inFlight: (id: string): number => inflight.get(id) ?? 0,
+    inFlight: (id: string | null): number => inflight.get(id) ?? 0,
     /**
      * Endpoints the claim skips entirely: those with no free slot, and (with `atMost`) those
      * already holding `atMost` requests or more.
@@ -43,18 +45,19 @@ export function createEndpointLimits(store: Store) {
     saturated(now: number, atMost = Infinity): string[] {
       const out: string[] = []
       for (const id of new Set([...inflight.keys(), ...buckets.keys()])) {
-        if ((inflight.get(id) ?? 0) >= atMost || capacity(id, now) === 0) out.push(id)
+        if (id !== null && ((inflight.get(id) ?? 0) >= atMost || capacity(id, now) === 0)) out.push(id)
       }
       return out
     },
     /** Counts a claimed row against its endpoint. */
-    acquire(id: string, now: number): void {
+    acquire(id: string | null, now: number): void {
       inflight.set(id, (inflight.get(id) ?? 0) + 1)
+      if (id === null) return
       const l = info(id)
       if (l?.rateLimit) bucketFor(id, l.rateLimit, now).take(1, now)
     },
     /** Frees the slot of a settled row. */
-    release(id: string): void {
+    release(id: string | null): void {
       const n = (inflight.get(id) ?? 1) - 1
       if (n <= 0) inflight.delete(id)
       else inflight.set(id, n)

@@ -215,7 +215,7 @@ describe('claimDue', () => {
     for (let i = 0; i < 300; i++) enqueue(`busy${i}`, { endpointId: 'ep_busy' })
     const free = [0, 1, 2, 3].map((i) => enqueue(`free${i}`, { endpointId: 'ep_free' }))
     const cap = { ep_busy: 2, ep_free: 100 } as Record<string, number>
-    const rows = claim(NOW, { limit: 10, capacity: (ep) => cap[ep]! })
+    const rows = claim(NOW, { limit: 10, capacity: (ep) => cap[ep ?? ""]! })
     expect(rows.filter((r) => r.endpointId === 'ep_busy')).toHaveLength(2)
     expect(ids(rows.filter((r) => r.endpointId === 'ep_free'))).toEqual(free)
     expect(claim(NOW, { excludeEndpoints: ['ep_busy'] })).toEqual([])

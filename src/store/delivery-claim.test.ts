@@ -54,7 +54,7 @@ describe('claim behind a saturated endpoint (SPEC §1 isolation)', () => {
     q.db.prepare('UPDATE deliveries SET attempts = 1 WHERE id = ?').run(spent)
     const cap: Record<string, number> = { ep_busy: 0, ep_cap: 2 }
 
-    const rows = claim({ limit: 10, capacity: (id) => cap[id] ?? 100 })
+    const rows = claim({ limit: 10, capacity: (id) => cap[id ?? ""] ?? 100 })
     expect(endpointsOf(rows).filter((e) => e === 'ep_cap')).toHaveLength(2)
     expect(rows.filter((r) => r.endpointId === 'ep_ord').map((r) => r.id)).toEqual([first])
     expect(rows).toHaveLength(3)
@@ -66,11 +66,11 @@ describe('claim behind a saturated endpoint (SPEC §1 isolation)', () => {
 })
 
 describe('rows without an endpoint', () => {
-  it('count against withoutEndpointCapacity, so they cannot fill a claim meant to reach quiet endpoints', () => {
+  it('share one capacity (asked with null), so they cannot fill a claim meant to reach quiet endpoints', () => {
     insertEndpoint(q.db, { id: 'ep_quiet' })
     for (let i = 0; i < 50; i++) enqueue(`mail${i}`, { channel: 'email', nextAttemptAt: NOW - 1000 })
     const quiet = enqueue('q', { endpointId: 'ep_quiet' })
-    const rows = claim({ limit: 32, withoutEndpointCapacity: 4 })
+    const rows = claim({ limit: 32, capacity: (id) => (id === null ? 4 : 16) })
     expect(rows.filter((r) => r.endpointId === null)).toHaveLength(4)
     expect(rows.filter((r) => r.endpointId !== null).map((r) => r.id)).toEqual([quiet])
     expect(claim({ limit: 32 }).filter((r) => r.endpointId === null)).toHaveLength(32)
@@ -78,7 +78,7 @@ describe('rows without an endpoint', () => {
 })
 
 describe('a second path that found nothing waits a little before looking again (QUIET_MS)', () => {
-  const busy = { limit: 4, capacity: (id: string) => (id === 'ep_busy' ? 0 : id === 'ep_full' ? full : 16) }
+  const busy = { limit: 4, capacity: (id: string | null) => (id === 'ep_busy' ? 0 : id === 'ep_full' ? full : 16) }
   let full = 0
 
   it('looks again at once for a row made due here, or an endpoint with a free slot again; otherwise after QUIET_MS', () => {

@@ -226,15 +226,13 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const { now, limit, capacity } = opts
     const exclude = new Set(opts.excludeEndpoints ?? [])
     const picked: Picked = { chosen: [], exhausted: [], gone: [] }
-    const taken = new Map<string, number>()
-    let withoutEndpoint = 0
-    // Free slots of an endpoint after this claim's picks so far (rows without one share
-    // `withoutEndpointCapacity`, unlimited by default).
+    // Rows this claim picked per endpoint (null: rows without one).
+    const taken = new Map<string | null, number>()
+    // Free slots of an endpoint after this claim's picks so far.
     const room = (endpointId: string | null): number => {
-      if (endpointId === null) return (opts.withoutEndpointCapacity ?? Infinity) - withoutEndpoint
-      if (exclude.has(endpointId)) return 0
+      if (endpointId !== null && exclude.has(endpointId)) return 0
       const free = capacity ? capacity(endpointId) - (taken.get(endpointId) ?? 0) : Infinity
-      if (free <= 0) exclude.add(endpointId)
+      if (free <= 0 && endpointId !== null) exclude.add(endpointId)
       return free
     }
     // Takes the row if it can; false when it has to leave it (limit reached, or no room left on
@@ -246,8 +244,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       else if (picked.chosen.length >= limit || room(r.endpointId) <= 0) return false
       else {
         picked.chosen.push(r.rowid)
-        if (r.endpointId !== null) taken.set(r.endpointId, (taken.get(r.endpointId) ?? 0) + 1)
-        else withoutEndpoint++
+        taken.set(r.endpointId, (taken.get(r.endpointId) ?? 0) + 1)
       }
       return true
     }

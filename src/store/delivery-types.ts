@@ -116,12 +116,13 @@ export interface ClaimOptions {
   defaultTimeoutMs: number
   /** Added to the timeout to make the lease; SPEC §1 requires at least 15 s. */
   leaseMarginMs?: number
-  /** Remaining slots per endpoint (concurrency, rate tokens, half-open probe); absent = unlimited. */
-  capacity?: (endpointId: string) => number
+  /**
+   * Remaining slots per endpoint (concurrency, rate tokens, half-open probe), asked with `null`
+   * for the rows without an endpoint (inbox, email), which share one count; absent = unlimited.
+   */
+  capacity?: (endpointId: string | null) => number
   /** Endpoints to skip entirely this round (saturated). */
   excludeEndpoints?: readonly string[]
-  /** At most this many rows without an endpoint (inbox, email) this round; absent = unlimited. */
-  withoutEndpointCapacity?: number
 }
 
 /** Filters for `list`. */

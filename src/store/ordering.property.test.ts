@@ -126,7 +126,7 @@ class Run {
 
   claim(limit: number, cap = false): ClaimedDelivery[] {
     const full = cap ? this.q.db.prepare(FIRST_DUE).pluck().get(this.now) : undefined
-    const capacity = full === undefined ? undefined : (id: string): number => (id === full ? 0 : 100)
+    const capacity = full === undefined ? undefined : (id: string | null): number => (id === full ? 0 : 100)
     const paused = new Set(this.q.db.prepare('SELECT id FROM endpoints WHERE paused_until > ?').pluck().all(this.now) as string[])
     const claimed = this.q.deliveries.claimDue({ limit, now: this.now, defaultTimeoutMs: TIMEOUT_MS, leaseMarginMs: LEASE_MARGIN_MS, capacity })
     const ordered = this.ordered()
