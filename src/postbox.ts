@@ -9,7 +9,7 @@ import { systemClock, type Clock, type Rng } from './lib/clock.js'
 import { silentLogger, type Log } from './log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { openStore, type Store } from './store/index.js'
-import { sweepRetentionAsync } from './store/retention.js'
+import { createRetentionRunner, type RetentionRunner } from './store/retention.js'
 import { startCheckpointer, type Checkpointer } from './store/checkpointer.js'
 import { createWebhookService } from './webhooks/service.js'
 import type { WebhookService } from './webhooks/types.js'
@@ -60,6 +60,8 @@ export class Postbox {
   private retentionTimer: NodeJS.Timeout | null = null
   private checkpointer: Checkpointer | null = null
   private sweeping: Promise<unknown> | null = null
+  /** Remembers where the previous sweep stopped, so the hourly sweep does not re-read what it keeps. */
+  private readonly retention: RetentionRunner
 
   private constructor(
     readonly config: Config,
@@ -73,6 +75,7 @@ export class Postbox {
   ) {
     this.adminKey = adminKey
     this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify })
+    this.retention = createRetentionRunner(store)
   }
 
   /** Opens (creating and migrating) the database and wires every service; call `start()` to deliver. */
@@ -166,7 +169,7 @@ export class Postbox {
   private sweep(): void {
     if (this.sweeping || this.closed) return
     const c = this.config
-    this.sweeping = sweepRetentionAsync(this.store, {
+    this.sweeping = this.retention.sweepAsync({
       now: this.clock.now(),
       successMs: c.retentionSuccessMs,
       deadMs: c.retentionDeadMs,

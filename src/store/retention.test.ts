@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { sweepRetention, sweepRetentionAsync, type RetentionOptions } from './retention.js'
+import { createRetentionRunner, sweepRetention, sweepRetentionAsync, type RetentionOptions } from './retention.js'
 import { createInboxStore } from './inbox.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
 
+const HOUR = 3_600_000
 const DAY = 86_400_000
 const NOW = Date.UTC(2026, 3, 1)
 const periods: RetentionOptions = { now: NOW, successMs: 7 * DAY, deadMs: 30 * DAY, inboxMs: 90 * DAY, eventsMs: 7 * DAY }
@@ -19,8 +20,8 @@ function event(id: string, createdAt: number): void {
 }
 
 /** A finished delivery with one attempt, completed at `completedAt`. */
-function finished(key: string, status: 'success' | 'dead' | 'cancelled', completedAt: number, eventId: string | null = null): string {
-  const { id } = q.deliveries.enqueue(row(key, completedAt, { eventId, endpointId: 'ep_1' }), completedAt)
+function finished(key: string, status: 'success' | 'dead' | 'cancelled', completedAt: number, eventId: string | null = null, endpointId = 'ep_1'): string {
+  const { id } = q.deliveries.enqueue(row(key, completedAt, { eventId, endpointId }), completedAt)
   q.db.prepare(`UPDATE deliveries SET status = ?, completed_at = ? WHERE id = ?`).run(status, completedAt, id)
   q.db.prepare(`INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome) VALUES (?, 1, ?, 1, 'x')`).run(id, completedAt)
   return id
@@ -124,5 +125,120 @@ describe('sweepRetention', () => {
     expect(told.filter(([u]) => u === 'bob')).toEqual([['bob', 1]])
     const replayed = inboxStore.replay('alice', 0).filter((e) => e.kind === 'unread_count')
     expect(replayed.at(-1)!.data).toEqual({ unread_count: 1 })
+  })
+})
+
+describe('createRetentionRunner', () => {
+  const at = (now: number, batchSize = 5): RetentionOptions => ({ ...periods, now, batchSize })
+  const exists = (id: string): boolean => q.deliveries.get(id) !== null
+  const eventExists = (id: string): boolean => q.db.prepare(`SELECT 1 FROM events WHERE id = ?`).get(id) !== undefined
+
+  /** 50 dead rows the success walk passes over, and 30 old events kept by their deliveries. */
+  function kept(): void {
+    q.db.transaction(() => {
+      for (let i = 0; i < 50; i++) finished(`d${i}`, 'dead', NOW - 20 * DAY + i)
+      for (let i = 0; i < 30; i++) {
+        const id = `evt_kept${String(i).padStart(2, '0')}`
+        event(id, NOW - 20 * DAY + i)
+        finished(`e${i}`, 'dead', NOW - DAY, id)
+      }
+    })()
+  }
+
+  it('starts a sweep where the previous one stopped, so kept rows are read once', () => {
+    kept()
+    for (let i = 0; i < 4; i++) finished(`s${i}`, 'success', NOW - 10 * DAY + i)
+    // Expires between the two sweeps.
+    const next = finished('s-next', 'success', NOW - 7 * DAY + HOUR / 2)
+    const runner = createRetentionRunner(q)
+    const first = runner.sweep(at(NOW))
+    expect(first).toMatchObject({ deliveries: 4, events: 0, full: true, read: { deliveries: 54, events: 30 } })
+    const second = runner.sweep(at(NOW + HOUR))
+    expect(second).toMatchObject({ deliveries: 1, events: 0, full: false, read: { deliveries: 1, events: 0 } })
+    expect(exists(next)).toBe(false)
+    expect(runner.sweep(at(NOW + 2 * HOUR))).toMatchObject({ deliveries: 0, full: false, read: { deliveries: 0, events: 0 } })
+    // A sweep without a runner reads them all again.
+    expect(sweepRetention(q, at(NOW + 2 * HOUR))).toMatchObject({ full: true, read: { deliveries: 50, events: 30 } })
+  })
+
+  it('still deletes rows finished after a sweep, and events their deliveries leave bare', () => {
+    kept()
+    const redelivered = finished('d-again', 'dead', NOW - 20 * DAY - 1)
+    event('evt_dead', NOW - 20 * DAY)
+    const deadWithEvent = finished('d-evt', 'dead', NOW - 20 * DAY, 'evt_dead')
+    // An event that loses one of its two deliveries stays.
+    event('evt_two', NOW - 20 * DAY)
+    finished('d-two-old', 'dead', NOW - 20 * DAY, 'evt_two')
+    const runner = createRetentionRunner(q, { fullWalkEveryMs: 365 * DAY })
+    expect(runner.sweep(at(NOW))).toMatchObject({ deliveries: 0, events: 0, full: true })
+    // After the sweep: a success, and a dead row redelivered that dies again.
+    const success = finished('s-late', 'success', NOW + HOUR)
+    expect(q.deliveries.redeliver(redelivered, NOW + HOUR)).toBe('ok')
+    q.db.prepare(`UPDATE deliveries SET status = 'dead', completed_at = ? WHERE id = ?`).run(NOW + HOUR, redelivered)
+    insertEndpoint(q.db, { id: 'ep_2' })
+    const later = finished('d-two-new', 'dead', NOW + 2 * DAY, 'evt_two', 'ep_2')
+
+    expect(runner.sweep(at(NOW + 7 * DAY + 2 * HOUR))).toMatchObject({ deliveries: 1, events: 0, full: false })
+    expect(exists(success)).toBe(false)
+    expect(exists(redelivered)).toBe(true)
+    // The events walk passed evt_dead a month ago; its delivery going releases it all the same.
+    const last = runner.sweep(at(NOW + 31 * DAY + 2 * HOUR))
+    expect(last).toMatchObject({ deliveries: 83, events: 31, full: false, read: { events: 0 } })
+    // The events went with their deliveries, and no transaction deleted more than 5 rows of the two.
+    expect(last.batches.deliveries).toBeGreaterThanOrEqual(Math.ceil((83 + 31) / 5))
+    expect(exists(redelivered)).toBe(false)
+    expect(exists(deadWithEvent)).toBe(false)
+    expect(eventExists('evt_dead')).toBe(false)
+    expect(q.db.prepare(`SELECT id FROM deliveries`).pluck().all()).toEqual([later])
+    expect(q.db.prepare(`SELECT id FROM events`).pluck().all()).toEqual(['evt_two'])
+  })
+
+  /** A success row written by a writer whose clock lagged: it lands before the walk's position. */
+  function lagging(runner: ReturnType<typeof createRetentionRunner>, now: number): string {
+    finished('d-kept', 'dead', NOW - 7 * DAY - HOUR)
+    expect(runner.sweep(at(now))).toMatchObject({ full: true, read: { deliveries: 1 } })
+    return finished('s-lagging', 'success', NOW - 8 * DAY)
+  }
+
+  it('walks from the beginning when now goes backwards', () => {
+    const runner = createRetentionRunner(q)
+    const id = lagging(runner, NOW)
+    expect(runner.sweep(at(NOW + HOUR))).toMatchObject({ deliveries: 0, full: false, read: { deliveries: 0 } })
+    expect(exists(id)).toBe(true)
+    expect(runner.sweep(at(NOW + HOUR / 2))).toMatchObject({ deliveries: 1, full: true, read: { deliveries: 2 } })
+    expect(exists(id)).toBe(false)
+  })
+
+  it('walks from the beginning once a day, and when a window changes', () => {
+    const runner = createRetentionRunner(q)
+    const id = lagging(runner, NOW)
+    expect(runner.sweep(at(NOW + 23 * HOUR))).toMatchObject({ deliveries: 0, full: false })
+    expect(exists(id)).toBe(true)
+    expect(runner.sweep(at(NOW + DAY))).toMatchObject({ deliveries: 1, full: true, read: { deliveries: 2 } })
+    expect(exists(id)).toBe(false)
+    expect(runner.sweep(at(NOW + DAY + HOUR))).toMatchObject({ full: false })
+    expect(runner.sweep({ ...at(NOW + DAY + 2 * HOUR), deadMs: 40 * DAY })).toMatchObject({ full: true })
+  })
+
+  it('walks from the beginning after a sweep that failed', async () => {
+    kept()
+    inbox('msg_old', 'alice', NOW - 91 * DAY)
+    const runner = createRetentionRunner({ db: q.db, inbox: createInboxStore(q.db) })
+    expect(runner.sweep(at(NOW))).toMatchObject({ full: true, inboxMessages: 1 })
+    inbox('msg_old2', 'alice', NOW - 91 * DAY)
+    const fail = (): void => {
+      throw new Error('stream gone')
+    }
+    await expect(runner.sweepAsync({ ...at(NOW + HOUR), onStreamEvents: fail })).rejects.toThrow('stream gone')
+    expect(runner.sweep(at(NOW + 2 * HOUR))).toMatchObject({ full: true, read: { deliveries: 50, events: 30 } })
+    expect(runner.sweep(at(NOW + 3 * HOUR))).toMatchObject({ full: false, read: { deliveries: 0, events: 0 } })
+  })
+
+  it('sweeps asynchronously from the same positions', async () => {
+    kept()
+    const runner = createRetentionRunner(q)
+    expect(await runner.sweepAsync(at(NOW))).toMatchObject({ full: true, read: { deliveries: 50, events: 30 } })
+    expect(runner.sweep(at(NOW + HOUR))).toMatchObject({ full: false, read: { deliveries: 0, events: 0 } })
+    expect(await runner.sweepAsync(at(NOW + 2 * HOUR))).toMatchObject({ full: false, read: { deliveries: 0, events: 0 } })
   })
 })
