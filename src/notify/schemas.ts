@@ -202,7 +202,10 @@ export const InboxMessageOut = z
 export const InboxQuery = z.object({
   status: z.enum(['unread', 'read', 'all']).optional().openapi({ param: { name: 'status', in: 'query' } }),
   archived: z.enum(['true', 'false']).optional().openapi({ param: { name: 'archived', in: 'query' } }),
-  topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }),
+  topic: Topic.optional().openapi({
+    param: { name: 'topic', in: 'query' },
+    description: 'A page reads at most 10,000 messages: it may hold fewer than `limit` (even none) while next_cursor continues the read.',
+  }),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' } }),
   cursor: z
     .string()

@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openDatabase } from './db.js'
-import { createDeliveriesStore, listQuery, RESPONSE_BODY_LIMIT } from './deliveries.js'
+import { createDeliveriesStore, RESPONSE_BODY_LIMIT } from './deliveries.js'
+import { listQuery, scanQuery } from './delivery-list.js'
+import { LIST_SCAN_LIMIT, scanForPage } from './capped-scan.js'
 import { encodeCursor } from '../lib/cursor.js'
 import type { ClaimedDelivery } from './delivery-types.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
@@ -441,6 +443,30 @@ describe('reads', () => {
     expect(all({ status: 'success', endpointId: 'ep_a' })).toEqual([made[7], made[1]])
   })
 
+  it('reads at most LIST_SCAN_LIMIT rows for a page filtered by event type or success, and continues where it stopped', () => {
+    insertEndpoint(q.db, { id: 'ep_a' })
+    const [oldest, newest] = q.db.transaction(() => {
+      const first = enqueue('rare0', { eventType: 'rare', endpointId: 'ep_a' })
+      for (let i = 0; i < LIST_SCAN_LIMIT + 200; i++) enqueue(`c${i}`, { eventType: 'common', endpointId: i % 100 ? 'ep_a' : null })
+      return [first, enqueue('rare1', { eventType: 'rare', endpointId: 'ep_a' })]
+    })()
+    q.db.prepare(`UPDATE deliveries SET status = 'success', completed_at = ? WHERE event_type = 'rare'`).run(NOW)
+    for (const f of [{ eventType: 'rare' }, { status: 'success' as const }, { eventType: 'rare', endpointId: 'ep_a', status: 'success' as const }]) {
+      const first = q.deliveries.list({ ...f, limit: 10 })
+      // The newest row, then the cap: the oldest one is LIST_SCAN_LIMIT + 200 rows further.
+      expect(ids(first.data)).toEqual([newest])
+      expect(first.next_cursor).not.toBeNull()
+      const second = q.deliveries.list({ ...f, limit: 10, cursor: first.next_cursor })
+      expect(ids(second.data)).toEqual([oldest])
+      expect(second.next_cursor).toBeNull()
+    }
+    // A full page stops reading at once and pages by its last row as usual.
+    const common = q.deliveries.list({ eventType: 'common', limit: 3 })
+    expect(common.data.map((d) => d.eventType)).toEqual(['common', 'common', 'common'])
+    expect(ids(q.deliveries.list({ eventType: 'common', limit: 2, cursor: common.next_cursor }).data)).toHaveLength(2)
+    expect(scanForPage([['a', 0], ['b', 1], ['c', 1]] as const, 1)).toEqual({ hits: ['b', 'c'], resumeAfter: null })
+  })
+
   it('lists rare statuses from their partial indexes, never by walking the whole table', () => {
     const plan = (f: Parameters<typeof listQuery>[0]): string => {
       const { sql, params } = listQuery(f)
@@ -453,6 +479,15 @@ describe('reads', () => {
     expect(plan({ status: 'dead', endpointId: 'ep_a', limit: 10 })).toMatch(/deliveries_dead_endpoint/)
     expect(plan({ status: 'cancelled', endpointId: 'ep_a', limit: 10 })).toMatch(/deliveries_(cancelled|endpoint)\b/)
     expect(plan({ status: 'pending', eventId: 'evt_x', limit: 10 })).toMatch(/deliveries_event/)
+    const scanPlan = (f: Parameters<typeof scanQuery>[0]): string => {
+      const { sql, params } = scanQuery(f)
+      return (q.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join(' | ')
+    }
+    // A capped scan walks an index in id order (no sort of the whole history first).
+    expect(scanPlan({ eventType: 'a', limit: 10 })).toMatch(/^SCAN deliveries USING INDEX sqlite_autoindex_deliveries_1$/)
+    expect(scanPlan({ eventType: 'a', endpointId: 'ep_a', limit: 10 })).toMatch(/^SEARCH deliveries USING INDEX deliveries_endpoint \(endpoint_id=\?\)$/)
+    expect(scanPlan({ eventType: 'a', status: 'dead', limit: 10 })).toMatch(/^SCAN deliveries USING INDEX deliveries_dead$/)
+    expect(scanPlan({ eventType: 'a', status: 'pending', limit: 10 })).toMatch(/deliveries_due/)
   })
 
   it('counts by status and reports the oldest pending time', () => {

@@ -1,13 +1,12 @@
 import type { Statement } from 'better-sqlite3'
-import { prepareAll, statementCache, type Db } from './db.js'
+import { prepareAll, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
-import { decodeCursor, pageById } from '../lib/cursor.js'
+import { createDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'
 import { createClaimer, FINISH_IF_ENDPOINT_GONE, WAITS_IN_ORDER } from './delivery-claim.js'
 import type {
   Attempt,
   DeliveriesStore,
   Delivery,
-  DeliveryFilter,
   DeliveryStatus,
   Outcome,
   SettleInput,
@@ -37,12 +36,7 @@ export { LEASE_MARGIN_MS } from './delivery-claim.js'
 /** Stored response bodies are capped at 16 KiB (SPEC §2). */
 export const RESPONSE_BODY_LIMIT = 16 * 1024
 
-const COLUMNS = `id, channel, event_id AS eventId, endpoint_id AS endpointId,
-  notification_id AS notificationId, recipient, event_type AS eventType, ordering_key AS orderingKey,
-  payload, group_key AS groupKey, status, attempts, max_attempts AS maxAttempts,
-  next_attempt_at AS nextAttemptAt, claim_token AS claimToken, lease_until AS leaseUntil,
-  last_status_code AS lastStatusCode, last_error AS lastError, created_at AS createdAt,
-  updated_at AS updatedAt, completed_at AS completedAt`
+const COLUMNS = DELIVERY_COLUMNS
 
 // `keyed` tells the claimer a row of an ordering key ended, which may have made the next row of
 // its key due (trigger deliveries_next_in_order).
@@ -137,57 +131,6 @@ const SQL = {
     WHERE id = @id AND status = 'pending'`,
 } as const
 
-/** Each status as the literal a list query may put in its SQL (only these five strings). */
-const STATUS_LITERAL: Record<DeliveryStatus, DeliveryStatus> = { pending: 'pending', in_flight: 'in_flight', success: 'success', dead: 'dead', cancelled: 'cancelled' }
-/** The other `list` filters, in WHERE order, with their columns. */
-const LIST_FILTERS = [
-  ['endpointId', 'endpoint_id'],
-  ['eventType', 'event_type'],
-  ['eventId', 'event_id'],
-  ['notificationId', 'notification_id'],
-] as const
-
-/**
- * The SQL and parameters of one `list` page (exported for the query-plan test). Newest first
- * is the table's own order, but walking it for queued rows passes every finished row newer than
- * the oldest queued one (~270 ms per million), so queued statuses are read from their partial
- * indexes: pending ids from deliveries_due (or deliveries_endpoint_due) alone, then only the page's
- * rows (~0.2 µs per pending row); in-flight rows (at most the concurrency cap) from
- * deliveries_leases. Dead and cancelled rows have partial indexes in id order.
- */
-export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] } {
-  const where: string[] = []
-  const params: unknown[] = []
-  // The status goes into the SQL as a literal (one of five, checked): a partial index is only
-  // usable when the statement itself names its condition.
-  if (f.status) where.push(`status = '${STATUS_LITERAL[f.status]}'`)
-  for (const [key, column] of LIST_FILTERS) {
-    const v = f[key]
-    if (v) {
-      where.push(`${column} = ?`)
-      params.push(v)
-    }
-  }
-  const after = decodeCursor(f.cursor)
-  if (after) {
-    where.push('id < ?')
-    params.push(after)
-  }
-  params.push(f.limit + 1)
-  const filter = where.length ? `WHERE ${where.join(' AND ')}` : ''
-  const selective = f.eventId || f.notificationId
-  if (f.status === 'pending' && !selective) {
-    const index = f.endpointId ? 'deliveries_endpoint_due' : 'deliveries_due'
-    // With an event type filter the rows must be read anyway; otherwise the index holds all
-    // the page needs, and only the page's rows are read.
-    if (f.eventType) return { sql: `SELECT ${COLUMNS} FROM deliveries INDEXED BY ${index} ${filter} ORDER BY id DESC LIMIT ?`, params }
-    const ids = `SELECT rowid FROM deliveries INDEXED BY ${index} ${filter} ORDER BY id DESC LIMIT ?`
-    return { sql: `SELECT ${COLUMNS} FROM deliveries WHERE rowid IN (${ids}) ORDER BY id DESC`, params }
-  }
-  const index = f.status === 'in_flight' && !selective ? 'INDEXED BY deliveries_leases' : ''
-  return { sql: `SELECT ${COLUMNS} FROM deliveries ${index} ${filter} ORDER BY id DESC LIMIT ?`, params }
-}
-
 /** Truncates a response body to the 16 KiB the attempt log keeps. */
 export function truncateBody(body: string | null | undefined): string | null {
   if (body === null || body === undefined) return null
@@ -226,7 +169,6 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     snooze: refund,
     release: refund,
   }
-  const listStatement = statementCache(db)
   const countPending = s.countPending.pluck()
   const countInFlight = s.countInFlight.pluck()
 
@@ -332,10 +274,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     settle: (results, now) => (results.length === 0 ? [] : settleTx.immediate(results, now)),
     get: (id) => (s.get.get(id) as Delivery | undefined) ?? null,
     attempts: (id) => s.attempts.all(id) as Attempt[],
-    list(f) {
-      const { sql, params } = listQuery(f)
-      return pageById(listStatement(sql).all(...params) as Delivery[], f.limit)
-    },
+    list: createDeliveryList(db),
     byEvent: (eventId) => s.byEvent.all(eventId) as Delivery[],
     byNotification: (id) => s.byNotification.all(id) as Delivery[],
     pendingInGroup: (groupKey, now) => s.byGroup.all(groupKey, now) as Delivery[],

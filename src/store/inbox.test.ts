@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { INBOX_SQL } from './inbox.js'
+import { INBOX_SQL, type NewInboxMessage } from './inbox.js'
+import { LIST_SCAN_LIMIT } from './capped-scan.js'
 import { tempStore } from '../../test/helpers.js'
 
 let t: ReturnType<typeof tempStore>
@@ -25,5 +26,30 @@ describe('inbox query plans', () => {
 
   it('marks all read from the unread index', () => {
     expect(plan(INBOX_SQL.readAll)).toMatch(/inbox_unread/)
+  })
+})
+
+describe('inbox list by topic', () => {
+  it('reads at most LIST_SCAN_LIMIT messages per page and continues where it stopped', () => {
+    const message = (topic: string, i: number): NewInboxMessage => ({
+      userId: 'u1', notificationId: null, deliveryId: `dlv_${topic}${i}`, topic, title: 't', body: '', severity: 'info', actionUrl: null, payload: null,
+    })
+    const inbox = t.store.inbox
+    inbox.insertMessages([message('rare', 0)], 1)
+    inbox.insertMessages(Array.from({ length: LIST_SCAN_LIMIT + 100 }, (_, i) => message('common', i)), 2)
+    inbox.insertMessages([message('rare', 1), message('common', -1)], 3)
+    for (const status of ['all', 'unread'] as const) {
+      const filter = { status, archived: false, topic: 'rare', limit: 10 }
+      const first = inbox.list('u1', filter)
+      expect(first.data.map((m) => m.deliveryId)).toEqual(['dlv_rare1'])
+      expect(first.nextCursor).not.toBeNull()
+      const second = inbox.list('u1', { ...filter, cursor: first.nextCursor })
+      expect(second.data.map((m) => m.deliveryId)).toEqual(['dlv_rare0'])
+      expect(second.nextCursor).toBeNull()
+    }
+    // A full page pages by its last message, as without a topic.
+    const common = inbox.list('u1', { status: 'all', archived: false, topic: 'common', limit: 2 })
+    expect(common.data.map((m) => m.deliveryId)).toEqual(['dlv_common-1', `dlv_common${LIST_SCAN_LIMIT + 99}`])
+    expect(inbox.list('u1', { status: 'all', archived: false, topic: 'common', limit: 1, cursor: common.nextCursor }).data[0]!.deliveryId).toBe(`dlv_common${LIST_SCAN_LIMIT + 98}`)
   })
 })

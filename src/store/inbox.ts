@@ -5,6 +5,7 @@ import { toIso } from '../lib/clock.js'
 import { decodeCursor, encodeCursor } from '../lib/cursor.js'
 import { parseJsonOr } from '../lib/json.js'
 import { createReplay, STREAM_LOG_SIZE } from './inbox-replay.js'
+import { LIST_SCAN_LIMIT, scanForPage } from './capped-scan.js'
 
 /** An inbox message, mapped to camelCase. */
 export interface InboxMessage {
@@ -299,6 +300,17 @@ export function createInboxStore(db: Db): InboxStore {
   const statement = statementCache(db)
   const listStatement = (where: string): Statement =>
     statement(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ?`)
+  // A topic filter has no index (one per fan-out recipient would cost every notification): a
+  // page reads the user's messages, at most LIST_SCAN_LIMIT of them, and continues from there.
+  const topicScan = (where: string): Statement =>
+    statement(`SELECT rowid, topic = ? AS hit FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ${LIST_SCAN_LIMIT}`).raw(true)
+  const byPositions = db.prepare(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid DESC`)
+  /** The page's rows (one more than `limit` when another page follows), and where a cut-short read stopped. */
+  const pageRows = (where: string, params: unknown[], f: InboxFilter): { rows: (RawMessage & { pos: number })[]; resumeAfter: number | null } => {
+    if (!f.topic) return { rows: listStatement(where).all(...params, f.limit + 1) as (RawMessage & { pos: number })[], resumeAfter: null }
+    const { hits, resumeAfter } = scanForPage(topicScan(where).iterate(f.topic, ...params) as IterableIterator<[number, number]>, f.limit)
+    return { rows: hits.length === 0 ? [] : (byPositions.all(JSON.stringify(hits)) as (RawMessage & { pos: number })[]), resumeAfter }
+  }
   /** A list cursor's position: a rowid, or (a cursor made before v3) the id of the user's message. */
   const position = (userId: string, key: string | null): number | null => {
     if (key === null) return null
@@ -324,21 +336,18 @@ export function createInboxStore(db: Db): InboxStore {
       const where = ['user_id = ?', 'archived = ?']
       const params: unknown[] = [userId, f.archived ? 1 : 0]
       if (f.status !== 'all') where.push(f.status === 'unread' ? 'read = 0' : 'read = 1')
-      if (f.topic) {
-        where.push('topic = ?')
-        params.push(f.topic)
-      }
       const after = position(userId, decodeCursor(f.cursor))
       if (after !== null) {
         where.push('rowid < ?')
         params.push(after)
       }
-      const rows = listStatement(where.join(' AND ')).all(...params, f.limit + 1) as (RawMessage & { pos: number })[]
+      const { rows, resumeAfter } = pageRows(where.join(' AND '), params, f)
       const more = rows.length > f.limit
       const page = more ? rows.slice(0, f.limit) : rows
+      const next = more ? page[page.length - 1]!.pos : resumeAfter
       return {
         data: page.map(({ pos: _, ...r }) => mapMessage(r)),
-        nextCursor: more ? encodeCursor(String(page[page.length - 1]!.pos)) : null,
+        nextCursor: next === null ? null : encodeCursor(String(next)),
         unreadCount: unreadOf(userId),
       }
     },

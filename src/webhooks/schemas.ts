@@ -196,12 +196,15 @@ export const DeliveryList = z
   .object({ data: z.array(DeliveryOut), next_cursor: z.string().nullable() })
   .openapi('DeliveryList')
 
+const SHORT_PAGES =
+  'With event_type or status=success, a page reads at most 10,000 deliveries: it may hold fewer than `limit` (even none) while next_cursor continues the read.'
+
 /** `GET /v1/deliveries` query. */
 export const DeliveryQuery = z
   .object({
-    status: z.enum(['pending', 'in_flight', 'success', 'dead', 'cancelled']).optional(),
+    status: z.enum(['pending', 'in_flight', 'success', 'dead', 'cancelled']).optional().openapi({ description: SHORT_PAGES }),
     endpoint_id: z.string().max(200).optional(),
-    event_type: z.string().max(200).optional(),
+    event_type: z.string().max(200).optional().openapi({ description: SHORT_PAGES }),
     limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
     cursor: z.string().max(400).optional(),
   })

@@ -1,0 +1,119 @@
+import { decodeCursor, encodeCursor, pageById, type Page } from '../lib/cursor.js'
+import { LIST_SCAN_LIMIT, scanForPage } from './capped-scan.js'
+import { statementCache, type Db } from './db.js'
+import type { Delivery, DeliveryFilter, DeliveryStatus } from './delivery-types.js'
+
+/** The columns of a delivery row under the names `Delivery` gives them. */
+export const DELIVERY_COLUMNS = `id, channel, event_id AS eventId, endpoint_id AS endpointId,
+  notification_id AS notificationId, recipient, event_type AS eventType, ordering_key AS orderingKey,
+  payload, group_key AS groupKey, status, attempts, max_attempts AS maxAttempts,
+  next_attempt_at AS nextAttemptAt, claim_token AS claimToken, lease_until AS leaseUntil,
+  last_status_code AS lastStatusCode, last_error AS lastError, created_at AS createdAt,
+  updated_at AS updatedAt, completed_at AS completedAt`
+
+/** Each status as the literal a list query may put in its SQL (only these five strings). */
+const STATUS_LITERAL: Record<DeliveryStatus, DeliveryStatus> = { pending: 'pending', in_flight: 'in_flight', success: 'success', dead: 'dead', cancelled: 'cancelled' }
+/** The other `list` filters, in WHERE order, with their columns. */
+const LIST_FILTERS = [
+  ['endpointId', 'endpoint_id'],
+  ['eventType', 'event_type'],
+  ['eventId', 'event_id'],
+  ['notificationId', 'notification_id'],
+] as const
+
+/**
+ * True when no index narrows the list to its matching rows: an event type or the success status
+ * (most rows, but after an outage the newest may all be dead), without an event or notification
+ * id. Such a page checks rows one by one, at most LIST_SCAN_LIMIT of them (see scanQuery).
+ */
+export function needsScan(f: DeliveryFilter): boolean {
+  return !(f.eventId || f.notificationId) && (Boolean(f.eventType) || f.status === 'success')
+}
+
+/**
+ * The SQL and parameters of one `list` page read through an index (exported for the
+ * query-plan test). Newest first is the table's own order, but walking it for queued rows
+ * passes every finished row newer than the oldest queued one (~270 ms per million), so queued
+ * statuses are read from their partial indexes: pending ids from deliveries_due (or
+ * deliveries_endpoint_due) alone, then only the page's rows (~0.2 µs per pending row); in-flight
+ * rows (at most the concurrency cap) from deliveries_leases. Dead and cancelled rows have
+ * partial indexes in id order.
+ */
+export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] } {
+  const where: string[] = []
+  const params: unknown[] = []
+  // The status goes into the SQL as a literal (one of five, checked): a partial index is only
+  // usable when the statement itself names its condition.
+  if (f.status) where.push(`status = '${STATUS_LITERAL[f.status]}'`)
+  for (const [key, column] of LIST_FILTERS) {
+    const v = f[key]
+    if (v) {
+      where.push(`${column} = ?`)
+      params.push(v)
+    }
+  }
+  const after = decodeCursor(f.cursor)
+  if (after) {
+    where.push('id < ?')
+    params.push(after)
+  }
+  params.push(f.limit + 1)
+  const filter = where.length ? `WHERE ${where.join(' AND ')}` : ''
+  const selective = f.eventId || f.notificationId
+  if (f.status === 'pending' && !selective) {
+    // The index holds all the page needs, and only the page's rows are read.
+    const ids = `SELECT rowid FROM deliveries INDEXED BY ${queueIndex(f)} ${filter} ORDER BY id DESC LIMIT ?`
+    return { sql: `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE rowid IN (${ids}) ORDER BY id DESC`, params }
+  }
+  const index = f.status === 'in_flight' && !selective ? 'INDEXED BY deliveries_leases' : ''
+  return { sql: `SELECT ${DELIVERY_COLUMNS} FROM deliveries ${index} ${filter} ORDER BY id DESC LIMIT ?`, params }
+}
+
+/** The partial index that holds a queued status's rows in the list's filter. */
+const queueIndex = (f: DeliveryFilter): string =>
+  f.status === 'in_flight' ? 'deliveries_leases' : f.endpointId ? 'deliveries_endpoint_due' : 'deliveries_due'
+
+/**
+ * The SQL and parameters of a page that `needsScan` (exported for the query-plan test): ids
+ * newest first through the filters an index serves (status other than success, endpoint,
+ * cursor), at most LIST_SCAN_LIMIT, each with whether it matches the rest.
+ */
+export function scanQuery(f: DeliveryFilter): { sql: string; params: unknown[] } {
+  const checks: string[] = []
+  const params: unknown[] = []
+  if (f.eventType) {
+    checks.push('event_type = ?')
+    params.push(f.eventType)
+  }
+  if (f.status === 'success') checks.push(`status = 'success'`)
+  const where: string[] = []
+  if (f.status && f.status !== 'success') where.push(`status = '${STATUS_LITERAL[f.status]}'`)
+  if (f.endpointId) {
+    where.push('endpoint_id = ?')
+    params.push(f.endpointId)
+  }
+  const after = decodeCursor(f.cursor)
+  if (after) {
+    where.push('id < ?')
+    params.push(after)
+  }
+  const index = f.status === 'pending' || f.status === 'in_flight' ? `INDEXED BY ${queueIndex(f)}` : ''
+  const filter = where.length ? `WHERE ${where.join(' AND ')}` : ''
+  return { sql: `SELECT id, ${checks.join(' AND ')} AS hit FROM deliveries ${index} ${filter} ORDER BY id DESC LIMIT ${LIST_SCAN_LIMIT}`, params }
+}
+
+/** Lists deliveries newest first: through an index, or by a capped scan when `needsScan`. */
+export function createDeliveryList(db: Db): (f: DeliveryFilter) => Page<Delivery> {
+  const statement = statementCache(db)
+  const byIds = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id DESC`)
+  return (f) => {
+    if (!needsScan(f)) {
+      const { sql, params } = listQuery(f)
+      return pageById(statement(sql).all(...params) as Delivery[], f.limit)
+    }
+    const { sql, params } = scanQuery(f)
+    const { hits, resumeAfter } = scanForPage(statement(sql).raw(true).iterate(...params) as IterableIterator<[string, number]>, f.limit)
+    const rows = hits.length === 0 ? [] : (byIds.all(JSON.stringify(hits)) as Delivery[])
+    return resumeAfter === null ? pageById(rows, f.limit) : { data: rows, next_cursor: encodeCursor(resumeAfter) }
+  }
+}
