@@ -183,6 +183,10 @@ CREATE TABLE subscriptions (
 ) WITHOUT ROWID;
 -- Deleting a user removes their subscriptions.
 CREATE INDEX subscriptions_principal ON subscriptions (principal);
+-- v6: lists read a page by its sort key, newest first with ties in key order (store/directory.ts):
+-- the whole list, and one topic's.
+CREATE INDEX subscriptions_created ON subscriptions (created_at DESC, topic, principal);
+CREATE INDEX subscriptions_topic_created ON subscriptions (topic, created_at DESC, principal);
 
 CREATE TABLE preferences (
   user_id      TEXT NOT NULL,                -- a user id or *
@@ -210,6 +214,8 @@ CREATE TABLE templates (
   created_at  INTEGER NOT NULL,
   UNIQUE (topic, channel, locale, version)
 );
+-- v6: one topic's templates, newest first by id (the rowid, which every index entry ends with).
+CREATE INDEX templates_topic ON templates (topic);
 
 -- ───────────────────────── notifications and inbox ─────────────────────────
 CREATE TABLE notifications (
@@ -272,4 +278,4 @@ CREATE TABLE inbox_stream (
   PRIMARY KEY (user_id, seq)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;

@@ -1,7 +1,7 @@
 import { OpenAPIHono, z, type Hook } from '@hono/zod-openapi'
 import type { ZodError } from 'zod'
 import { errors } from '../errors.js'
-import { decodeCursor, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../lib/cursor.js'
+import { decodeCursor, DEFAULT_PAGE_SIZE, MAX_CURSOR_LENGTH, MAX_PAGE_SIZE } from '../lib/cursor.js'
 import type { ApiEnv } from './deps.js'
 
 /** One field problem in a `validation_failed` error's `details`. */
@@ -45,7 +45,7 @@ export const ErrorBody = z
 /** An opaque list cursor: only values this API handed out (`next_cursor`) are accepted. */
 export const CursorParam = z
   .string()
-  .max(400)
+  .max(MAX_CURSOR_LENGTH)
   .refine((c) => decodeCursor(c) !== null, 'is not a cursor returned by this API')
   .optional()
   .openapi({ param: { name: 'cursor', in: 'query' } })

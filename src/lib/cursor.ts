@@ -5,14 +5,18 @@ export function encodeCursor(key: string): string {
 
 /**
  * What a cursor may hold: a Postbox id (`key_…`, 26 characters after the prefix), an inbox
- * position (digits), or a list offset (`o` + digits). Anything else was not handed out here.
+ * position (digits), a list offset (`o` + digits), or a list's sort key (`tag/field/…`, see
+ * encodeKeyCursor). Anything else was not handed out here.
  */
-const CURSOR_KEY = /^(?:[a-z]{2,3}_[0-9a-z]{26}|\d{1,15}|o\d{1,9})$/
+const CURSOR_KEY = /^(?:[a-z]{2,3}_[0-9a-z]{26}|\d{1,15}|o\d{1,9}|[a-z]{3}\/[\s\S]{1,1000})$/
+
+/** The longest cursor accepted: a subscription's sort key holds a 200-character topic and a principal. */
+export const MAX_CURSOR_LENGTH = 1400
 
 /** Decodes a cursor made by `encodeCursor`; null when it is malformed or was never handed out. */
 export function decodeCursor(cursor: string | undefined | null): string | null {
   if (!cursor) return null
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return null
+  if (cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(cursor)) return null
   const key = Buffer.from(cursor, 'base64url').toString('utf8')
   return CURSOR_KEY.test(key) ? key : null
 }
@@ -49,4 +53,22 @@ export function encodeOffsetCursor(offset: number): string {
 export function decodeOffsetCursor(cursor: string | undefined | null): number | null {
   const m = /^o(\d{1,9})$/.exec(decodeCursor(cursor) ?? '')
   return m ? Number(m[1]) : null
+}
+
+/**
+ * A cursor holding the sort key of a list's last row, for lists ordered by more than an id:
+ * `tag/field/…/last`. The tag names the list, so another list's cursor is refused; no field but
+ * the last may contain `/`.
+ */
+export function encodeKeyCursor(tag: string, fields: readonly (string | number)[]): string {
+  return encodeCursor(`${tag}/${fields.join('/')}`)
+}
+
+/** The `count` fields of a cursor made by `encodeKeyCursor` with `tag`; null when it is not one. */
+export function decodeKeyCursor(cursor: string | undefined | null, tag: string, count: number): string[] | null {
+  const key = decodeCursor(cursor)
+  if (key === null || !key.startsWith(`${tag}/`)) return null
+  const parts = key.slice(tag.length + 1).split('/')
+  if (parts.length < count) return null
+  return [...parts.slice(0, count - 1), parts.slice(count - 1).join('/')]
 }

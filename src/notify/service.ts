@@ -1,7 +1,8 @@
 import type { Store } from '../store/index.js'
 import type { InboxStateChange, StreamEvent } from '../store/inbox.js'
 import { messageJson, STREAM_LOG_SIZE } from '../store/inbox.js'
-import type { ListSlice, PreferenceRow, SubscriptionRow, TemplateRow, UserRow } from '../store/directory.js'
+import type { KeySlice, ListSlice, PreferenceRow, SubscriptionRow, TemplateRow, UserRow } from '../store/directory.js'
+import { subscriptionCursor, templateCursor } from '../store/directory.js'
 import type { ChannelSender } from '../delivery/channel.js'
 import type { Config } from '../config.js'
 import type { Log } from '../log.js'
@@ -78,6 +79,25 @@ function pageOf<T>(page: PageRequest | undefined, read: (slice: ListSlice) => T[
   const rows = read({ limit: limit + 1, offset })
   const more = rows.length > limit
   return { data: rows.slice(0, limit).map(toJson), next_cursor: more ? encodeOffsetCursor(offset + limit) : null }
+}
+
+/**
+ * One page of a list read by sort key: the rows after the cursor's row, and as next cursor the
+ * key of the page's last row. `decode` refuses cursors of other lists.
+ */
+function pageByKey<T, K>(
+  page: PageRequest | undefined,
+  cursor: { encode(row: T): string; decode(cursor: string): K | null },
+  read: (slice: KeySlice<K>) => T[],
+  toJson: (row: T) => Record<string, unknown>,
+): Page<Record<string, unknown>> {
+  const limit = page?.limit ?? DEFAULT_PAGE_SIZE
+  const after = page?.cursor ? cursor.decode(page.cursor) : null
+  if (page?.cursor && after === null) throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
+  const rows = read({ limit: limit + 1, after })
+  if (rows.length <= limit) return { data: rows.map(toJson), next_cursor: null }
+  const data = rows.slice(0, limit)
+  return { data: data.map(toJson), next_cursor: cursor.encode(data[limit - 1]!) }
 }
 
 /** The notification side of Postbox: pipeline, directory, tokens, inboxes, live streams and channels. */
@@ -255,7 +275,17 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
       delete({ topic, principal }) {
         if (!store.directory.deleteSubscription(topic, normalizePrincipal(principal))) throw errors.notFound('Subscription')
       },
-      list: (topic, page) => pageOf(page, (slice) => store.directory.listSubscriptions(topic, slice), subscriptionJson),
+      list(topic, page) {
+        const cursor = {
+          encode: subscriptionCursor.encode,
+          // With ?topic=, only a cursor whose row is of that topic is a position in the list.
+          decode(c: string) {
+            const key = subscriptionCursor.decode(c)
+            return key !== null && (topic === undefined || key.topic === topic) ? key : null
+          },
+        }
+        return pageByKey(page, cursor, (slice) => store.directory.listSubscriptions(topic, slice), subscriptionJson)
+      },
     },
     preferences: {
       put: (p) =>
@@ -294,7 +324,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
           ),
         )
       },
-      list: (topic, page) => pageOf(page, (slice) => store.directory.listTemplates(topic, slice), templateJson),
+      list: (topic, page) => pageByKey(page, templateCursor, (slice) => store.directory.listTemplates(topic, slice), templateJson),
     },
     tokens: {
       issue(userId, ttlSeconds) {

@@ -1,5 +1,6 @@
 import { prepareAll, type Db } from './db.js'
 import { parseJsonOr } from '../lib/json.js'
+import { decodeKeyCursor, encodeKeyCursor } from '../lib/cursor.js'
 
 /** A directory user, mapped to camelCase. */
 export interface UserRow {
@@ -76,8 +77,10 @@ const LISTED_USERS_MAX = 20_000
 const USER_COLUMNS = `id, email, name, locale, timezone, roles, teams, created_at AS createdAt, updated_at AS updatedAt`
 const PREF_COLUMNS = `user_id AS userId, topic, channel, enabled, digest, quiet_hours AS quietHours, updated_at AS updatedAt`
 const TEMPLATE_COLUMNS = `id, topic, channel, locale, version, subject, body, format, active, created_at AS createdAt`
+const SUB_COLUMNS = `topic, principal, enabled, created_at AS createdAt`
 
-const SQL = {
+/** The directory store's statements by name (exported for the query-plan test). */
+export const DIRECTORY_SQL = {
   upsertUser: `INSERT INTO users (id, email, name, locale, timezone, roles, teams, created_at, updated_at)
       VALUES (@id, @email, @name, @locale, @timezone, @roles, @teams, @now, @now)
     ON CONFLICT (id) DO UPDATE SET email = excluded.email, name = excluded.name, locale = excluded.locale,
@@ -102,11 +105,20 @@ const SQL = {
     ON CONFLICT (topic, principal) DO UPDATE SET enabled = 1`,
   deleteSubscription: `DELETE FROM subscriptions WHERE topic = ? AND principal = ?`,
   subscription: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions WHERE topic = ? AND principal = ?`,
-  // Lists are newest first (SPEC §6); rows of the same millisecond in key order.
-  allSubscriptions: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
-    ORDER BY created_at DESC, topic, principal LIMIT ? OFFSET ?`,
-  subscriptionsOfTopic: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions
-    WHERE topic = ? ORDER BY created_at DESC, principal LIMIT ? OFFSET ?`,
+  // Lists are newest first (SPEC §6), rows of the same millisecond in key order, and a page starts
+  // after the previous page's last row. One range cannot say "after (t, topic, principal)" in an
+  // order that is descending then ascending, so each reads two: the rest of the millisecond t, then
+  // everything older. Both come in index order and are merged without a sort, and reading stops
+  // at the limit (tests: plan and paging in directory-pages.test.ts).
+  allSubscriptions: `SELECT ${SUB_COLUMNS} FROM subscriptions INDEXED BY subscriptions_created
+      WHERE created_at = @createdAt AND (topic, principal) > (@topic, @principal)
+    UNION ALL SELECT ${SUB_COLUMNS} FROM subscriptions INDEXED BY subscriptions_created WHERE created_at < @createdAt
+    ORDER BY createdAt DESC, topic, principal LIMIT @limit`,
+  subscriptionsOfTopic: `SELECT ${SUB_COLUMNS} FROM subscriptions INDEXED BY subscriptions_topic_created
+      WHERE topic = @topic AND created_at = @createdAt AND principal > @principal
+    UNION ALL SELECT ${SUB_COLUMNS} FROM subscriptions INDEXED BY subscriptions_topic_created
+      WHERE topic = @topic AND created_at < @createdAt
+    ORDER BY createdAt DESC, principal LIMIT @limit`,
   subscribers: `SELECT principal FROM subscriptions WHERE topic = ? AND enabled = 1 ORDER BY created_at, principal`,
   putPreference: `INSERT INTO preferences (user_id, topic, channel, enabled, digest, quiet_hours, updated_at)
       VALUES (@userId, @topic, @channel, @enabled, @digest, @quietHours, @updatedAt)
@@ -117,8 +129,9 @@ const SQL = {
   nextVersion: `SELECT COALESCE(MAX(version), 0) + 1 FROM templates WHERE topic = ? AND channel = ? AND locale = ?`,
   insertTemplate: `INSERT INTO templates (topic, channel, locale, version, subject, body, format, active, created_at)
     VALUES (@topic, @channel, @locale, @version, @subject, @body, @format, @active, @createdAt) RETURNING ${TEMPLATE_COLUMNS}`,
-  templates: `SELECT ${TEMPLATE_COLUMNS} FROM templates ORDER BY id DESC LIMIT ? OFFSET ?`,
-  templatesByTopic: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? ORDER BY id DESC LIMIT ? OFFSET ?`,
+  templates: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE id < ? ORDER BY id DESC LIMIT ?`,
+  templatesByTopic: `SELECT ${TEMPLATE_COLUMNS} FROM templates INDEXED BY templates_topic WHERE topic = ? AND id < ?
+    ORDER BY id DESC LIMIT ?`,
   activeTemplates: `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE topic = ? AND channel = ? AND active = 1
     ORDER BY locale, version DESC`,
 } as const
@@ -147,8 +160,11 @@ export interface DirectoryStore {
   members(kind: 'role' | 'team', name: string): MemberRow[]
   putSubscription(topic: string, principal: string, now: number): SubscriptionRow
   deleteSubscription(topic: string, principal: string): boolean
-  /** Subscriptions (of one topic, or all) in a stable order, `slice.limit` rows after `slice.offset`. */
-  listSubscriptions(topic?: string, slice?: ListSlice): SubscriptionRow[]
+  /**
+   * Subscriptions (of one topic, or all) newest first, then by topic and principal; `slice.limit`
+   * rows after the row whose key is `slice.after` (in a topic's list, its topic is not read).
+   */
+  listSubscriptions(topic?: string, slice?: KeySlice<SubscriptionKey>): SubscriptionRow[]
   /** Principals of the enabled subscriptions to `topic`, oldest first. */
   subscribers(topic: string): string[]
   putPreference(row: PreferenceRow): PreferenceRow
@@ -161,7 +177,8 @@ export interface DirectoryStore {
    */
   preferencesForTopic(topic: string, userIds: readonly string[]): (userId: string) => PreferenceRow[]
   putTemplate(input: TemplateInput, now: number): TemplateRow
-  listTemplates(topic?: string, slice?: ListSlice): TemplateRow[]
+  /** Template versions (of one topic, or all) newest first; `slice.limit` rows after the id `slice.after`. */
+  listTemplates(topic?: string, slice?: KeySlice<number>): TemplateRow[]
   activeTemplates(topic: string, channel: string): TemplateRow[]
 }
 
@@ -174,9 +191,40 @@ export interface ListSlice {
 /** The slice of callers that want the whole list. */
 const WHOLE: ListSlice = { limit: -1, offset: 0 }
 
+/** A window of a list read by sort key: `limit` rows (-1: all) after the row whose key is `after` (none: from the start). */
+export interface KeySlice<K> {
+  limit: number
+  after?: K | null
+}
+
+/** Where a subscription sits in the lists: newest first, then by topic, then by principal. */
+export type SubscriptionKey = Pick<SubscriptionRow, 'createdAt' | 'topic' | 'principal'>
+
+/** A key before every subscription: the first page starts after it. */
+const FIRST_SUBSCRIPTION: SubscriptionKey = { createdAt: Number.MAX_SAFE_INTEGER, topic: '', principal: '' }
+
+/** Cursors of the subscription lists (`sub/<created_at>/<topic>/<principal>`); topics hold no `/`. */
+export const subscriptionCursor = {
+  encode: (r: SubscriptionKey): string => encodeKeyCursor('sub', [r.createdAt, r.topic, r.principal]),
+  decode(cursor: string): SubscriptionKey | null {
+    const f = decodeKeyCursor(cursor, 'sub', 3)
+    if (f === null || !/^\d{1,15}$/.test(f[0]!)) return null
+    return { createdAt: Number(f[0]), topic: f[1]!, principal: f[2]! }
+  },
+}
+
+/** Cursors of the template lists (`tpl/<id>` of the last row). */
+export const templateCursor = {
+  encode: (r: Pick<TemplateRow, 'id'>): string => encodeKeyCursor('tpl', [r.id]),
+  decode(cursor: string): number | null {
+    const f = decodeKeyCursor(cursor, 'tpl', 1)
+    return f !== null && /^\d{1,15}$/.test(f[0]!) ? Number(f[0]) : null
+  },
+}
+
 /** Creates the directory store over a connection. */
 export function createDirectoryStore(db: Db): DirectoryStore {
-  const s = prepareAll(db, SQL)
+  const s = prepareAll(db, DIRECTORY_SQL)
   const nextVersion = s.nextVersion.pluck()
   const usersWithPreferences = s.usersWithPreferences.pluck()
   const listedUsersWithPreferences = s.listedUsersWithPreferences.pluck()
@@ -239,12 +287,12 @@ export function createDirectoryStore(db: Db): DirectoryStore {
       return mapSub(row)
     },
     deleteSubscription: (topic, principal) => s.deleteSubscription.run(topic, principal).changes > 0,
-    listSubscriptions: (topic, { limit, offset } = WHOLE) =>
-      (
-        (topic === undefined ? s.allSubscriptions.all(limit, offset) : s.subscriptionsOfTopic.all(topic, limit, offset)) as Parameters<
-          typeof mapSub
-        >[0][]
-      ).map(mapSub),
+    listSubscriptions(topic, { limit, after } = { limit: -1 }) {
+      const from = after ?? FIRST_SUBSCRIPTION
+      const params = { createdAt: from.createdAt, topic: topic ?? from.topic, principal: from.principal, limit }
+      const rows = topic === undefined ? s.allSubscriptions.all(params) : s.subscriptionsOfTopic.all(params)
+      return (rows as Parameters<typeof mapSub>[0][]).map(mapSub)
+    },
     subscribers: (topic) => subscribers.all(topic) as string[],
     putPreference(row) {
       s.putPreference.run({
@@ -267,10 +315,12 @@ export function createDirectoryStore(db: Db): DirectoryStore {
         own.has(userId) ? [...(s.userPreferencesFor.all(userId, topic) as RawPref[]).map(mapPref), ...global] : global
     },
     putTemplate: (input, now) => putTemplateTx.immediate(input, now),
-    listTemplates: (topic, { limit, offset } = WHOLE) =>
-      ((topic === undefined ? s.templates.all(limit, offset) : s.templatesByTopic.all(topic, limit, offset)) as RawTemplate[]).map(
+    listTemplates(topic, { limit, after } = { limit: -1 }) {
+      const before = after ?? Number.MAX_SAFE_INTEGER
+      return ((topic === undefined ? s.templates.all(before, limit) : s.templatesByTopic.all(topic, before, limit)) as RawTemplate[]).map(
         mapTemplate,
-      ),
+      )
+    },
     activeTemplates: (topic, channel) => (s.activeTemplates.all(topic, channel) as RawTemplate[]).map(mapTemplate),
   }
 }

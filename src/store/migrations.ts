@@ -332,4 +332,10 @@ CREATE INDEX preferences_topic ON preferences (topic, user_id);
 CREATE INDEX events_type ON events (type, id);
 CREATE INDEX inbox_unread ON inbox_messages (user_id, archived) WHERE read = 0;
 `,
+  /* v5 → v6: directory lists page by sort key instead of by offset (see schema.sql). */
+  `
+CREATE INDEX subscriptions_created ON subscriptions (created_at DESC, topic, principal);
+CREATE INDEX subscriptions_topic_created ON subscriptions (topic, created_at DESC, principal);
+CREATE INDEX templates_topic ON templates (topic);
+`,
 ]
