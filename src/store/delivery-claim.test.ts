@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { CLAIM_SQL, QUIET_MS } from './delivery-claim.js'
+import { CLAIM_SQL, PASS_ENDPOINTS, QUIET_MS } from './delivery-claim.js'
 import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions } from './delivery-types.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
 
@@ -74,6 +74,42 @@ describe('rows without an endpoint', () => {
     expect(rows.filter((r) => r.endpointId === null)).toHaveLength(4)
     expect(rows.filter((r) => r.endpointId !== null).map((r) => r.id)).toEqual([quiet])
     expect(claim({ limit: 32 }).filter((r) => r.endpointId === null)).toHaveLength(32)
+  })
+})
+
+describe('a second path with many endpoints holding scheduled rows', () => {
+  const count = PASS_ENDPOINTS * 2 + 10
+  const ep = (i: number): string => `ep_${String(i).padStart(4, '0')}`
+  const opts = { limit: 4, excludeEndpoints: ['ep_busy'] }
+  beforeEach(() => {
+    saturatedBacklog()
+    q.db.transaction(() => {
+      for (let i = 0; i < count; i++) {
+        insertEndpoint(q.db, { id: ep(i) })
+        enqueue(`later${i}`, { endpointId: ep(i), nextAttemptAt: NOW + 3_600_000 })
+      }
+    })()
+  })
+
+  it(`looks at ${PASS_ENDPOINTS} endpoints per claim and goes on from there in the next, without waiting QUIET_MS`, () => {
+    // Due, on the endpoint that sorts last: PASS_ENDPOINTS * 2 + 9 endpoints come before it.
+    const last = enqueue('due', { endpointId: ep(count - 1) })
+    expect(claim(opts)).toEqual([])
+    expect(claim(opts)).toEqual([])
+    expect(claim(opts).map((r) => r.id)).toEqual([last])
+    // Every endpoint has had its turn: the ring then goes quiet as with few endpoints.
+    for (let i = 0; i < 3; i++) expect(claim(opts)).toEqual([])
+    q.db.prepare(`UPDATE deliveries SET next_attempt_at = ? WHERE id = (SELECT id FROM deliveries WHERE endpoint_id = 'ep_0000')`).run(NOW)
+    expect(claim(opts)).toEqual([])
+    expect(claim({ ...opts, now: NOW + QUIET_MS }).map((r) => r.endpointId)).toEqual(['ep_0000'])
+  })
+
+  it('starts the round again when a row becomes due behind a run of passes that found nothing', () => {
+    expect(claim(opts)).toEqual([])
+    // Made due here, on an endpoint the run has passed: the run cannot go quiet without it.
+    const behind = enqueue('behind', { endpointId: ep(100) })
+    const found = [claim(opts), claim(opts), claim(opts), claim(opts)].flat()
+    expect(found.map((r) => r.id)).toEqual([behind])
   })
 })
 

@@ -14,8 +14,14 @@ export const LEASE_MARGIN_MS = 30_000
 // which measured 7-25 µs per statement.
 /** At most this many rows one claim statement can step through. */
 const WINDOW_MAX = 4096
-/** How many endpoints the second path of a claim looks up at a time. */
+/** How many endpoints with pending rows the second path of a claim looks at per statement. */
 const TURN_PAGE = 32
+/**
+ * At most this many endpoints with pending rows one claim's second path looks at (~2 µs each);
+ * the next claim goes on from there. So with thousands of endpoints holding scheduled retries a
+ * claim costs at most ~0.5 ms, and an endpoint far round the ring waits a few claims more.
+ */
+export const PASS_ENDPOINTS = 256
 
 // What a claim returns, as raw arrays mapped by `toClaimed`: building 22-property objects in
 // better-sqlite3 measured ~6 µs per row, more than half of the claim; arrays cost ~3 µs.
@@ -87,20 +93,19 @@ const OF_ENDPOINT = (target: string): string => `SELECT ${FLAGS}, 0 AS blocked
     ORDER BY d.next_attempt_at, d.id
     LIMIT ${WINDOW_MAX}`
 
-// Up to TURN_PAGE endpoints with due rows whose id sorts after @after, in id order: a skip-scan of
-// deliveries_endpoint_due, one seek per endpoint with pending rows and one more to see whether
-// its earliest row is due. The recursion runs only as far as the LIMIT needs.
-const DUE_ENDPOINTS = `WITH RECURSIVE ep(id) AS (
+// Up to TURN_PAGE endpoints with pending rows whose id sorts after @after, in id order, each
+// with whether its earliest pending row is due: a skip-scan of deliveries_endpoint_due, one seek
+// per endpoint and one more for its earliest row.
+const DUE_ENDPOINTS = `WITH RECURSIVE ep(id, n) AS (
       SELECT (SELECT endpoint_id FROM deliveries INDEXED BY deliveries_endpoint_due
-               WHERE status = 'pending' AND endpoint_id > @after ORDER BY endpoint_id LIMIT 1)
+               WHERE status = 'pending' AND endpoint_id > @after ORDER BY endpoint_id LIMIT 1), 1
       UNION ALL
       SELECT (SELECT endpoint_id FROM deliveries INDEXED BY deliveries_endpoint_due
-               WHERE status = 'pending' AND endpoint_id > ep.id ORDER BY endpoint_id LIMIT 1)
-        FROM ep WHERE ep.id IS NOT NULL)
-    SELECT id FROM ep
-     WHERE id IS NOT NULL AND (SELECT min(next_attempt_at) FROM deliveries INDEXED BY deliveries_endpoint_due
-                                WHERE status = 'pending' AND endpoint_id = ep.id) <= @now
-     LIMIT ${TURN_PAGE}`
+               WHERE status = 'pending' AND endpoint_id > ep.id ORDER BY endpoint_id LIMIT 1), ep.n + 1
+        FROM ep WHERE ep.id IS NOT NULL AND ep.n < ${TURN_PAGE})
+    SELECT id, (SELECT min(next_attempt_at) FROM deliveries INDEXED BY deliveries_endpoint_due
+                 WHERE status = 'pending' AND endpoint_id = ep.id) <= @now AS due
+      FROM ep WHERE id IS NOT NULL`
 
 // A lease that ran out means the worker died: the attempt stays spent (the request may have
 // gone out), so a row with no attempts left is dead rather than pending.
@@ -200,7 +205,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
   const s = prepareAll(db, CLAIM_SQL)
   const claimRaw = s.claim.raw()
   const hasWork = s.hasWork.pluck()
-  const dueEndpoints = s.dueEndpoints.pluck()
+  const dueEndpoints = s.dueEndpoints.raw()
   // Where the per-endpoint path stopped last time, so successive claims take turns (round robin).
   let lastServed = ''
   // Why a second path may be skipped: while the head of the queue belongs to one saturated
@@ -212,6 +217,10 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
   let generation = 0
   let stoppedBy: string | null = null
   let quiet: { at: number; generation: number; full: string[] } | null = null
+  // Passes stop after PASS_ENDPOINTS endpoints, so with more endpoints "found nothing" is a run
+  // of passes, each going on where the previous stopped: once it has been round the ring from
+  // `origin` with no row made due meanwhile, the claimer goes quiet as after one whole pass.
+  let streak: { origin: string; crossed: boolean; generation: number; full: string[] } | null = null
 
   /**
    * Picks up to `limit` claimable rows. The first path reads the due queue in order (oldest
@@ -273,9 +282,15 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       return picked
     }
     const before = picked.chosen.length
-    const full: string[] = []
-    const secondPath = (): Picked => {
-      quiet = picked.chosen.length > before ? null : { at: now, generation, full }
+    const start = lastServed
+    const run = streak !== null && streak.generation === generation ? streak : { origin: start, crossed: false, generation, full: [] }
+    const { full } = run
+    // `complete`: every endpoint has had its turn since `run.origin`. Having taken nothing by
+    // then makes the next passes wait (QUIET_MS); a pass cut short by PASS_ENDPOINTS carries the run on.
+    const secondPath = (complete: boolean): Picked => {
+      const took = picked.chosen.length > before
+      quiet = took || !complete ? null : { at: now, generation, full }
+      streak = took || complete ? null : run
       return picked
     }
 
@@ -296,20 +311,24 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       lastServed = key
       return true
     }
-    const start = lastServed
-    for (let after = start, wrapped = false; ; ) {
-      const ids = dueEndpoints.all({ now, after }) as string[]
-      for (const id of ids) {
-        // Past the starting point again: every endpoint has had its turn.
-        if (wrapped && id > start) return secondPath()
-        if (serve(id)) return secondPath()
+    let looked = 0
+    for (let after = start; ; ) {
+      const rows = dueEndpoints.all({ now, after }) as [string, number][]
+      for (const [id, due] of rows) {
+        // Past the run's origin again: every endpoint has had its turn.
+        if (run.crossed && id > run.origin) return secondPath(true)
+        if (due && serve(id)) return secondPath(true)
+        if (++looked >= PASS_ENDPOINTS) {
+          lastServed = id
+          return secondPath(false)
+        }
       }
-      if (ids.length === TURN_PAGE) after = ids[ids.length - 1]!
-      else if (wrapped) return secondPath()
+      if (rows.length === TURN_PAGE) after = rows[rows.length - 1]![0]
+      else if (run.crossed) return secondPath(true)
       else {
-        wrapped = true
+        run.crossed = true
         after = ''
-        if (serve(null)) return secondPath()
+        if (serve(null)) return secondPath(true)
       }
     }
   }
