@@ -5,6 +5,8 @@ import { silentLogger } from '../log.js'
 import { openStore, type Store } from '../store/index.js'
 import type { ClaimedDelivery } from '../store/deliveries.js'
 import { tempStore } from '../../test/helpers.js'
+import { insertEndpoint } from '../../test/queue-helpers.js'
+import { PASS_ENDPOINTS } from '../store/delivery-claim.js'
 import type { ChannelResult, ChannelSender } from './channel.js'
 import { createDispatcher, type Dispatcher } from './dispatcher.js'
 
@@ -20,7 +22,7 @@ function setup(sender: ChannelSender, concurrency = 8, pollIntervalMs = 20): { s
   cleanup = t.cleanup
   const d = createDispatcher({
     store: t.store, config: testConfig({ concurrency, pollIntervalMs }), clock: systemClock, rng: () => 0.5,
-    log: silentLogger(), channels: new Map([['inbox', sender]]),
+    log: silentLogger(), channels: new Map([['inbox', sender], ['webhook', sender]]),
   })
   dispatcher = d
   return { store: t.store, d }
@@ -39,6 +41,37 @@ const waitFor = async (cond: () => boolean): Promise<void> => {
 }
 
 describe('dispatcher', () => {
+  it('claims again soon after a claim cut short by many endpoints with pending rows, not at the next poll', async () => {
+    const sent: string[] = []
+    const sender: ChannelSender = {
+      send: (row, signal) =>
+        row.endpointId === 'ep_busy'
+          ? new Promise<ChannelResult>((resolve) => signal.addEventListener('abort', () => resolve({ outcome: { kind: 'release' } })))
+          : (sent.push(row.endpointId!), Promise.resolve({ outcome: { kind: 'success' } })),
+    }
+    const { store, d } = setup(sender, 64, 60_000)
+    const add = (endpointId: string, recipient: string, nextAttemptAt: number): void => {
+      store.deliveries.enqueue({ channel: 'webhook', endpointId, notificationId: 'ntf_x', recipient, eventType: 't', maxAttempts: 3, nextAttemptAt }, Date.now())
+    }
+    // One endpoint at its limit heads the queue; 4 × PASS_ENDPOINTS others hold scheduled rows.
+    insertEndpoint(store.db, { id: 'ep_busy' })
+    store.db.prepare(`UPDATE endpoints SET max_concurrency = 1 WHERE id = 'ep_busy'`).run()
+    const endpoints = Array.from({ length: 4 * PASS_ENDPOINTS }, (_, i) => `ep_${String(i).padStart(4, '0')}`)
+    store.tx(() => {
+      for (let i = 0; i < 3; i++) add('ep_busy', `busy${i}`, Date.now() - 1000)
+      for (const id of endpoints) {
+        insertEndpoint(store.db, { id })
+        add(id, `later_${id}`, Date.now() + 3_600_000)
+      }
+    })
+    d.start()
+    await waitFor(() => d.inFlight() === 1)
+    // Due on the endpoint that sorts last: the claim its commit wakes stops looking before it.
+    add(endpoints.at(-1)!, 'due', Date.now())
+    await waitFor(() => sent.length === 1)
+    expect(sent).toEqual([endpoints.at(-1)])
+  })
+
   it('keeps the last eighth of the global cap from rows without an endpoint that already hold 4 slots', async () => {
     // A mail server that never answers: every claimed row waits until shutdown.
     const hang: ChannelSender = {

@@ -47,6 +47,12 @@ const LOCK_NAME = 'deliveries'
 const SETTLE_WINDOW_MS = 2
 /** A settle batch this large is written at once. */
 const SETTLE_BATCH = 128
+/**
+ * A claim that stopped looking before every endpoint had its turn is followed by another this
+ * soon, so a row due far round the ring is reached in a few rounds without the claims taking
+ * the event loop (each such claim costs up to ~0.7 ms).
+ */
+const CUT_SHORT_RETRY_MS = 5
 /** After aborting at the deadline, how long stop() waits for senders to report. */
 const ABORT_GRACE_MS = 1000
 /** A settle that failed (disk full, database locked past busy_timeout) is tried again this often. */
@@ -74,6 +80,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let flushScheduled = false
   let timer: NodeJS.Timeout | null = null
   let refillTimer: NodeJS.Timeout | null = null
+  let cutShortTimer: NodeJS.Timeout | null = null
   let unsubscribe: (() => void) | null = null
   let drained: (() => void) | null = null
   let marker: DispatchMarker | null = null
@@ -151,6 +158,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         limit,
         now,
         defaultTimeoutMs,
+        onCutShort,
         ...(general > 0
           ? { capacity: (id: string | null) => limits.capacity(id, now), excludeEndpoints: limits.saturated(now) }
           : {
@@ -189,6 +197,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   function untrack(d: ClaimedDelivery): void {
     if (!running.delete(d.id)) return
     limits.release(d.endpointId)
+  }
+
+  function onCutShort(): void {
+    if (cutShortTimer !== null) return
+    cutShortTimer = setTimeout(() => {
+      cutShortTimer = null
+      wake()
+    }, CUT_SHORT_RETRY_MS)
   }
 
   function scheduleRefill(): void {
@@ -310,7 +326,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (timer) clearInterval(timer)
       if (refillTimer) clearTimeout(refillTimer)
       if (soonTimer) clearTimeout(soonTimer)
-      timer = refillTimer = soonTimer = null
+      if (cutShortTimer) clearTimeout(cutShortTimer)
+      timer = refillTimer = soonTimer = cutShortTimer = null
       soonAt = Infinity
       if (running.size > 0) {
         let expire: NodeJS.Timeout | undefined

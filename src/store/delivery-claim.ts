@@ -320,6 +320,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
         if (due && serve(id)) return secondPath(true)
         if (++looked >= PASS_ENDPOINTS) {
           lastServed = id
+          opts.onCutShort?.()
           return secondPath(false)
         }
       }

@@ -123,6 +123,12 @@ export interface ClaimOptions {
   capacity?: (endpointId: string | null) => number
   /** Endpoints to skip entirely this round (saturated). */
   excludeEndpoints?: readonly string[]
+  /**
+   * Called when the claim stopped looking for due rows before every endpoint had its turn
+   * (more than PASS_ENDPOINTS endpoints with pending rows behind a saturated one): claim again
+   * soon, and the next claim goes on from there.
+   */
+  onCutShort?: () => void
 }
 
 /** Filters for `list`. */
