@@ -26,6 +26,9 @@ describe('background checkpointer', () => {
   it('copies the WAL into the database file while the writer does no checkpoints of its own', async () => {
     t = tempStore()
     c = startCheckpointer(t.store, silentLogger(), { intervalMs: 20 })
+    // The writer keeps its own checkpoints until the worker has opened the file.
+    expect(autocheckpoint(t.store.db)).toBe(1000)
+    for (let i = 0; i < 500 && autocheckpoint(t.store.db) !== 0; i++) await new Promise((r) => setTimeout(r, 10))
     expect(autocheckpoint(t.store.db)).toBe(0)
     const before = statSync(t.store.path).size
     write(12_000) // ~1,500 pages: more than one automatic checkpoint's worth

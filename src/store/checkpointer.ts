@@ -13,7 +13,7 @@ export const MAX_WAL_PAGES = 16_384
 export interface Checkpointer {
   /** Stops the worker (after one last checkpoint) and gives checkpoints back to the writer. */
   stop(): Promise<void>
-  /** True while the worker runs and the writer does no checkpoints of its own. */
+  /** True while the worker runs (once it has the file open, the writer does no checkpoints of its own). */
   active(): boolean
 }
 
@@ -25,6 +25,7 @@ const { parentPort, workerData } = require('node:worker_threads')
 const Database = require(workerData.driver)
 const db = new Database(workerData.path, { fileMustExist: true })
 db.pragma('busy_timeout = 0')
+parentPort.postMessage({ ready: true })
 const checkpoint = () => {
   try {
     const [r] = db.pragma('wal_checkpoint(PASSIVE)')
@@ -46,8 +47,8 @@ parentPort.on('message', (m) => {
  * and fsyncs it; run by the committing connection (SQLite's default) it stalls whichever
  * commit crosses the threshold, which measured ~15–20% of write-heavy throughput. Here a second
  * connection in a worker thread checkpoints every CHECKPOINT_INTERVAL_MS in PASSIVE mode (it
- * never blocks the writer), and the writer's own automatic checkpoints are turned off while
- * the worker runs. If the worker fails, the writer checkpoints for itself again.
+ * never blocks the writer), and the writer's own automatic checkpoints are turned off once the
+ * worker has the file open. If the worker fails, the writer checkpoints for itself again.
  */
 export function startCheckpointer(store: Store, log: Log, opts: { intervalMs?: number; maxWalPages?: number } = {}): Checkpointer {
   const intervalMs = opts.intervalMs ?? CHECKPOINT_INTERVAL_MS
@@ -60,7 +61,6 @@ export function startCheckpointer(store: Store, log: Log, opts: { intervalMs?: n
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path: store.path, intervalMs, maxWalPages } })
   let running = true
-  db.pragma('wal_autocheckpoint = 0')
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
   const fail = (err: unknown): void => {
     if (!running) return
@@ -69,7 +69,10 @@ export function startCheckpointer(store: Store, log: Log, opts: { intervalMs?: n
     log.warn({ err }, 'background checkpoints stopped; the writer checkpoints for itself')
   }
   worker.on('error', fail)
-  worker.on('message', (m: { error?: string; walPages?: number }) => {
+  worker.on('message', (m: { ready?: boolean; error?: string; walPages?: number }) => {
+    // The writer keeps its own checkpoints until the worker has the file open: a worker slow to
+    // start (a loaded machine) must not leave the WAL growing meanwhile.
+    if (m.ready && running && db.open) db.pragma('wal_autocheckpoint = 0')
     if (m.error) log.debug({ err: m.error }, 'background checkpoint failed; retrying')
     // Under a steady stream of commits the background checkpoint never catches up with the last
     // frame, and SQLite only starts the WAL over once a checkpoint has; the WAL would grow
