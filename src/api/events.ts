@@ -1,9 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { errors } from '../errors.js'
-import { EventAccepted, EventBatchAccepted, EventBatchIn, EventIn, EventOut } from '../webhooks/schemas.js'
+import { EventAccepted, EventBatchAccepted, EventBatchIn, EventIn, EventList, EventOut, EventQuery } from '../webhooks/schemas.js'
 import type { EventAcceptedOutput, EventInput } from '../webhooks/types.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
+import { bearerSecurity, CursorParam, DEFAULT_LIMIT, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
 import type { ApiDeps } from './deps.js'
 import { createGroupCommit } from './group-commit.js'
 
@@ -44,6 +44,11 @@ const routes = {
       ...errorResponses,
     },
   }),
+  list: createRoute({
+    ...base, method: 'get', path: '/v1/events', summary: 'List events newest first, optionally of one type', middleware: [viewer] as const,
+    request: { query: EventQuery.extend({ cursor: CursorParam }) },
+    responses: { 200: jsonResponse(EventList, 'newest first'), ...errorResponses },
+  }),
   get: createRoute({
     ...base, method: 'get', path: '/v1/events/{id}', summary: 'An event and its deliveries', middleware: [viewer] as const,
     request: { params: IdParam },
@@ -51,7 +56,7 @@ const routes = {
   }),
 }
 
-/** POST /v1/events (group-committed), POST /v1/events/batch and GET /v1/events/:id. */
+/** POST /v1/events (group-committed), POST /v1/events/batch, GET /v1/events and GET /v1/events/:id. */
 export function eventRoutes(deps: ApiDeps) {
   const ingest = createGroupCommit<EventInput, EventAcceptedOutput>({
     runMany: (inputs) => deps.webhooks.events.sendMany(inputs),
@@ -78,5 +83,9 @@ export function eventRoutes(deps: ApiDeps) {
     return c.json({ results }, results.every((x) => x.deduplicated) ? 200 : 202)
   })
   r.openapi(routes.get, (c) => c.json(c.var.deps.webhooks.events.get(c.req.valid('param').id), 200))
+  r.openapi(routes.list, (c) => {
+    const q = c.req.valid('query')
+    return c.json(c.var.deps.webhooks.events.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }), 200)
+  })
   return r
 }

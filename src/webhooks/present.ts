@@ -73,6 +73,11 @@ export function deliveryOut(d: Delivery, attempts?: readonly Attempt[]): Deliver
 
 /** An event with its envelope's data and its deliveries. */
 export function eventOut(e: EventRow, deliveries: readonly Delivery[]): EventOutput {
+  return { ...eventSummary(e), deliveries: deliveries.map((d) => deliveryOut(d)) }
+}
+
+/** An event as the events list returns it: the envelope without its deliveries. */
+export function eventSummary(e: EventRow): Omit<EventOutput, 'deliveries'> {
   const envelope = JSON.parse(e.body) as { timestamp: string; data: unknown }
   return {
     id: e.id,
@@ -82,6 +87,5 @@ export function eventOut(e: EventRow, deliveries: readonly Delivery[]): EventOut
     data: envelope.data,
     timestamp: envelope.timestamp,
     created_at: toIso(e.createdAt),
-    deliveries: deliveries.map((d) => deliveryOut(d)),
   }
 }

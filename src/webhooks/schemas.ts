@@ -205,13 +205,15 @@ export const DeliveryQuery = z
     status: z.enum(['pending', 'in_flight', 'success', 'dead', 'cancelled']).optional().openapi({ description: SHORT_PAGES }),
     endpoint_id: z.string().max(200).optional(),
     event_type: z.string().max(200).optional().openapi({ description: SHORT_PAGES }),
+    event_id: z.string().max(200).optional().openapi({ description: "The event's deliveries (one per endpoint)" }),
+    notification_id: z.string().max(200).optional().openapi({ description: "The notification's deliveries (per recipient and channel)" }),
     limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
     cursor: z.string().max(400).optional(),
   })
   .openapi('DeliveryQuery')
 
-/** `GET /v1/events/:id`: the event, its envelope and its deliveries. */
-export const EventOut = z
+/** An event in the events list: its envelope, without deliveries. */
+export const EventSummary = z
   .object({
     id: z.string(),
     type: z.string(),
@@ -220,6 +222,20 @@ export const EventOut = z
     data: z.unknown(),
     timestamp: z.string(),
     created_at: z.string(),
-    deliveries: z.array(DeliveryOut),
   })
-  .openapi('EventOut')
+  .openapi('EventSummary')
+
+/** `GET /v1/events/:id`: the event, its envelope and its deliveries. */
+export const EventOut = EventSummary.extend({ deliveries: z.array(DeliveryOut) }).openapi('EventOut')
+
+/** `{data, next_cursor}` page of events. */
+export const EventList = z.object({ data: z.array(EventSummary), next_cursor: z.string().nullable() }).openapi('EventList')
+
+/** `GET /v1/events` query. */
+export const EventQuery = z
+  .object({
+    type: z.string().max(200).optional().openapi({ description: 'Only events of this exact type (indexed)' }),
+    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
+    cursor: z.string().max(400).optional(),
+  })
+  .openapi('EventQuery')

@@ -6,7 +6,7 @@ import type { Log } from '../log.js'
 import type { Store } from '../store/index.js'
 import { createEndpointService } from './endpoints.js'
 import { createFanOut, type EventToStore } from './fan-out.js'
-import { deliveryOut, eventOut } from './present.js'
+import { deliveryOut, eventOut, eventSummary } from './present.js'
 import { parseOrThrow } from './rules.js'
 import { EventIn, PublishedEventType } from './schemas.js'
 import type { EventInput, WebhookService } from './types.js'
@@ -51,6 +51,10 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         if (!e) throw errors.notFound('Event')
         return eventOut(e, store.deliveries.byEvent(e.id))
       },
+      list(f = {}) {
+        const page = store.events.list({ limit: pageSize(f.limit), cursor: f.cursor ?? null, ...(f.type ? { type: f.type } : {}) })
+        return { data: page.data.map((e) => eventSummary(e)), next_cursor: page.next_cursor }
+      },
     },
     deliveries: {
       list(f = {}) {
@@ -58,6 +62,8 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
           ...(f.status ? { status: f.status } : {}),
           ...(f.endpoint_id ? { endpointId: f.endpoint_id } : {}),
           ...(f.event_type ? { eventType: f.event_type } : {}),
+          ...(f.event_id ? { eventId: f.event_id } : {}),
+          ...(f.notification_id ? { notificationId: f.notification_id } : {}),
           limit: pageSize(f.limit),
           cursor: f.cursor ?? null,
         })

@@ -36,6 +36,15 @@ export interface DeliveryListFilter {
   status?: 'pending' | 'in_flight' | 'success' | 'dead' | 'cancelled'
   endpoint_id?: string
   event_type?: string
+  event_id?: string
+  notification_id?: string
+  limit?: number
+  cursor?: string | null
+}
+
+/** Filters of `events.list`. */
+export interface EventListFilter {
+  type?: string
   limit?: number
   cursor?: string | null
 }
@@ -75,6 +84,8 @@ export interface WebhookService {
     sendMany(inputs: readonly EventInput[]): EventAcceptedOutput[]
     /** The event with its deliveries; 404 when unknown. */
     get(id: string): EventOutput
+    /** Events newest first, optionally of one type (indexed), without their deliveries. */
+    list(filter?: EventListFilter): Page<Omit<EventOutput, 'deliveries'>>
   }
   deliveries: {
     /** Lists deliveries newest first. */
