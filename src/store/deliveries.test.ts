@@ -403,6 +403,18 @@ describe('operator actions', () => {
   })
 })
 
+describe('settle keeps the last status code of the last attempt', () => {
+  it('a success without a status code (inbox, email) clears an earlier failure\'s', () => {
+    const id = enqueue('mail', { channel: 'email' })
+    const [first] = claim(NOW)
+    q.deliveries.settle([{ id, claimToken: first!.claimToken, outcome: { kind: 'retry', at: NOW }, attempt: { startedAt: NOW, durationMs: 1, statusCode: 451, error: 'try later' } }], NOW)
+    expect(q.deliveries.get(id)).toMatchObject({ status: 'pending', lastStatusCode: 451 })
+    const [second] = claim(NOW)
+    q.deliveries.settle([{ id, claimToken: second!.claimToken, outcome: { kind: 'success' }, attempt: { startedAt: NOW, durationMs: 1 } }], NOW)
+    expect(q.deliveries.get(id)).toMatchObject({ status: 'success', lastStatusCode: null, lastError: null })
+  })
+})
+
 describe('reads', () => {
   it('lists newest first with cursors and filters', () => {
     insertEndpoint(q.db, { id: 'ep_a' })

@@ -73,8 +73,10 @@ const SQL = {
   // Successes, the bulk of every settle, as one statement each for the rows and their attempts:
   // per-row statements measured ~8 µs per delivery, these ~5 µs. Input: a JSON array of
   // [id, claimToken, statusCode] and of [id, attempt, startedAt, durationMs, statusCode, error, body].
+  // A success's own status code, or none (inbox, email): never an earlier failure's (a 451 of
+  // a mail server that then accepted).
   settleSuccessMany: `UPDATE deliveries SET status = 'success', claim_token = NULL, lease_until = NULL,
-      last_status_code = COALESCE(j.value ->> 2, last_status_code), last_error = NULL, completed_at = ?, updated_at = ?
+      last_status_code = j.value ->> 2, last_error = NULL, completed_at = ?, updated_at = ?
     FROM json_each(?) AS j
     WHERE deliveries.id = j.value ->> 0 AND deliveries.claim_token = j.value ->> 1 AND deliveries.status = 'in_flight'
     RETURNING deliveries.id, deliveries.attempts, deliveries.ordering_key IS NOT NULL`,
