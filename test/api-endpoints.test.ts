@@ -53,6 +53,13 @@ describe('/v1/endpoints', () => {
     expect(res.body.error.code).toBe('validation_failed')
     const fields = res.body.error.details.map((d: { field: string }) => d.field)
     expect(fields).toEqual(expect.arrayContaining(['timeout_ms', 'signature']))
+    // 3 × 3 KiB values: each is allowed, together they would make receivers answer 431.
+    const big = Object.fromEntries([1, 2, 3].map((i) => [`x-big-${i}`, 'v'.repeat(3000)]))
+    const tooBig = await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/hook', headers: big } })
+    expect(tooBig.status).toBe(400)
+    expect(tooBig.body.error.details).toEqual([expect.objectContaining({ field: 'headers', message: expect.stringMatching(/^at most 8192 bytes/) })])
+    delete big['x-big-3']
+    expect((await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/hook', headers: big } })).status).toBe(201)
   })
 
   it('lists newest first with limit and an opaque cursor', async () => {

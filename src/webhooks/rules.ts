@@ -34,6 +34,12 @@ const TRANSPORT_HEADERS = new Set([
 ])
 /** Custom headers per endpoint. */
 export const MAX_CUSTOM_HEADERS = 50
+/**
+ * Bytes of custom headers per endpoint (names, values and `: ` + CRLF each). Receivers cap a
+ * request's headers (Node at 16 KiB, many proxies at 8 KiB per line or 32 KiB in all): more
+ * than this next to Postbox's own headers would fail every request with 431.
+ */
+export const MAX_CUSTOM_HEADER_BYTES = 8192
 
 /**
  * What a header value may hold (RFC 9110 field-value: visible ASCII, space, tab, obs-text), which
@@ -46,6 +52,10 @@ export function headerIssues(headers: Record<string, string>): Issue[] {
   const issues: Issue[] = []
   const names = Object.keys(headers)
   if (names.length > MAX_CUSTOM_HEADERS) issues.push({ path: 'headers', message: `at most ${MAX_CUSTOM_HEADERS} headers` })
+  const bytes = names.reduce((n, name) => n + Buffer.byteLength(name) + Buffer.byteLength(headers[name]!, 'latin1') + 4, 0)
+  if (bytes > MAX_CUSTOM_HEADER_BYTES) {
+    issues.push({ path: 'headers', message: `at most ${MAX_CUSTOM_HEADER_BYTES} bytes of headers in all (these take ${bytes}): receivers would refuse every request with 431` })
+  }
   const seen = new Set<string>()
   for (const name of names) {
     const lower = name.toLowerCase()
