@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createRetentionRunner, sweepRetention, sweepRetentionAsync, type RetentionOptions } from './retention.js'
 import { createInboxStore } from './inbox.js'
+import { createNotificationsStore } from './notifications.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
 
 const HOUR = 3_600_000
@@ -27,6 +28,19 @@ function finished(key: string, status: 'success' | 'dead' | 'cancelled', complet
   return id
 }
 
+/** A notification row as the pipeline writes it, with a request of `requestBytes` characters. */
+function notification(id: string, createdAt: number, requestBytes = 20): void {
+  const request = JSON.stringify({ topic: 't', pad: 'x'.repeat(requestBytes) })
+  createNotificationsStore(q.db).insert({ id, topic: 't', dedupKey: `dk-${id}`, request, recipients: 1, deliveries: 1, createdAt })
+}
+
+/** A delivery of notification `ntf` to `recipient`, pending, or finished at `at`. */
+function notified(ntf: string, recipient: string, status: 'pending' | 'success' | 'dead', at: number): string {
+  const { id } = q.deliveries.enqueue(row(recipient, at, { notificationId: ntf, endpointId: 'ep_1' }), at)
+  if (status !== 'pending') q.db.prepare(`UPDATE deliveries SET status = ?, completed_at = ? WHERE id = ?`).run(status, at, id)
+  return id
+}
+
 function inbox(id: string, userId: string, createdAt: number, state: { read?: boolean; archived?: boolean } = {}): void {
   q.db
     .prepare(`INSERT INTO inbox_messages (id, user_id, topic, title, read, archived, created_at) VALUES (?, ?, 't', 'hi', ?, ?, ?)`)
@@ -40,6 +54,7 @@ function inbox(id: string, userId: string, createdAt: number, state: { read?: bo
 }
 
 const count = (table: string): number => q.db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number
+const notificationIds = (): string[] => q.db.prepare(`SELECT id FROM notifications ORDER BY id`).pluck().all() as string[]
 const unread = (userId: string): number =>
   q.db.prepare(`SELECT unread_count FROM inbox_counters WHERE user_id = ?`).pluck().get(userId) as number
 const exactUnread = (userId: string): number =>
@@ -98,6 +113,50 @@ describe('sweepRetention', () => {
     // Windows of 20: 20 + 20 + 10 kept dead rows, the successes in the third; 20 + 10 kept events.
     expect(r.batches).toMatchObject({ deliveries: 3, events: 2 })
     expect(count('deliveries')).toBe(80)
+  })
+
+  it.each([1000, 2, 1])('deletes old notifications once no delivery refers to them, and stops at the first young one (batch %d)', (batchSize) => {
+    notification('ntf_bare', NOW - 7 * DAY - 1)
+    notification('ntf_pending', NOW - 40 * DAY)
+    notified('ntf_pending', 'u1', 'pending', NOW - 40 * DAY)
+    // Its last delivery expires in this sweep, which then deletes it.
+    notification('ntf_done', NOW - 10 * DAY, 100_000)
+    notified('ntf_done', 'u1', 'success', NOW - 8 * DAY)
+    notification('ntf_half', NOW - 10 * DAY)
+    notified('ntf_half', 'u1', 'success', NOW - 8 * DAY)
+    notified('ntf_half', 'u2', 'dead', NOW - 8 * DAY)
+    notification('ntf_young', NOW - 7 * DAY + 1)
+    // Written by a clock that went back: older than the row before it, so it waits for it.
+    notification('ntf_behind', NOW - 20 * DAY)
+    const r = sweepRetention(q, { ...periods, batchSize })
+    expect(r).toMatchObject({ deliveries: 2, notifications: 2, read: { notifications: 5 } })
+    expect(notificationIds()).toEqual(['ntf_behind', 'ntf_half', 'ntf_pending', 'ntf_young'])
+    // Exactly at the cutoff is not old enough.
+    expect(sweepRetention(q, { ...periods, now: NOW + 1 })).toMatchObject({ notifications: 0 })
+    expect(sweepRetention(q, { ...periods, now: NOW + 2 })).toMatchObject({ notifications: 2 })
+    expect(notificationIds()).toEqual(['ntf_half', 'ntf_pending'])
+  })
+
+  it('walks notifications in bounded batches, reading at most 4 × batchSize rows per transaction', () => {
+    q.db.transaction(() => {
+      for (let i = 0; i < 2_500; i++) notification(`ntf_${i}`, NOW - 8 * DAY)
+    })()
+    notification('ntf_keep', NOW)
+    const big = sweepRetention(q, { ...periods, batchSize: 1000 })
+    expect(big).toMatchObject({ notifications: 2_500, batches: { notifications: 3 } })
+    expect(notificationIds()).toEqual(['ntf_keep'])
+
+    // 50 kept by their deliveries, then 4 to delete (and ntf_keep, now old): windows of 20.
+    q.db.transaction(() => {
+      for (let i = 0; i < 50; i++) {
+        notification(`ntf_kept${i}`, NOW - 20 * DAY + i)
+        notified(`ntf_kept${i}`, 'u1', 'pending', NOW - 20 * DAY)
+      }
+      for (let i = 0; i < 4; i++) notification(`ntf_free${i}`, NOW - 10 * DAY)
+    })()
+    const r = sweepRetention(q, { ...periods, now: NOW + 7 * DAY + 1, batchSize: 5 })
+    expect(r).toMatchObject({ notifications: 5, batches: { notifications: 3 }, read: { notifications: 55 } })
+    expect(count('notifications')).toBe(50)
   })
 
   it('keeps the unread counter exact when old inbox messages go', async () => {
@@ -191,6 +250,50 @@ describe('createRetentionRunner', () => {
     expect(eventExists('evt_dead')).toBe(false)
     expect(q.db.prepare(`SELECT id FROM deliveries`).pluck().all()).toEqual([later])
     expect(q.db.prepare(`SELECT id FROM events`).pluck().all()).toEqual(['evt_two'])
+  })
+
+  it('deletes a notification the walk passed in the batch that deletes its last delivery', () => {
+    notification('ntf_a', NOW - 10 * DAY)
+    notified('ntf_a', 'u1', 'dead', NOW - DAY)
+    notification('ntf_b', NOW - 10 * DAY)
+    notified('ntf_b', 'u1', 'dead', NOW - DAY)
+    notified('ntf_b', 'u2', 'pending', NOW - DAY)
+    notification('ntf_young', NOW - DAY)
+    notified('ntf_young', 'u1', 'success', NOW - DAY)
+    const runner = createRetentionRunner(q, { fullWalkEveryMs: 365 * DAY })
+    expect(runner.sweep(at(NOW))).toMatchObject({ notifications: 0, full: true, read: { notifications: 3 } })
+    // ntf_a and ntf_b are behind the walk's position; their dead deliveries expire. ntf_young,
+    // ahead of it, is left to the walk.
+    const r = runner.sweep(at(NOW + 30 * DAY))
+    expect(r).toMatchObject({ deliveries: 3, notifications: 2, full: false, read: { notifications: 1 } })
+    // ntf_b still has its pending delivery; ntf_young was deleted by the walk, ntf_a with its delivery.
+    expect(notificationIds()).toEqual(['ntf_b'])
+  })
+
+  it('keeps deletions and releases within batchSize rows per transaction', () => {
+    q.db.transaction(() => {
+      for (let i = 0; i < 20; i++) {
+        notification(`ntf_${i}`, NOW - 10 * DAY)
+        notified(`ntf_${i}`, 'u1', 'dead', NOW - DAY)
+      }
+    })()
+    const runner = createRetentionRunner(q, { fullWalkEveryMs: 365 * DAY })
+    expect(runner.sweep(at(NOW))).toMatchObject({ notifications: 0, read: { notifications: 20 } })
+    const r = runner.sweep(at(NOW + 30 * DAY))
+    expect(r).toMatchObject({ deliveries: 20, notifications: 20, full: false })
+    // At most three deliveries and their three notifications per transaction: never over 5 rows.
+    expect(r.batches.deliveries).toBeGreaterThanOrEqual(Math.ceil((20 + 20) / 5))
+  })
+
+  it('does not pass new notifications that reuse rowids of deleted ones', () => {
+    for (let i = 0; i < 3; i++) notification(`ntf_old${i}`, NOW - 10 * DAY)
+    const runner = createRetentionRunner(q, { fullWalkEveryMs: 365 * DAY })
+    expect(runner.sweep(at(NOW))).toMatchObject({ notifications: 3, full: true })
+    // The table is empty, so this one gets rowid 1 again.
+    notification('ntf_new', NOW + HOUR)
+    expect(runner.sweep(at(NOW + 7 * DAY))).toMatchObject({ notifications: 0, full: false, read: { notifications: 1 } })
+    expect(runner.sweep(at(NOW + 8 * DAY))).toMatchObject({ notifications: 1, full: false })
+    expect(count('notifications')).toBe(0)
   })
 
   /** A success row written by a writer whose clock lagged: it lands before the walk's position. */

@@ -16,7 +16,7 @@ export interface RetentionOptions {
   deadMs: number
   /** Inbox messages older than this, by created_at, go. */
   inboxMs: number
-  /** Events with no remaining deliveries older than this, by created_at, go. */
+  /** Events, and notifications, with no remaining deliveries older than this, by created_at, go. */
   eventsMs: number
   /** Rows per transaction; default 1,000 (SPEC §2). */
   batchSize?: number
@@ -31,10 +31,11 @@ export interface RetentionOptions {
 export interface RetentionResult {
   deliveries: number
   events: number
+  notifications: number
   inboxMessages: number
-  batches: { deliveries: number; events: number; inboxMessages: number }
+  batches: { deliveries: number; events: number; notifications: number; inboxMessages: number }
   /** Rows the keyset walks read, kept ones included: what a remembered position saves. */
-  read: { deliveries: number; events: number }
+  read: { deliveries: number; events: number; notifications: number }
   /** True when every walk started from the beginning (always, for `sweepRetention`). */
   full: boolean
 }
@@ -49,10 +50,16 @@ export const RETENTION_BATCH_SIZE = 1000
 // many of them there are. A runner (createRetentionRunner) starts each walk where the previous
 // sweep's stopped, so kept rows are passed over once. Attempts go with their delivery through
 // ON DELETE CASCADE.
+// Notifications have no created_at index (one more b-tree per send for a table only retention
+// reads by time), so they are walked by rowid, which is insertion order, and the walk stops at
+// the first row not old enough: created_at is the sender's clock at insert, so it only goes
+// down in rowid order when a clock went back, and then the older rows behind a younger one wait
+// for it (later, never early). A notification goes once no delivery refers to it, like an event.
 const SQL = {
   finished: `SELECT rowid AS r, completed_at AS t, status = 'success' AS success FROM deliveries INDEXED BY deliveries_finished
     WHERE (completed_at, rowid) > (@t, @r) AND completed_at < @before ORDER BY completed_at, rowid LIMIT @window`,
-  deleteDeliveries: `DELETE FROM deliveries WHERE rowid IN (SELECT value FROM json_each(?)) RETURNING event_id AS eventId`,
+  deleteDeliveries: `DELETE FROM deliveries WHERE rowid IN (SELECT value FROM json_each(?))
+    RETURNING event_id AS eventId, notification_id AS notificationId`,
   // Events the events walk has passed over (at or before @t, @r) that the deleted deliveries
   // left without any: the walk will not come back for them (see createRetentionRunner).
   releaseEvents: `DELETE FROM events WHERE id IN (SELECT value FROM json_each(@ids)) AND (created_at, rowid) <= (@t, @r)
@@ -61,13 +68,22 @@ const SQL = {
     FROM events e INDEXED BY events_created
     WHERE (e.created_at, e.rowid) > (@t, @r) AND e.created_at < @before ORDER BY e.created_at, e.rowid LIMIT @window`,
   deleteEvents: `DELETE FROM events WHERE rowid IN (SELECT value FROM json_each(?))`,
+  // Likewise for notifications the notifications walk has passed (rowid at or before @r).
+  releaseNotifications: `DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(@ids)) AND rowid <= @r
+    AND created_at < @before AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = notifications.id)`,
+  // created_at comes after request in the record: a kept row with a 100 KB request costs ~40 µs
+  // (its overflow pages), so a window of 4,000 of them ~170 ms; with a 200 B request ~2 µs.
+  notifications: `SELECT n.rowid AS r, n.created_at AS t, NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id) AS free
+    FROM notifications n WHERE n.rowid > @r ORDER BY n.rowid LIMIT @window`,
+  deleteNotifications: `DELETE FROM notifications WHERE rowid IN (SELECT value FROM json_each(?))`,
+  lastNotification: `SELECT coalesce(max(rowid), 0) FROM notifications`,
   oldInbox: `SELECT id, user_id AS userId, (read = 0 AND archived = 0) AS unread
     FROM inbox_messages WHERE created_at < @before ORDER BY created_at LIMIT @limit`,
   deleteInbox: `DELETE FROM inbox_messages WHERE id IN (SELECT value FROM json_each(?))`,
   decrementUnread: `UPDATE inbox_counters SET unread_count = max(unread_count - @n, 0) WHERE user_id = @userId`,
 } as const
 
-/** A keyset position: time, then rowid. */
+/** A keyset position: time, then rowid (the notifications walk keys on rowid alone). */
 interface Position {
   t: number
   r: number
@@ -78,25 +94,31 @@ interface Positions {
   success: Position
   dead: Position
   events: Position
+  notifications: Position
 }
 
 const startPositions = (): Positions => ({
   success: { t: Number.MIN_SAFE_INTEGER, r: 0 },
   dead: { t: Number.MIN_SAFE_INTEGER, r: 0 },
   events: { t: Number.MIN_SAFE_INTEGER, r: 0 },
+  notifications: { t: Number.MIN_SAFE_INTEGER, r: 0 },
 })
 
 /**
  * One window of a keyset walk: steps through `rows` (a statement limited to `window` rows),
  * takes the rows `wanted` says go, up to `want` of them, and moves `at` past every row it looked
- * at, stopping there. Done when the rows ran out before the window did.
+ * at, stopping there. Done when the rows ran out before the window did, or at a row `stop` says
+ * ends the walk (read, but not passed).
  */
-function walkWindow<R extends Position>(rows: IterableIterator<R>, window: number, want: number, wanted: (row: R) => boolean, at: Position): { rowids: number[]; read: number; done: boolean } {
+function walkWindow<R extends Position>(
+  rows: IterableIterator<R>, window: number, want: number, wanted: (row: R) => boolean, at: Position, stop?: (row: R) => boolean,
+): { rowids: number[]; read: number; done: boolean } {
   const rowids: number[] = []
   let read = 0
   for (const row of rows) {
     if (rowids.length >= want) return { rowids, read, done: false }
     read++
+    if (stop?.(row)) return { rowids, read, done: true }
     if (wanted(row)) rowids.push(row.r)
     at.t = row.t
     at.r = row.r
@@ -124,24 +146,33 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
   const events = db.prepare(SQL.events)
   const deleteEvents = db.prepare(SQL.deleteEvents)
   const releaseEvents = db.prepare(SQL.releaseEvents)
+  const notifications = db.prepare(SQL.notifications)
+  const deleteNotifications = db.prepare(SQL.deleteNotifications)
+  const releaseNotifications = db.prepare(SQL.releaseNotifications)
+  const lastNotification = db.prepare(SQL.lastNotification).pluck()
   const oldInbox = db.prepare(SQL.oldInbox)
   const deleteInbox = db.prepare(SQL.deleteInbox)
   const decrementUnread = db.prepare(SQL.decrementUnread)
   const result: RetentionResult = {
     deliveries: 0,
     events: 0,
+    notifications: 0,
     inboxMessages: 0,
-    batches: { deliveries: 0, events: 0, inboxMessages: 0 },
-    read: { deliveries: 0, events: 0 },
+    batches: { deliveries: 0, events: 0, notifications: 0, inboxMessages: 0 },
+    read: { deliveries: 0, events: 0, notifications: 0 },
     full,
   }
   const eventsBefore = now - opts.eventsMs
-  // Fixed for the sweep: the events walk moves only after the deliveries are done.
+  // Fixed for the sweep: the events and notifications walks move only after the deliveries are done.
   const passed = { ...at.events }
-  const anyPassed = passed.t !== Number.MIN_SAFE_INTEGER
-  // Each delivery may release an event in the same transaction: half as many deliveries then
-  // keep it at `limit` deleted rows. 300k deliveries and their events went in 2.6–2.8 s this
-  // way, 2.6–2.9 s when the events walk deletes the events (noisy 2-vCPU box).
+  const passedNotifications = { ...at.notifications }
+  const eventsPassed = passed.t !== Number.MIN_SAFE_INTEGER
+  const notificationsPassed = passedNotifications.r > 0
+  const anyPassed = eventsPassed || notificationsPassed
+  // Each delivery may release an event or a notification (it refers to one or the other) in the
+  // same transaction: half as many deliveries then keep it at `limit` deleted rows. 300k
+  // deliveries and their events went in 2.6–2.8 s this way, 2.6–2.9 s when the events walk
+  // deletes the events (noisy 2-vCPU box).
   const take = anyPassed ? Math.ceil(limit / 2) : limit
 
   // One transaction deletes up to `limit` rows: expired successes first, then dead and cancelled.
@@ -164,10 +195,16 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
       arm.done = step.done
     }
     if (rowids.length === 0) return [0, arms.every((a) => a.done)]
-    const gone = deleteDeliveries.all(JSON.stringify(rowids)) as { eventId: string | null }[]
-    const eventIds = anyPassed ? gone.flatMap((d) => (d.eventId === null ? [] : [d.eventId])) : []
+    const gone = deleteDeliveries.all(JSON.stringify(rowids)) as { eventId: string | null; notificationId: string | null }[]
+    const eventIds = eventsPassed ? gone.flatMap((d) => (d.eventId === null ? [] : [d.eventId])) : []
     // One event lookup per deleted delivery, on top of the window's reads.
     if (eventIds.length > 0) result.events += releaseEvents.run({ ids: JSON.stringify(eventIds), ...passed, before: eventsBefore }).changes
+    // A fan-out's deliveries share their notification: one lookup per distinct one.
+    const notificationIds = notificationsPassed ? [...new Set(gone.flatMap((d) => (d.notificationId === null ? [] : [d.notificationId])))] : []
+    if (notificationIds.length > 0) {
+      const ids = JSON.stringify(notificationIds)
+      result.notifications += releaseNotifications.run({ ids, r: passedNotifications.r, before: eventsBefore }).changes
+    }
     return [gone.length, arms.every((a) => a.done)]
   }
   const eventsBatch = (): [number, boolean] => {
@@ -175,6 +212,17 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
     const step = walkWindow(rows, window, limit, (row) => row.free === 1, at.events)
     result.read.events += step.read
     return [step.rowids.length === 0 ? 0 : deleteEvents.run(JSON.stringify(step.rowids)).changes, step.done]
+  }
+  const notificationsBatch = (): [number, boolean] => {
+    const pos = at.notifications
+    const rows = notifications.iterate({ r: pos.r, window }) as IterableIterator<Position & { free: number }>
+    const step = walkWindow(rows, window, limit, (row) => row.free === 1, pos, (row) => row.t >= eventsBefore)
+    result.read.notifications += step.read
+    const n = step.rowids.length === 0 ? 0 : deleteNotifications.run(JSON.stringify(step.rowids)).changes
+    // Without AUTOINCREMENT a row gets max(rowid) + 1: had this walk deleted the last rows, the
+    // next notifications would reuse rowids it has passed. Ending at the last row left avoids it.
+    if (step.done) pos.r = Math.min(pos.r, lastNotification.get() as number)
+    return [n, step.done]
   }
   const inboxBatch = (): [number, boolean] => {
     const rows = oldInbox.all({ before: now - opts.inboxMs, limit }) as { id: string; userId: string; unread: number }[]
@@ -193,6 +241,7 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
   const batches: [Family, () => [number, boolean]][] = [
     ['deliveries', deliveriesBatch],
     ['events', eventsBatch],
+    ['notifications', notificationsBatch],
     ['inboxMessages', inboxBatch],
   ]
   for (const [family, batch] of batches) {
@@ -262,7 +311,8 @@ export interface RetentionRunner {
 /**
  * A retention runner: it remembers in memory, after each completed sweep, where each keyset
  * walk stopped, and the next sweep starts there, so rows kept (dead rows inside the success
- * window's walk, old events that still have deliveries) are read once, not every hour.
+ * window's walk, old events and notifications that still have deliveries) are read once, not
+ * every hour.
  *
  * Why that is safe: a finished walk has handled every row at or before its position. A row only
  * enters `deliveries_finished` with completed_at = the writer's now (settle, expiry, cancel,
@@ -270,8 +320,9 @@ export interface RetentionRunner {
  * lands before a position only if its writer's clock was more than the window behind the sweep
  * that set it. Events are written with created_at = now likewise, and only lose deliveries to
  * this sweep, which deletes (in the same transaction) the events its deliveries leave bare if
- * the events walk has passed them. A skipped row would only stay too long, never go too early:
- * the cutoffs and conditions are unchanged. As a safety net a sweep walks from the beginning
+ * the events walk has passed them; the same goes for notifications, whose walk (by rowid) ends
+ * at the last row left, so new rows get rowids after it. A skipped row would only stay too
+ * long, never go too early: the cutoffs and conditions are unchanged. As a safety net a sweep walks from the beginning
  * when `now` went backwards, the windows changed, or `fullWalkEveryMs` passed since the last
  * full walk; and the first sweep of a process always does (a restart forgets the positions).
  */
