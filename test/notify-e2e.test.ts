@@ -29,7 +29,7 @@ describe('notifications through the library facade and the real dispatcher', () 
     }
     expect((pb.notifications.get(r.id) as { deliveries: { channel: string; status: string }[] }).deliveries.map((d) => [d.channel, d.status])).toEqual([
       ['inbox', 'success'],
-      ['webhook', 'success'],
+      ['notify-webhook', 'success'],
     ])
   })
 

@@ -12,11 +12,12 @@ import {
   TokenIn,
   TokenOut,
   Topic,
+  UserId,
   UserIn,
   UserOut,
 } from '../notify/schemas.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
+import { bearerSecurity, errorResponses, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 import type { ApiEnv } from './deps.js'
 
 const admin = requireRole('admin')
@@ -25,6 +26,12 @@ const base = { security: bearerSecurity, tags: ['directory'] }
 const Deleted = z.object({ deleted: z.literal(true) }).openapi('Deleted')
 const listOf = <T extends z.ZodType>(item: T, name: string) =>
   z.object({ data: z.array(item), next_cursor: z.string().nullable() }).openapi(name)
+/** `:id` of the /v1/users routes: the one user-id rule, also in /openapi.json. */
+const UserIdParam = z.object({ id: UserId.openapi({ param: { name: 'id', in: 'path' } }) })
+/** `:id` of GET /v1/users/:id/preferences: a user id, or "*" for the rows that apply to everyone. */
+const PreferencesOwnerParam = z.object({
+  id: z.union([z.literal('*'), UserId]).openapi({ param: { name: 'id', in: 'path' }, description: 'a user id, or * for the rows of every user' }),
+})
 const TopicQuery = PageQuery.extend({ topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }) })
 
 /** The notify service of the app; 503 when the app was built without one. */
@@ -37,28 +44,28 @@ export function notifyOf(c: Context<ApiEnv>): NotifyService {
 const routes = {
   putUser: createRoute({
     ...base, method: 'put', path: '/v1/users/{id}', summary: 'Create or update a user (admin)', middleware: [admin] as const,
-    request: { params: IdParam, body: jsonBody(UserIn) },
+    request: { params: UserIdParam, body: jsonBody(UserIn) },
     responses: { 200: jsonResponse(UserOut, 'updated'), 201: jsonResponse(UserOut, 'created'), ...errorResponses },
   }),
   getUser: createRoute({
     ...base, method: 'get', path: '/v1/users/{id}', summary: 'A user', middleware: [viewer] as const,
-    request: { params: IdParam },
+    request: { params: UserIdParam },
     responses: { 200: jsonResponse(UserOut, 'the user'), ...errorResponses },
   }),
   deleteUser: createRoute({
     ...base, method: 'delete', path: '/v1/users/{id}', summary: 'Delete a user with their subscriptions and preferences (admin)',
     middleware: [admin] as const,
-    request: { params: IdParam },
+    request: { params: UserIdParam },
     responses: { 200: jsonResponse(Deleted, 'deleted'), ...errorResponses },
   }),
   issueToken: createRoute({
     ...base, method: 'post', path: '/v1/users/{id}/tokens', summary: 'Issue an end-user inbox token (admin)', middleware: [admin] as const,
-    request: { params: IdParam, body: jsonBody(TokenIn, false) },
+    request: { params: UserIdParam, body: jsonBody(TokenIn, false) },
     responses: { 201: jsonResponse(TokenOut, 'the token, signed by the server'), ...errorResponses },
   }),
   userPreferences: createRoute({
     ...base, method: 'get', path: '/v1/users/{id}/preferences', summary: "A user's preferences", middleware: [viewer] as const,
-    request: { params: IdParam, query: PageQuery },
+    request: { params: PreferencesOwnerParam, query: PageQuery },
     responses: { 200: jsonResponse(listOf(PreferenceOut, 'PreferenceList'), 'the rows of that user'), ...errorResponses },
   }),
   putSubscription: createRoute({

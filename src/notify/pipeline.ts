@@ -3,6 +3,7 @@ import type { Channel } from '../store/deliveries.js'
 import type { PreferenceRow, TemplateRow } from '../store/directory.js'
 import type { Config } from '../config.js'
 import type { Clock } from '../lib/clock.js'
+import type { Log } from '../log.js'
 import { newId } from '../lib/ids.js'
 import { maxAttemptsFor } from '../delivery/retry-policy.js'
 import { resolveRecipients, type Recipient } from './recipients.js'
@@ -34,14 +35,13 @@ export interface SendResult {
 
 export type { DeliveryPayload } from './delivery-payload.js'
 
-/** The queue's channel name for an API channel name. */
+/**
+ * The queue's channel name for an API channel name. The webhook channel is stored as
+ * `notify-webhook`, apart from the `webhook` rows that go to endpoints, and every view of a
+ * delivery (GET /v1/deliveries, GET /v1/notifications/:id, metrics) shows that stored name.
+ */
 export function queueChannel(channel: NotifyChannel): Channel {
   return channel === 'webhook' ? 'notify-webhook' : channel
-}
-
-/** The API's channel name for a queue channel name. */
-export function apiChannel(channel: Channel): string {
-  return channel === 'notify-webhook' ? 'webhook' : channel
 }
 
 /** Dependencies of the pipeline. */
@@ -49,6 +49,8 @@ export interface PipelineDeps {
   store: Store
   config: Config
   clock: Clock
+  /** Receives a warning when a template fails at render time. */
+  log: Log
 }
 
 /**
@@ -56,7 +58,7 @@ export interface PipelineDeps {
  * preferences, schedule, rendering and one delivery per (notification, recipient, channel).
  */
 export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) => SendResult {
-  const { store, config, clock } = deps
+  const { store, config, clock, log } = deps
   const render = createRenderer()
   const maxAttempts = maxAttemptsFor(config.notificationRetrySchedule)
 
@@ -72,7 +74,7 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       const templates = new Map<NotifyChannel, TemplateRow[]>()
       for (const ch of req.channels) templates.set(ch, store.directory.activeTemplates(req.topic, ch))
       const prefsOf = store.directory.preferencesForTopic(req.topic, recipients.map((r) => r.id))
-      const cache = fanoutCache(req, render, templates, config.mandatoryTopics)
+      const cache = fanoutCache(req, render, templates, config.mandatoryTopics, log)
       let deliveries = 0
       for (const r of recipients) {
         const prefs = prefsOf(r.id)
@@ -124,7 +126,21 @@ function fanoutCache(
   render: ReturnType<typeof createRenderer>,
   templates: ReadonlyMap<NotifyChannel, TemplateRow[]>,
   mandatoryTopics: readonly string[],
+  log: Log,
 ) {
+  const failed = new Set<number>()
+  /** Renders, and logs a template's render failure once per notification (never the payload). */
+  const renderLogged = (template: TemplateRow | null, r: Recipient): Rendered => {
+    const rendered = render(template, context(req, r))
+    if (rendered.error !== undefined && template !== null && !failed.has(template.id)) {
+      failed.add(template.id)
+      log.warn(
+        { topic: req.topic, channel: template.channel, locale: template.locale, template_version: template.version, error: rendered.error },
+        'notification template failed to render; sent the title and body as given',
+      )
+    }
+    return rendered
+  }
   const decisions = new Map<readonly PreferenceRow[], Map<NotifyChannel, ChannelDecision>>()
   const chosen = new Map<string, TemplateRow | null>()
   const renders = new Map<TemplateRow | null, Rendered>()
@@ -145,9 +161,9 @@ function fanoutCache(
       let template = chosen.get(key)
       if (template === undefined) chosen.set(key, (template = chooseTemplate(templates.get(channel)!, locale)))
       let rendered: Rendered
-      if (dependsOnRecipient(template)) rendered = render(template, context(req, r))
+      if (dependsOnRecipient(template)) rendered = renderLogged(template, r)
       else {
-        rendered = renders.get(template) ?? render(template, context(req, r))
+        rendered = renders.get(template) ?? renderLogged(template, r)
         renders.set(template, rendered)
       }
       const name = r.user?.name ?? null

@@ -78,3 +78,29 @@ export function decideChannel(
     mandatory: false,
   }
 }
+
+/** A preference field that would be stored and never read. */
+export interface IneffectiveField {
+  field: 'quiet_hours' | 'digest'
+  message: string
+}
+
+/**
+ * The fields of a preference row that SPEC §7 never reads, so a PUT can refuse them instead of
+ * storing a setting that silently does nothing: quiet hours are read only from rows with a `*`
+ * channel, and digests hold email only, so `digest` on an inbox or webhook row does nothing.
+ * A null `quiet_hours` and a `none` digest are the stored defaults and always accepted.
+ */
+export function ineffectiveFields(p: { channel: string; digest?: string | undefined; quietHours?: QuietHours | null | undefined }): IneffectiveField[] {
+  const out: IneffectiveField[] = []
+  if (p.quietHours && p.channel !== '*') {
+    out.push({
+      field: 'quiet_hours',
+      message: 'applies only to rows with channel "*" (quiet hours cover email and webhook together); set it on a row with channel "*"',
+    })
+  }
+  if (p.digest !== undefined && p.digest !== 'none' && (p.channel === 'inbox' || p.channel === 'webhook')) {
+    out.push({ field: 'digest', message: `applies only to email; set it on a row with channel "email" or "*", not "${p.channel}"` })
+  }
+  return out
+}

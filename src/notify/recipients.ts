@@ -17,8 +17,45 @@ export interface Recipient {
   email: string | null
 }
 
-// No list separators or quotes either: `x,y@z.com` would reach `y@z.com` through nodemailer.
-const EMAIL = /^[^\s@<>:,;"()[\]\\]+@[^\s@<>:,;"'()[\]\\]+\.[^\s@<>:,;"'()[\]\\]+$/
+/** Control characters (C0, DEL, C1): part of no user id, role or team name, nor of an email address. */
+const CONTROL = String.raw`\x00-\x1f\x7f-\x9f`
+// No list separators, quotes or control characters either: `x,y@z.com` would reach `y@z.com` through nodemailer.
+const LOCAL = String.raw`[^\s@<>:,;"()[\]\\${CONTROL}]+`
+const DOMAIN = String.raw`[^\s@<>:,;"'()[\]\\${CONTROL}]+`
+const EMAIL = new RegExp(`^${LOCAL}@${DOMAIN}\\.${DOMAIN}$`)
+
+/**
+ * The one user-id rule (PUT /v1/users, tokens, subscriptions, preferences, recipients): 1–200
+ * characters without whitespace, control characters, ":" (the selector separator) or "*" (the
+ * preference wildcard), so every stored id can be named by a `user:<id>` selector.
+ */
+export const USER_ID_PATTERN = new RegExp(String.raw`^[^\s:*${CONTROL}]{1,200}$`)
+/** A role or team name: 1–200 characters without whitespace, control characters or ":". */
+export const NAME_PATTERN = new RegExp(String.raw`^[^\s:${CONTROL}]{1,200}$`)
+/** A subscription principal: `user:<id>`, `role:<r>`, `team:<t>` or a bare id (never "*"). */
+export const PRINCIPAL_PATTERN = new RegExp(String.raw`^((user|role|team):)?[^\s:*${CONTROL}]{1,200}$`)
+/** What a user id must look like, for error messages. */
+export const USER_ID_RULE = 'must be 1–200 characters without spaces, control characters, ":" or "*"'
+
+/** True when `id` is a valid user id. */
+export function isUserId(id: string): boolean {
+  return USER_ID_PATTERN.test(id)
+}
+
+/**
+ * Why a recipient selector names nobody valid, or null when it is fine: `user:<id>` and bare
+ * ids must be user ids, `role:`/`team:` names must be names. Checked on the trimmed selector,
+ * as resolveRecipients reads it.
+ */
+export function selectorError(selector: string): string | null {
+  const s = selector.trim()
+  if (s === 'subscribers' || isEmailShaped(s)) return null
+  if (s.startsWith('role:') || s.startsWith('team:')) {
+    return NAME_PATTERN.test(s.slice(5)) ? null : `${s.slice(0, 4)} name must be 1–200 characters without spaces, control characters or ":"`
+  }
+  const id = s.startsWith('user:') ? s.slice(5) : s
+  return isUserId(id) ? null : `is neither an email address nor a user id: a user id ${USER_ID_RULE}`
+}
 
 /** True for an email-shaped selector. */
 export function isEmailShaped(text: string): boolean {

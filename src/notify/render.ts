@@ -8,6 +8,8 @@ export interface Rendered {
   format: 'text' | 'markdown' | 'html'
   /** The template version used, or null when the request's title/body were used as given. */
   templateId: number | null
+  /** Why the template failed at render time (the first line of the error), when it fell back. */
+  error?: string
 }
 
 /** What a template sees: `{{ title }}`, `{{ body }}`, `{{ payload.x }}`, `{{ recipient.name }}`, … */
@@ -119,9 +121,10 @@ export function createRenderer(): (template: TemplateRow | null, ctx: RenderCont
         format: template.format,
         templateId: template.id,
       }
-    } catch {
+    } catch (err) {
       // A template that fails at render time (checked for syntax at PUT) falls back to the raw text.
-      return { title: scope.title, body: scope.body, format: 'text', templateId: null }
+      const error = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300)
+      return { title: scope.title, body: scope.body, format: 'text', templateId: null, error }
     }
   }
 }

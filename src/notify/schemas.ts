@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi'
 import { jsonObject } from '../lib/json-object.js'
 import { isValidTimeZone } from './schedule.js'
+import { NAME_PATTERN, PRINCIPAL_PATTERN, USER_ID_PATTERN, USER_ID_RULE } from './recipients.js'
 import { decodeCursor, MAX_PAGE_SIZE } from '../lib/cursor.js'
 
 /**
@@ -15,18 +16,20 @@ const Channel = z.enum(['inbox', 'email', 'webhook'])
 const TimeZone = z.string().min(1).max(100).refine(isValidTimeZone, 'must be an IANA time zone such as Europe/Paris')
 const Locale = z.string().regex(/^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$/, 'must be a locale such as en, fr or fr-CA')
 /** A user id: what preferences and `user:<id>` selectors can name, so every user is reachable. */
-export const UserId = z.string().min(1).max(200).regex(/^[^\s:*]+$/, 'must not contain spaces, ":" or "*"')
-const Name = z.string().min(1).max(200).regex(/^[^\s:]+$/, 'must not contain spaces or ":"')
+export const UserId = z.string().min(1).max(200).regex(USER_ID_PATTERN, USER_ID_RULE)
+const Name = z.string().min(1).max(200).regex(NAME_PATTERN, 'must not contain spaces, control characters or ":"')
 const Clock = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM')
 
 /**
  * Where the inbox UI links to: an absolute http(s) URL or a path on the app's own origin.
  * Inbox UIs render it as a link, so `javascript:`, `data:` and protocol-relative `//host` are refused.
+ * No regex flags: /openapi.json publishes the source as an ECMA `pattern`, which has no place
+ * for them, so the scheme's case-insensitivity is spelled out in character classes.
  */
 const ActionUrl = z
   .string()
   .max(2048)
-  .regex(/^(?:https?:\/\/[^\s/?#]+[^\s]*|\/(?![/\\])[^\s]*)$/i, 'must be an http(s) URL or a path starting with /')
+  .regex(/^(?:[hH][tT][tT][pP][sS]?:\/\/[^\s/?#]+[^\s]*|\/(?![/\\])[^\s]*)$/, 'must be an http(s) URL or a path starting with /')
 
 /** `POST /v1/notifications` body. */
 export const NotificationIn = z
@@ -61,7 +64,9 @@ export const NotificationOut = z
       z.object({
         id: z.string(),
         recipient: z.string(),
-        channel: z.string(),
+        channel: z.enum(['inbox', 'email', 'notify-webhook']).openapi({
+          description: 'The stored channel, as GET /v1/deliveries shows it: the `webhook` channel of a request is `notify-webhook`',
+        }),
         status: z.string(),
         attempts: z.number().int(),
         next_attempt_at: z.string().nullable(),
@@ -107,7 +112,7 @@ export const SubscriptionIn = z
       .string()
       .min(1)
       .max(210)
-      .regex(/^((user|role|team):)?[^\s:*]+$/, 'must be user:<id>, role:<r>, team:<t> or a bare id')
+      .regex(PRINCIPAL_PATTERN, 'must be user:<id>, role:<r>, team:<t> or a bare id, without spaces, control characters, ":" or "*"')
       .openapi({ example: 'role:admin' }),
   })
   .openapi('SubscriptionIn')

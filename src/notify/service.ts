@@ -10,7 +10,7 @@ import { toIso, type Clock, type Rng } from '../lib/clock.js'
 import { parseJsonOr } from '../lib/json.js'
 import { decodeOffsetCursor, DEFAULT_PAGE_SIZE, encodeOffsetCursor, type Page } from '../lib/cursor.js'
 import { errors } from '../errors.js'
-import { apiChannel, createPipeline, type SendResult } from './pipeline.js'
+import { createPipeline, type SendResult } from './pipeline.js'
 import { templateSyntaxError } from './render.js'
 import { createInboxStreamHub, type InboxStreamHub } from './inbox-stream.js'
 import { issueUserToken, verifyUserToken, type UserTokenClaims } from './tokens.js'
@@ -18,7 +18,8 @@ import { createInboxChannel } from './channels/inbox.js'
 import { createEmailChannel } from './channels/email.js'
 import { createNotifyWebhookChannel, type PublishEvent } from './channels/notify-webhook.js'
 import type { NotificationInput, PreferenceInput, TemplateInputBody, UserInputBody } from './schemas.js'
-import { UserId } from './schemas.js'
+import { isUserId, PRINCIPAL_PATTERN, selectorError, USER_ID_RULE } from './recipients.js'
+import { ineffectiveFields } from './preferences.js'
 
 /** SPEC §6: a keepalive comment every 25 s keeps proxies from closing an idle stream. */
 export const STREAM_KEEPALIVE_MS = 25_000
@@ -174,6 +175,18 @@ const templateJson = (t: TemplateRow) => ({
   created_at: toIso(t.createdAt),
 })
 
+/** Throws 400 validation_failed unless `id` follows the one user-id rule (see USER_ID_PATTERN). */
+function assertUserId(id: string, field = 'id', where = 'path'): void {
+  if (!isUserId(id)) throw errors.validation([{ field, message: USER_ID_RULE, in: where }])
+}
+
+/** Throws 400 validation_failed unless a subscription principal names a valid user id, role or team. */
+function assertPrincipal(principal: string): void {
+  if (!PRINCIPAL_PATTERN.test(principal)) {
+    throw errors.validation([{ field: 'principal', message: `must be user:<id>, role:<r>, team:<t> or a bare id; a user id ${USER_ID_RULE}`, in: 'body' }])
+  }
+}
+
 /** A principal in canonical form: a bare id becomes `user:<id>`. */
 export function normalizePrincipal(principal: string): string {
   return /^(user|role|team):/.test(principal) ? principal : `user:${principal}`
@@ -184,7 +197,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
   const { store, config, clock, rng, log, tokenKey } = deps
   const schedule = config.notificationRetrySchedule
   const hub = createInboxStreamHub()
-  const send = createPipeline({ store, config, clock })
+  const send = createPipeline({ store, config, clock, log })
   const email = createEmailChannel({ store, clock, rng, log, schedule, smtpUrl: config.smtpUrl, from: config.emailFrom })
 
   const inbox = (userId: string): UserInbox => {
@@ -219,10 +232,16 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
 
   return {
     notifications: {
-      send: (input) =>
-        send({
+      send: (input) => {
+        const recipients = input.recipients ?? ['subscribers']
+        const issues = recipients.flatMap((r, i) => {
+          const message = selectorError(r)
+          return message === null ? [] : [{ field: `recipients.${i}`, message, in: 'body' }]
+        })
+        if (issues.length > 0) throw errors.validation(issues.slice(0, 50))
+        return send({
           topic: input.topic,
-          recipients: input.recipients ?? ['subscribers'],
+          recipients,
           title: input.title ?? null,
           body: input.body ?? null,
           payload: input.payload ?? {},
@@ -230,7 +249,8 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
           action_url: input.action_url ?? null,
           channels: [...new Set(input.channels ?? (['inbox'] as const))],
           dedup_key: input.dedup_key ?? null,
-        }),
+        })
+      },
       get(id) {
         const n = store.notifications.get(id)
         if (!n) throw errors.notFound('Notification')
@@ -244,7 +264,8 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
           deliveries: store.deliveries.byNotification(id).map((d) => ({
             id: d.id,
             recipient: d.recipient ?? '',
-            channel: apiChannel(d.channel),
+            // The stored name, as GET /v1/deliveries shows it: `notify-webhook` for the webhook channel.
+            channel: d.channel,
             status: d.status,
             attempts: d.attempts,
             next_attempt_at: d.status === 'pending' ? toIso(d.nextAttemptAt) : null,
@@ -256,23 +277,28 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
     },
     users: {
       put(id, input) {
-        const ok = UserId.safeParse(id)
-        if (!ok.success) throw errors.validation([{ field: 'id', message: ok.error.issues[0]!.message, in: 'path' }])
+        assertUserId(id)
         const { user, created } = store.directory.putUser(id, input, clock.now())
         return { user: userJson(user), created }
       },
       get(id) {
+        assertUserId(id)
         const u = store.directory.getUser(id)
         if (!u) throw errors.notFound('User')
         return userJson(u)
       },
       delete(id) {
+        assertUserId(id)
         if (!store.directory.deleteUser(id)) throw errors.notFound('User')
       },
     },
     subscriptions: {
-      put: ({ topic, principal }) => subscriptionJson(store.directory.putSubscription(topic, normalizePrincipal(principal), clock.now())),
+      put({ topic, principal }) {
+        assertPrincipal(principal)
+        return subscriptionJson(store.directory.putSubscription(topic, normalizePrincipal(principal), clock.now()))
+      },
       delete({ topic, principal }) {
+        assertPrincipal(principal)
         if (!store.directory.deleteSubscription(topic, normalizePrincipal(principal))) throw errors.notFound('Subscription')
       },
       list(topic, page) {
@@ -288,8 +314,11 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
       },
     },
     preferences: {
-      put: (p) =>
-        preferenceJson(
+      put(p) {
+        if (p.user_id !== '*') assertUserId(p.user_id, 'user_id', 'body')
+        const ineffective = ineffectiveFields({ channel: p.channel, digest: p.digest, quietHours: p.quiet_hours })
+        if (ineffective.length > 0) throw errors.validation(ineffective.map((f) => ({ ...f, in: 'body' })))
+        return preferenceJson(
           store.directory.putPreference({
             userId: p.user_id,
             topic: p.topic,
@@ -299,8 +328,13 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
             quietHours: p.quiet_hours ?? null,
             updatedAt: clock.now(),
           }),
-        ),
-      list: (userId, page) => pageOf(page, (slice) => store.directory.preferencesOfUser(userId, slice), preferenceJson),
+        )
+      },
+      list: (userId, page) => {
+        // "*" lists the rows that apply to every user.
+        if (userId !== '*') assertUserId(userId)
+        return pageOf(page, (slice) => store.directory.preferencesOfUser(userId, slice), preferenceJson)
+      },
     },
     templates: {
       put: (t) => {
@@ -328,6 +362,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
     },
     tokens: {
       issue(userId, ttlSeconds) {
+        assertUserId(userId)
         const expiresAt = clock.now() + (ttlSeconds !== undefined ? ttlSeconds * 1000 : 86_400_000)
         return { token: issueUserToken(tokenKey, userId, expiresAt), expires_at: toIso(expiresAt) }
       },
