@@ -60,6 +60,12 @@ export const NotificationOut = z
     recipients: z.number().int(),
     created_at: z.string(),
     request: z.record(z.string(), z.unknown()),
+    delivery_counts: z
+      .object({ pending: z.number().int(), in_flight: z.number().int(), success: z.number().int(), dead: z.number().int(), cancelled: z.number().int() })
+      .openapi({ description: 'All of the notification’s deliveries by status' }),
+    deliveries_truncated: z.boolean().openapi({
+      description: 'True when `deliveries` shows only the first 1,000; page through all of them with GET /v1/deliveries?notification_id=',
+    }),
     deliveries: z.array(
       z.object({
         id: z.string(),

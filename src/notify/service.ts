@@ -101,6 +101,13 @@ function pageByKey<T, K>(
   return { data: data.map(toJson), next_cursor: cursor.encode(data[limit - 1]!) }
 }
 
+/**
+ * At most this many deliveries are embedded in `GET /v1/notifications/:id` (a role of 10,000 users
+ * on two channels has 20,000); `delivery_counts` covers them all, and `GET
+ * /v1/deliveries?notification_id=` pages through them.
+ */
+export const NOTIFICATION_DELIVERIES_SHOWN = 1000
+
 /** The notification side of Postbox: pipeline, directory, tokens, inboxes, live streams and channels. */
 export interface NotifyService {
   notifications: {
@@ -254,6 +261,8 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
       get(id) {
         const n = store.notifications.get(id)
         if (!n) throw errors.notFound('Notification')
+        const counts = store.deliveries.countsByNotification(id)
+        const total = Object.values(counts).reduce((a, b) => a + b, 0)
         return {
           id: n.id,
           topic: n.topic,
@@ -261,7 +270,9 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
           recipients: n.recipients,
           created_at: toIso(n.createdAt),
           request: parseJsonOr<Record<string, unknown>>(n.request, {}),
-          deliveries: store.deliveries.byNotification(id).map((d) => ({
+          delivery_counts: counts,
+          deliveries_truncated: total > NOTIFICATION_DELIVERIES_SHOWN,
+          deliveries: store.deliveries.byNotification(id, NOTIFICATION_DELIVERIES_SHOWN).map((d) => ({
             id: d.id,
             recipient: d.recipient ?? '',
             // The stored name, as GET /v1/deliveries shows it: `notify-webhook` for the webhook channel.

@@ -123,7 +123,8 @@ const SQL = {
     WHERE status = 'pending' AND endpoint_id IS NOT NULL GROUP BY endpoint_id`,
   oldestPending: `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending' AND next_attempt_at < ${WAITING_IN_ORDER}`,
   byEvent: `SELECT ${COLUMNS} FROM deliveries WHERE event_id = ? ORDER BY id`,
-  byNotification: `SELECT ${COLUMNS} FROM deliveries WHERE notification_id = ? ORDER BY id`,
+  byNotification: `SELECT ${COLUMNS} FROM deliveries WHERE notification_id = ? ORDER BY id LIMIT ?`,
+  countsByNotification: `SELECT status, count(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY status`,
   // Only members already due: one held back by its own quiet hours waits for them (SPEC §7).
   byGroup: `SELECT ${COLUMNS} FROM deliveries WHERE group_key = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY id`,
   holdPending: `UPDATE deliveries SET next_attempt_at = @until, updated_at = @now
@@ -132,6 +133,13 @@ const SQL = {
       completed_at = @now, updated_at = @now
     WHERE id = @id AND status = 'pending'`,
 } as const
+
+/** Counts of `status, n` rows as one number per status, zero for those absent. */
+function byStatus(rows: unknown[]): Record<DeliveryStatus, number> {
+  const out: Record<DeliveryStatus, number> = { pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 }
+  for (const r of rows as { status: DeliveryStatus; n: number }[]) out[r.status] = r.n
+  return out
+}
 
 /** Truncates a response body to the 16 KiB the attempt log keeps. */
 export function truncateBody(body: string | null | undefined): string | null {
@@ -278,7 +286,8 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     attempts: (id) => s.attempts.all(id) as Attempt[],
     list: createDeliveryList(db),
     byEvent: (eventId) => s.byEvent.all(eventId) as Delivery[],
-    byNotification: (id) => s.byNotification.all(id) as Delivery[],
+    byNotification: (id, limit = -1) => s.byNotification.all(id, limit) as Delivery[],
+    countsByNotification: (id) => byStatus(s.countsByNotification.all(id)),
     pendingInGroup: (groupKey, now) => s.byGroup.all(groupKey, now) as Delivery[],
     holdPending: (ids, until, now) => (ids.length === 0 ? 0 : s.holdPending.run({ ids: JSON.stringify(ids), until, now }).changes),
     finishGroupMember: (id, status, error, now) => s.finishGroupMember.run({ id, status, error, now }).changes > 0,
@@ -305,11 +314,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     killPendingForEndpoint: (endpointId, error, now) =>
       s.finishPendingForEndpoint.run({ endpointId, status: 'dead', error, now }).changes,
     deferPendingForEndpoint: (endpointId, until, now) => s.deferPendingForEndpoint.run({ endpointId, until, now }).changes,
-    countByStatus() {
-      const out: Record<DeliveryStatus, number> = { pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 }
-      for (const r of s.countByStatus.all() as { status: DeliveryStatus; n: number }[]) out[r.status] = r.n
-      return out
-    },
+    countByStatus: () => byStatus(s.countByStatus.all()),
     queueDepth: () => ({ pending: countPending.get() as number, in_flight: countInFlight.get() as number }),
     pendingByEndpoint() {
       const out: Record<string, number> = {}

@@ -164,7 +164,10 @@ export interface DeliveriesStore {
   attempts(id: string): Attempt[]
   list(filter: DeliveryFilter): Page<Delivery>
   byEvent(eventId: string): Delivery[]
-  byNotification(notificationId: string): Delivery[]
+  /** The notification's deliveries in id order, at most `limit`. */
+  byNotification(notificationId: string, limit?: number): Delivery[]
+  /** How many deliveries of the notification are in each status (from its index). */
+  countsByNotification(notificationId: string): Record<DeliveryStatus, number>
   /** The pending members of a digest group that are due at `now`. */
   pendingInGroup(groupKey: string, now: number): Delivery[]
   /**

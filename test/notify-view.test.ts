@@ -1,0 +1,38 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { NOTIFICATION_DELIVERIES_SHOWN } from '../src/notify/service.js'
+import { apiFixture, type ApiFixture } from './support/api.js'
+
+let f: ApiFixture | undefined
+afterEach(async () => {
+  await f?.close()
+  f = undefined
+})
+
+describe('GET /v1/notifications/:id', () => {
+  it(`embeds at most ${NOTIFICATION_DELIVERIES_SHOWN} deliveries, counts them all, and the deliveries list pages through every one`, async () => {
+    f = await apiFixture()
+    const users = NOTIFICATION_DELIVERIES_SHOWN + 5
+    const pb = f.pb
+    pb.store.tx(() => {
+      for (let i = 0; i < users; i++) pb.store.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
+    })
+    const sent = await f.json('POST', '/v1/notifications', { body: { topic: 'big', recipients: ['role:everyone'], title: 't' } })
+    expect(sent.status).toBe(202)
+    const got = (await f.json('GET', `/v1/notifications/${sent.body.id}`, { key: f.keys.viewer })).body
+    expect(got.deliveries).toHaveLength(NOTIFICATION_DELIVERIES_SHOWN)
+    expect(got.deliveries_truncated).toBe(true)
+    expect(got.delivery_counts).toEqual({ pending: users, in_flight: 0, success: 0, dead: 0, cancelled: 0 })
+    const seen = new Set<string>()
+    for (let cursor: string | null = null, pages = 0; pages < 10; pages++) {
+      const page = (await f.json('GET', `/v1/deliveries?notification_id=${sent.body.id}&limit=200${cursor ? `&cursor=${cursor}` : ''}`)).body
+      for (const d of page.data) seen.add(d.id)
+      if (!(cursor = page.next_cursor)) break
+    }
+    expect(seen.size).toBe(users)
+
+    const small = await f.json('POST', '/v1/notifications', { body: { topic: 'small', recipients: ['u1', 'u2'], title: 't' } })
+    const one = (await f.json('GET', `/v1/notifications/${small.body.id}`)).body
+    expect(one).toMatchObject({ deliveries_truncated: false, delivery_counts: { pending: 2 } })
+    expect(one.deliveries.map((d: { recipient: string }) => d.recipient).sort()).toEqual(['u1', 'u2'])
+  })
+})
