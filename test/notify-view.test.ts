@@ -24,7 +24,7 @@ describe('GET /v1/notifications/:id', () => {
     expect(got.delivery_counts).toEqual({ pending: users, in_flight: 0, success: 0, dead: 0, cancelled: 0 })
     const seen = new Set<string>()
     for (let cursor: string | null = null, pages = 0; pages < 10; pages++) {
-      const page = (await f.json('GET', `/v1/deliveries?notification_id=${sent.body.id}&limit=200${cursor ? `&cursor=${cursor}` : ''}`)).body
+      const page: { data: { id: string }[]; next_cursor: string | null } = (await f.json('GET', `/v1/deliveries?notification_id=${sent.body.id}&limit=200${cursor ? `&cursor=${cursor}` : ''}`)).body
       for (const d of page.data) seen.add(d.id)
       if (!(cursor = page.next_cursor)) break
     }
