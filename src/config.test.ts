@@ -84,6 +84,21 @@ describe('loadConfig', () => {
     ['POSTBOX_ALLOW_NETWORKS', ':::::/64'],
     ['POSTBOX_SHUTDOWN_TIMEOUT', '30d'],
     ['POSTBOX_POLL_INTERVAL', '30d'],
+    // Hosts that could never be bound (serve would fail with ENOTFOUND), short HMAC keys, bad topics.
+    ['POSTBOX_HOST', '999.1.1.1'],
+    ['POSTBOX_HOST', '1.2.3'],
+    ['POSTBOX_HOST', 'bad host'],
+    ['POSTBOX_HOST', '-leading.example.com'],
+    ['POSTBOX_HOST', 'a..b'],
+    ['POSTBOX_HOST', '[::1]'],
+    ['POSTBOX_HOST', `${'a'.repeat(64)}.example.com`],
+    ['POSTBOX_TOKEN_SECRET', 'x'],
+    ['POSTBOX_TOKEN_SECRET', 'a'.repeat(31)],
+    ['POSTBOX_MANDATORY_TOPICS', 'A B'],
+    ['POSTBOX_MANDATORY_TOPICS', 'security.,Billing'],
+    ['POSTBOX_MANDATORY_TOPICS', 'x'.repeat(201)],
+    ['POSTBOX_CORS_ORIGINS', 'app.example.com'],
+    ['POSTBOX_CORS_ORIGINS', 'https://app.example.com/path'],
   ])('%s=%j fails naming the variable', (name, value) => {
     let err: unknown
     try {
@@ -94,6 +109,20 @@ describe('loadConfig', () => {
     expect(err).toBeInstanceOf(ConfigError)
     expect((err as ConfigError).variable).toBe(name)
     expect((err as Error).message.startsWith(`${name}:`)).toBe(true)
+  })
+
+  it.each(['0.0.0.0', '127.0.0.1', '::', '::1', 'localhost', 'my-host', 'postbox.internal', 'node-1.example.com.', 'fe80::1%eth0'])(
+    'POSTBOX_HOST=%j is accepted',
+    (host) => {
+      expect(loadConfig({ POSTBOX_HOST: host }).host).toBe(host)
+    },
+  )
+
+  it('a 32-character token secret and valid mandatory topics are accepted; the secret is never echoed', () => {
+    const c = loadConfig({ POSTBOX_TOKEN_SECRET: 's'.repeat(32), POSTBOX_MANDATORY_TOPICS: 'security.,billing:failed,a_b-c' })
+    expect(c).toMatchObject({ tokenSecret: 's'.repeat(32), mandatoryTopics: ['security.', 'billing:failed', 'a_b-c'] })
+    expect(() => loadConfig({ POSTBOX_TOKEN_SECRET: 'hunter2' })).toThrow(/^POSTBOX_TOKEN_SECRET: must be at least 32 characters/)
+    expect(() => loadConfig({ POSTBOX_TOKEN_SECRET: 'hunter2' })).not.toThrow(/hunter2/)
   })
 
   it('flags override environment variables, in both --flag value and --flag=value forms', () => {
@@ -117,6 +146,9 @@ describe('loadConfig', () => {
     expect(() => resolveConfig({ maxBody: -5 })).toThrow(/POSTBOX_MAX_BODY: .*option maxBody/)
     expect(() => resolveConfig({ retrySchedule: 'x' as never })).toThrow(ConfigError)
     expect(() => resolveConfig({ allowNetworks: ['999.1.1.1/8'] })).toThrow(/POSTBOX_ALLOW_NETWORKS/)
+    expect(() => resolveConfig({ host: '999.1.1.1' })).toThrow(/^POSTBOX_HOST:/)
+    expect(() => resolveConfig({ tokenSecret: 'short' })).toThrow(/^POSTBOX_TOKEN_SECRET:/)
+    expect(() => resolveConfig({ mandatoryTopics: ['Not A Topic'] })).toThrow(/^POSTBOX_MANDATORY_TOPICS:/)
     expect(resolveConfig({ maxBody: 2048, allowNetworks: ['127.0.0.0/8'] })).toMatchObject({ maxBody: 2048 })
   })
 

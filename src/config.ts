@@ -74,6 +74,8 @@ export interface Config {
   readonly concurrency: number
   readonly pollIntervalMs: number
   readonly tokenSecret: string | null
+  /** Browser origins allowed to call /v1 (`https://app.example.com`, or `*`); empty = no CORS headers. */
+  readonly corsOrigins: readonly string[]
 }
 
 /** Thrown for a bad setting; the message names the variable. */
@@ -115,14 +117,15 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_RETENTION_SUCCESS', flag: '--retention-success', default: '7d', description: 'Keep successful deliveries and their attempts this long' },
   { env: 'POSTBOX_RETENTION_DEAD', flag: '--retention-dead', default: '30d', description: 'Keep dead and cancelled deliveries this long' },
   { env: 'POSTBOX_RETENTION_INBOX', flag: '--retention-inbox', default: '90d', description: 'Keep inbox messages this long' },
-  { env: 'POSTBOX_RETENTION_EVENTS', flag: '--retention-events', default: '7d', description: 'Keep events with no remaining deliveries this long' },
+  { env: 'POSTBOX_RETENTION_EVENTS', flag: '--retention-events', default: '7d', description: 'Keep events and notifications with no remaining deliveries this long' },
   { env: 'POSTBOX_SECRET_GRACE', flag: '--secret-grace', default: '24h', description: 'How long a rotated signing secret keeps being sent' },
   { env: 'POSTBOX_REQUEST_TIMEOUT', flag: '--request-timeout', default: '15s', description: 'Default webhook request timeout (endpoints may set 1s-60s)' },
   { env: 'POSTBOX_DISABLE_AFTER', flag: '--disable-after', default: '5d', description: 'Disable an endpoint with no success for this long and at least 10 failures' },
   { env: 'POSTBOX_SHUTDOWN_TIMEOUT', flag: '--shutdown-timeout', default: '10s', description: 'Deadline to drain in-flight requests on SIGTERM/SIGINT' },
   { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries' },
   { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
-  { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens; generated into <data dir>/token-secret.txt when unset' },
+  { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset' },
+  { env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', default: '(none)', description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any' },
 ]
 
 type Source = Record<string, string | undefined>
@@ -231,6 +234,7 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     concurrency: int('POSTBOX_CONCURRENCY', DEFAULTS.concurrency, 1, 10_000),
     pollIntervalMs: duration('POSTBOX_POLL_INTERVAL', DEFAULTS.pollIntervalMs, 10),
     tokenSecret: get('POSTBOX_TOKEN_SECRET') ?? null,
+    corsOrigins: list('POSTBOX_CORS_ORIGINS'),
   }
   return Object.freeze(checkConfig(config))
 }
@@ -267,6 +271,42 @@ function isCidr(text: string): boolean {
   }
 }
 
+/** The topic pattern of src/notify/schemas.ts (Topic), repeated here because config sits below notify. */
+const TOPIC = /^[a-z0-9_.:-]{1,200}$/
+/** One RFC 1123 host name label: letters, digits and inner hyphens, at most 63 characters. */
+const HOST_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i
+/** Shortest accepted POSTBOX_TOKEN_SECRET: a short HMAC key can be brute-forced offline from any one token. */
+export const MIN_TOKEN_SECRET_LENGTH = 32
+
+/** True for an address the server can bind: an IPv4 or IPv6 literal, or an RFC 1123 host name. */
+export function isBindableHost(host: string): boolean {
+  if (ipaddr.IPv6.isValid(host)) return true
+  // All-numeric labels are an IPv4 address or nothing (a top-level domain is never numeric).
+  if (/^[\d.]+$/.test(host)) return ipaddr.IPv4.isValidFourPartDecimal(host)
+  const name = host.endsWith('.') ? host.slice(0, -1) : host
+  if (name.length === 0 || name.length > 253) return false
+  const labels = name.split('.')
+  return labels.every((l) => HOST_LABEL.test(l)) && !/^\d+$/.test(labels[labels.length - 1]!)
+}
+
+/**
+ * The origin a CORS entry stands for (`https://app.example.com`, lower-cased, default port
+ * dropped), `*` for any, or null when the entry is not a bare http(s) origin.
+ */
+export function normalizeOrigin(entry: string): string | null {
+  if (entry === '*') return '*'
+  if (entry.includes('*')) return null
+  let url: URL
+  try {
+    url = new URL(entry)
+  } catch {
+    return null
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null
+  // A path, query, fragment or user name would never match the Origin header a browser sends.
+  return url.href === `${url.origin}/` ? url.origin : null
+}
+
 /** Checks the ranges and lists of a whole configuration; throws a ConfigError naming the variable. */
 export function checkConfig(c: Config): Config {
   for (const [field, variable, min, max] of BOUNDS) {
@@ -286,7 +326,25 @@ export function checkConfig(c: Config): Config {
       throw new ConfigError(variable, `expected at most 50 delays in milliseconds (option ${field})`)
     }
   }
-  return c
+  if (typeof c.host !== 'string' || !isBindableHost(c.host)) {
+    throw new ConfigError('POSTBOX_HOST', `"${String(c.host)}" is not an IP address (such as 0.0.0.0 or ::) or a host name`)
+  }
+  if (c.tokenSecret !== null && (typeof c.tokenSecret !== 'string' || c.tokenSecret.length < MIN_TOKEN_SECRET_LENGTH)) {
+    throw new ConfigError('POSTBOX_TOKEN_SECRET', `must be at least ${MIN_TOKEN_SECRET_LENGTH} characters (e.g. openssl rand -base64 32), or unset to generate one`)
+  }
+  const topics = c.mandatoryTopics as unknown
+  if (!Array.isArray(topics)) throw new ConfigError('POSTBOX_MANDATORY_TOPICS', 'expected a list of topics (option mandatoryTopics)')
+  for (const t of topics) {
+    if (typeof t !== 'string' || !TOPIC.test(t)) throw new ConfigError('POSTBOX_MANDATORY_TOPICS', `"${String(t)}" is not a topic: use a-z, 0-9 and _ . : - (at most 200)`)
+  }
+  const cors = (c.corsOrigins ?? []) as unknown
+  if (!Array.isArray(cors)) throw new ConfigError('POSTBOX_CORS_ORIGINS', 'expected a list of origins (option corsOrigins)')
+  const corsOrigins = cors.map((o: unknown) => {
+    const origin = typeof o === 'string' ? normalizeOrigin(o) : null
+    if (origin === null) throw new ConfigError('POSTBOX_CORS_ORIGINS', `"${String(o)}" is not an origin such as https://app.example.com (scheme and host, no path), or *`)
+    return origin
+  })
+  return { ...c, corsOrigins: [...new Set(corsOrigins)] }
 }
 
 /** A configuration for tests and library mode: defaults, with overrides. */

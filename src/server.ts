@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net'
-import type { Server } from 'node:http'
+import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { serve } from '@hono/node-server'
-import type { Config } from './config.js'
+import { ConfigError, type Config } from './config.js'
 import { createLogger, type Log } from './log.js'
 import { Postbox } from './postbox.js'
 
@@ -19,8 +20,9 @@ export async function listen(postbox: Postbox, log: Log): Promise<RunningServer>
   const { port, host } = postbox.config
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve({ fetch: postbox.app.fetch, port, hostname: host }, () => resolve(s as Server)) as Server
-    s.once('error', reject)
+    s.once('error', (err) => reject(listenError(err, host, port)))
   })
+  server.on('clientError', answerClientError)
   // Longer than common proxy idle timeouts, so pooled client connections are not cut mid-request.
   server.keepAliveTimeout = 65_000
   const actual = (server.address() as AddressInfo).port
@@ -46,6 +48,74 @@ export async function listen(postbox: Postbox, log: Log): Promise<RunningServer>
       return closing
     },
   }
+}
+
+/** Listen failures the operator fixes in the configuration, as a ConfigError (exit 2) naming the setting. */
+export function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as { code?: unknown } | null)?.code
+  const where = `${host}:${port}`
+  if (code === 'EADDRINUSE') return new ConfigError('POSTBOX_PORT', `cannot listen on ${where}: the port is already in use`)
+  if (code === 'EACCES') return new ConfigError('POSTBOX_PORT', `cannot listen on ${where}: permission denied (ports below 1024 need privileges)`)
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL') {
+    return new ConfigError('POSTBOX_HOST', `cannot listen on ${where}: the host name "${host}" does not resolve`)
+  }
+  if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT' || code === 'EINVAL') {
+    return new ConfigError('POSTBOX_HOST', `cannot listen on ${where}: "${host}" is not an address of this machine (${String(code)})`)
+  }
+  return err
+}
+
+/** How long a connection refused by the HTTP parser may linger after its answer, for the client to read it. */
+const CLIENT_ERROR_LINGER_MS = 2_000
+
+/** The parts of Node's in-progress ServerResponse (`socket._httpMessage`) this module looks at. */
+interface PendingResponse {
+  headersSent: boolean
+  req?: { complete?: boolean }
+  once(event: 'finish' | 'close', fn: () => void): unknown
+}
+
+/**
+ * Answers requests Node's HTTP parser refuses before any route sees them (oversized request
+ * line or headers, malformed syntax, broken chunk framing, header timeout) with the documented
+ * error JSON instead of Node's empty-bodied default, then closes the connection.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (socket.writableEnded) return // already answered
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const current = (socket as { _httpMessage?: PendingResponse | null })._httpMessage
+  // A pipelined request after a complete one: its answer goes out first, then ours.
+  if (current?.req?.complete) current.once('finish', () => answerClientError(err, socket))
+  // The body of the request being answered broke after its response started: nothing can follow.
+  else if (current?.headersSent) socket.destroy()
+  // Otherwise ours replaces the response not yet started (as Node's default does).
+  else writeClientError(err, socket)
+}
+
+/**
+ * Writes the error JSON and ends the connection. The rest of the request is read and dropped
+ * until the client closes (at most CLIENT_ERROR_LINGER_MS): closing a socket with unread input
+ * sends a TCP reset, which can destroy the answer before the client reads it.
+ */
+function writeClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (socket.writableEnded || !socket.writable) return
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'headers_too_large', `Request line and headers exceed ${maxHeaderSize} bytes`]
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request_timeout', 'The request was not received in time']
+        : [400, 'bad_request', 'Malformed HTTP request']
+  const body = JSON.stringify({ error: { code, message } })
+  const head = [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, 'content-type: application/json', `content-length: ${Buffer.byteLength(body)}`, 'connection: close']
+  socket.on('error', () => socket.destroy())
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`)
+  socket.resume()
+  const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS)
+  linger.unref()
+  socket.once('close', () => clearTimeout(linger))
 }
 
 /**

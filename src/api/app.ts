@@ -1,5 +1,6 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
-import type { Context } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
+import { cors } from 'hono/cors'
 import { HTTPException } from 'hono/http-exception'
 import { ZodError } from 'zod'
 import { AppError, errors, isStorageUnavailable, type ErrorStatus } from '../errors.js'
@@ -22,6 +23,27 @@ export const API_VERSION = '1.0.0'
 /** Paths that authenticate themselves (end-user tokens), not with an API key. */
 const SELF_AUTH = /^\/v1\/inbox(\/|$)/
 
+/** Every request header the API reads, so a browser may send them cross-origin. */
+const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'last-event-id', 'idempotency-key']
+/** Methods of the /v1 routes (GET and POST are allowed anyway; listed for clarity). */
+const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
+/** Seconds a browser may cache a preflight answer: one preflight per route per 10 minutes. */
+const CORS_MAX_AGE = 600
+
+/**
+ * CORS for the browser front end of POSTBOX_CORS_ORIGINS (hono/cors). Credentials are bearer
+ * tokens, never cookies, so no Allow-Credentials. A preflight from an origin not on the list
+ * is not answered as one: it goes on as if CORS were off (auth, then 404), with no CORS headers.
+ */
+export function corsMiddleware(origins: readonly string[]): MiddlewareHandler<ApiEnv> {
+  const any = origins.includes('*')
+  const handler = cors({ origin: any ? '*' : [...origins], allowMethods: CORS_ALLOW_METHODS, allowHeaders: CORS_ALLOW_HEADERS, maxAge: CORS_MAX_AGE })
+  return async (c, next) => {
+    if (c.req.method === 'OPTIONS' && !any && !origins.includes(c.req.header('origin') ?? '')) return next()
+    return handler(c, next)
+  }
+}
+
 /**
  * Builds the HTTP API: one body guard (limit before parsing, JSON only), API-key auth on /v1,
  * the resource routers, /openapi.json from the same zod schemas, and ONE error handler that
@@ -35,6 +57,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     c.set('deps', deps)
     await next()
   })
+  // Before auth: a preflight carries no Authorization header, and a 401 must be readable too.
+  if (deps.config.corsOrigins?.length) app.use('/v1/*', corsMiddleware(deps.config.corsOrigins))
   const auth = authenticate()
   app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? next() : auth(c, next)))
   app.use('*', jsonBodyGuard(deps.config.maxBody))

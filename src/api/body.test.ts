@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isJsonContentType, jsonDepth, hasLoneSurrogate } from './body.js'
+import { isEncodedBody, isJsonContentType, jsonDepth, hasLoneSurrogate } from './body.js'
 
 describe('jsonDepth', () => {
   it.each([
@@ -27,6 +27,22 @@ describe('isJsonContentType', () => {
     ['', false],
   ])('%s → %s', (header, ok) => {
     expect(isJsonContentType(header)).toBe(ok)
+  })
+})
+
+describe('isEncodedBody', () => {
+  it.each([
+    ['gzip', true],
+    ['GZip', true],
+    ['br', true],
+    ['deflate', true],
+    ['identity, gzip', true],
+    ['identity', false],
+    [' Identity ', false],
+    ['', false],
+    [undefined, false],
+  ])('%j → %s', (header, encoded) => {
+    expect(isEncodedBody(header)).toBe(encoded)
   })
 })
 

@@ -1,11 +1,20 @@
 import type { MiddlewareHandler } from 'hono'
-import { errors } from '../errors.js'
+import { AppError, errors } from '../errors.js'
 import type { ApiEnv } from './deps.js'
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 /** Deeper JSON is refused: it parses, but re-serialising it would overflow the stack. */
 export const MAX_JSON_DEPTH = 64
+
+/** True when a Content-Encoding header names a coding other than `identity` (gzip, br, deflate…). */
+export function isEncodedBody(header: string | undefined): boolean {
+  if (!header) return false
+  return header.split(',').some((coding) => {
+    const name = coding.trim().toLowerCase()
+    return name !== '' && name !== 'identity'
+  })
+}
 
 /** True when a Content-Type header names JSON (`application/json`, `application/*+json`). */
 export function isJsonContentType(header: string | undefined): boolean {
@@ -16,9 +25,10 @@ export function isJsonContentType(header: string | undefined): boolean {
 /**
  * Reads the request body before any route sees it: 413 `payload_too_large` over `limit` bytes
  * (from Content-Length at once, or while streaming when it is absent or chunked), 415
- * `unsupported_media_type` for a non-empty body that is not JSON, 400 `invalid_json` for bytes
- * that are not UTF-8 JSON. The text is then cached on the request, so the route validators
- * parse from memory and never touch the stream again.
+ * `unsupported_media_type` for a non-empty body that is not JSON or is compressed (any
+ * Content-Encoding but identity), 400 `invalid_json` for bytes that are not UTF-8 JSON. The
+ * text is then cached on the request, so the route validators parse from memory and never
+ * touch the stream again.
  */
 export function jsonBodyGuard(limit: number): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
@@ -36,6 +46,9 @@ export function jsonBodyGuard(limit: number): MiddlewareHandler<ApiEnv> {
       if (json) cache.text = Promise.resolve('{}')
       else cache.text = Promise.resolve('')
       return next()
+    }
+    if (isEncodedBody(c.req.header('content-encoding'))) {
+      throw new AppError('unsupported_media_type', 415, 'Content encodings are not supported; send the JSON body uncompressed (no Content-Encoding)')
     }
     if (!json) throw errors.unsupportedMediaType()
     let text: string
