@@ -205,6 +205,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       cutShortTimer = null
       wake()
     }, CUT_SHORT_RETRY_MS)
+    cutShortTimer.unref()
   }
 
   function scheduleRefill(): void {

@@ -140,6 +140,31 @@ describe('a second path that found nothing waits a little before looking again (
     expect(claim({ ...busy, now: NOW + QUIET_MS }).map((r) => r.id)).toEqual(['dlv_foreign'])
   })
 
+  it('a row made due on the endpoint that stopped the first path counts once another endpoint stops it', () => {
+    insertEndpoint(q.db, { id: 'ep_a' })
+    insertEndpoint(q.db, { id: 'ep_b' })
+    const old = enqueue('a_old', { endpointId: 'ep_a', nextAttemptAt: NOW - 60_000 })
+    enqueue('b', { endpointId: 'ep_b', nextAttemptAt: NOW - 30_000 })
+    const cap: Record<string, number> = { ep_a: 0, ep_b: 0 }
+    const opts = { limit: 4, capacity: (id: string | null) => (id === null ? 16 : (cap[id] ?? 16)) }
+    expect(claim(opts)).toEqual([])
+    // Made due while ep_a stops the first path (uncounted), then ep_a frees two slots: ep_b stops it now.
+    const fresh = enqueue('a_new', { endpointId: 'ep_a' })
+    cap.ep_a = 2
+    expect(claim({ ...opts, now: NOW + 1 }).map((r) => r.id)).toEqual([old, fresh])
+  })
+
+  it('a row of an ordering key that the claim itself ends (attempts exhausted) lets the next one be claimed at once', () => {
+    saturatedBacklog()
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    const first = enqueue('k0', { endpointId: 'ep_ord', orderingKey: 'k', maxAttempts: 1 })
+    const second = enqueue('k1', { endpointId: 'ep_ord', orderingKey: 'k' })
+    q.db.prepare('UPDATE deliveries SET attempts = 1 WHERE id = ?').run(first)
+    expect(claim(busy)).toEqual([])
+    expect(q.deliveries.get(first)!.status).toBe('dead')
+    expect(claim({ ...busy, now: NOW + 1 }).map((r) => r.id)).toEqual([second])
+  })
+
   it('a row of an ordering key that ends lets the next one be claimed at once', () => {
     saturatedBacklog()
     insertEndpoint(q.db, { id: 'ep_ord', ordered: true })

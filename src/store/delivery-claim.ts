@@ -19,7 +19,7 @@ const TURN_PAGE = 32
 /**
  * At most this many endpoints with pending rows one claim's second path looks at (~2 µs each);
  * the next claim goes on from there. So with thousands of endpoints holding scheduled retries a
- * claim costs at most ~0.5 ms, and an endpoint far round the ring waits a few claims more.
+ * claim costs at most ~0.7 ms, and an endpoint far round the ring waits a few claims more.
  */
 export const PASS_ENDPOINTS = 256
 
@@ -209,13 +209,16 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
   // Where the per-endpoint path stopped last time, so successive claims take turns (round robin).
   let lastServed = ''
   // Why a second path may be skipped: while the head of the queue belongs to one saturated
-  // endpoint, every claim hands over, and looking up the endpoints with due rows costs ~2 µs per
-  // endpoint with pending rows (20 ms at 10,000). After a pass that found nothing to take, the
+  // endpoint, every claim hands over, and looking up the endpoints with due rows costs ~2.5 µs per
+  // endpoint with pending rows (up to PASS_ENDPOINTS per claim). After passes that found nothing, the
   // next ones are skipped for QUIET_MS unless something changed: a row became due (counted by
   // `generation`, except rows of the endpoint that stopped the first path: they queue behind its
   // own backlog, which that path takes), or an endpoint the pass found full has a free slot again.
   let generation = 0
   let stoppedBy: string | null = null
+  // The stopping endpoint whose new due rows went uncounted: once another endpoint (or none)
+  // stops the first path, they no longer queue behind a backlog that path reads, so they count.
+  let uncounted: string | null = null
   let quiet: { at: number; generation: number; full: string[] } | null = null
   // Passes stop after PASS_ENDPOINTS endpoints, so with more endpoints "found nothing" is a run
   // of passes, each going on where the previous stopped: once it has been round the ring from
@@ -277,6 +280,10 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       if (++read >= budget) break
     }
     if (!handOver && read < budget) return picked
+    if (uncounted !== null && uncounted !== stopper) {
+      generation++
+      uncounted = null
+    }
     stoppedBy = stopper
     if (quiet !== null && quiet.generation === generation && now >= quiet.at && now - quiet.at < QUIET_MS && quiet.full.every((id) => room(id) <= 0)) {
       return picked
@@ -341,6 +348,8 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const { chosen, exhausted, gone } = pickCandidates(opts)
     if (exhausted.length > 0) s.markExhausted.run({ ids: JSON.stringify(exhausted), now })
     if (gone.length > 0) s.finishGone.run(now, now, JSON.stringify(gone))
+    // Ending rows may make the next row of their ordering key due (deliveries_next_in_order).
+    if (exhausted.length > 0 || gone.length > 0) generation++
     if (chosen.length === 0) return []
     const rows = claimRaw.all({
       rowids: JSON.stringify(chosen),
@@ -367,7 +376,8 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     releaseOrphanedClaims: (now) => madeDue(s.releaseOrphans.run({ now }).changes),
     releaseWaitingInOrder: (now) => madeDue(s.releaseWaiting.run({ now }).changes),
     noteDue(endpointId) {
-      if (endpointId === undefined || endpointId === null || endpointId !== stoppedBy) generation++
+      if (endpointId !== undefined && endpointId !== null && endpointId === stoppedBy) uncounted = endpointId
+      else generation++
     },
   }
 }
