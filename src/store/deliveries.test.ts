@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openDatabase } from './db.js'
 import { createDeliveriesStore, RESPONSE_BODY_LIMIT } from './deliveries.js'
-import { listQuery, scanQuery } from './delivery-list.js'
+import { listQuery, needsScan, scanQuery } from './delivery-list.js'
 import { LIST_SCAN_LIMIT, scanForPage } from './capped-scan.js'
 import { encodeCursor } from '../lib/cursor.js'
 import type { ClaimedDelivery } from './delivery-types.js'
@@ -495,11 +495,16 @@ describe('reads', () => {
       const { sql, params } = scanQuery(f)
       return (q.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join(' | ')
     }
-    // A capped scan walks an index in id order (no sort of the whole history first).
+    // A capped scan walks an index in id order: no sort, so it reads LIST_SCAN_LIMIT rows at most.
     expect(scanPlan({ eventType: 'a', limit: 10 })).toMatch(/^SCAN deliveries USING INDEX sqlite_autoindex_deliveries_1$/)
     expect(scanPlan({ eventType: 'a', endpointId: 'ep_a', limit: 10 })).toMatch(/^SEARCH deliveries USING INDEX deliveries_endpoint \(endpoint_id=\?\)$/)
     expect(scanPlan({ eventType: 'a', status: 'dead', limit: 10 })).toMatch(/^SCAN deliveries USING INDEX deliveries_dead$/)
-    expect(scanPlan({ eventType: 'a', status: 'pending', limit: 10 })).toMatch(/deliveries_due/)
+    expect(scanPlan({ eventType: 'a', status: 'cancelled', endpointId: 'ep_a', limit: 10 })).not.toMatch(/TEMP B-TREE/)
+    expect(scanPlan({ status: 'success', endpointId: 'ep_a', cursor: encodeCursor('dlv_x'), limit: 10 })).not.toMatch(/TEMP B-TREE/)
+    // Queued rows (whose index is in due order) are filtered by type in one sorted page instead.
+    expect(needsScan({ eventType: 'a', status: 'pending', limit: 10 })).toBe(false)
+    expect(needsScan({ eventType: 'a', status: 'in_flight', limit: 10 })).toBe(false)
+    expect(plan({ eventType: 'a', status: 'pending', limit: 10 })).toMatch(/deliveries_due/)
   })
 
   it('counts by status and reports the oldest pending time', () => {

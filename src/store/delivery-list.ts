@@ -25,9 +25,12 @@ const LIST_FILTERS = [
  * True when no index narrows the list to its matching rows: an event type or the success status
  * (most rows, but after an outage the newest may all be dead), without an event or notification
  * id. Such a page checks rows one by one, at most LIST_SCAN_LIMIT of them (see scanQuery).
+ * Queued statuses are not: their index is in due order, so any page sorts all of its rows
+ * first, and one page that checks the type as it goes costs less than a capped scan per page.
  */
 export function needsScan(f: DeliveryFilter): boolean {
-  return !(f.eventId || f.notificationId) && (Boolean(f.eventType) || f.status === 'success')
+  if (f.eventId || f.notificationId || f.status === 'pending' || f.status === 'in_flight') return false
+  return Boolean(f.eventType) || f.status === 'success'
 }
 
 /**
@@ -62,21 +65,19 @@ export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
   const selective = f.eventId || f.notificationId
   if (f.status === 'pending' && !selective) {
     // The index holds all the page needs, and only the page's rows are read.
-    const ids = `SELECT rowid FROM deliveries INDEXED BY ${queueIndex(f)} ${filter} ORDER BY id DESC LIMIT ?`
+    const index = f.endpointId ? 'deliveries_endpoint_due' : 'deliveries_due'
+    const ids = `SELECT rowid FROM deliveries INDEXED BY ${index} ${filter} ORDER BY id DESC LIMIT ?`
     return { sql: `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE rowid IN (${ids}) ORDER BY id DESC`, params }
   }
   const index = f.status === 'in_flight' && !selective ? 'INDEXED BY deliveries_leases' : ''
   return { sql: `SELECT ${DELIVERY_COLUMNS} FROM deliveries ${index} ${filter} ORDER BY id DESC LIMIT ?`, params }
 }
 
-/** The partial index that holds a queued status's rows in the list's filter. */
-const queueIndex = (f: DeliveryFilter): string =>
-  f.status === 'in_flight' ? 'deliveries_leases' : f.endpointId ? 'deliveries_endpoint_due' : 'deliveries_due'
 
 /**
  * The SQL and parameters of a page that `needsScan` (exported for the query-plan test): ids
- * newest first through the filters an index serves (status other than success, endpoint,
- * cursor), at most LIST_SCAN_LIMIT, each with whether it matches the rest.
+ * newest first through the filters an index in id order serves (dead or cancelled status,
+ * endpoint, cursor), at most LIST_SCAN_LIMIT, each with whether it matches the rest.
  */
 export function scanQuery(f: DeliveryFilter): { sql: string; params: unknown[] } {
   const checks: string[] = []
@@ -97,9 +98,8 @@ export function scanQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
     where.push('id < ?')
     params.push(after)
   }
-  const index = f.status === 'pending' || f.status === 'in_flight' ? `INDEXED BY ${queueIndex(f)}` : ''
   const filter = where.length ? `WHERE ${where.join(' AND ')}` : ''
-  return { sql: `SELECT id, ${checks.join(' AND ')} AS hit FROM deliveries ${index} ${filter} ORDER BY id DESC LIMIT ${LIST_SCAN_LIMIT}`, params }
+  return { sql: `SELECT id, ${checks.join(' AND ')} AS hit FROM deliveries ${filter} ORDER BY id DESC LIMIT ${LIST_SCAN_LIMIT}`, params }
 }
 
 /** Lists deliveries newest first: through an index, or by a capped scan when `needsScan`. */

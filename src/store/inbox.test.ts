@@ -38,7 +38,14 @@ describe('inbox list by topic', () => {
     inbox.insertMessages([message('rare', 0)], 1)
     inbox.insertMessages(Array.from({ length: LIST_SCAN_LIMIT + 100 }, (_, i) => message('common', i)), 2)
     inbox.insertMessages([message('rare', 1), message('common', -1)], 3)
-    for (const status of ['all', 'unread'] as const) {
+    for (const status of ['all', 'unread', 'read'] as const) {
+      if (status === 'read') {
+        // Read messages are counted by the cap too: mark the two rare ones read, none of the others.
+        const rare = inbox.list('u1', { status: 'all', archived: false, topic: 'rare', limit: 10 })
+        expect(rare.data).toHaveLength(1)
+        const ids = [...rare.data, ...inbox.list('u1', { status: 'all', archived: false, topic: 'rare', limit: 10, cursor: rare.nextCursor }).data].map((m) => m.id)
+        expect(inbox.changeState('u1', ids, 'read', 4).updated).toBe(2)
+      }
       const filter = { status, archived: false, topic: 'rare', limit: 10 }
       const first = inbox.list('u1', filter)
       expect(first.data.map((m) => m.deliveryId)).toEqual(['dlv_rare1'])

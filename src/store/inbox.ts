@@ -302,13 +302,18 @@ export function createInboxStore(db: Db): InboxStore {
     statement(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ?`)
   // A topic filter has no index (one per fan-out recipient would cost every notification): a
   // page reads the user's messages, at most LIST_SCAN_LIMIT of them, and continues from there.
-  const topicScan = (where: string): Statement =>
-    statement(`SELECT rowid, topic = ? AS hit FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ${LIST_SCAN_LIMIT}`).raw(true)
+  // Read messages have no index of their own either: with a topic, `read = 1` is checked with it,
+  // so the cap counts every message the page reads.
+  const topicScan = (where: string, readOnly: boolean): Statement =>
+    statement(
+      `SELECT rowid, topic = ?${readOnly ? ' AND read = 1' : ''} AS hit FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ${LIST_SCAN_LIMIT}`,
+    ).raw(true)
   const byPositions = db.prepare(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid DESC`)
   /** The page's rows (one more than `limit` when another page follows), and where a cut-short read stopped. */
   const pageRows = (where: string, params: unknown[], f: InboxFilter): { rows: (RawMessage & { pos: number })[]; resumeAfter: number | null } => {
     if (!f.topic) return { rows: listStatement(where).all(...params, f.limit + 1) as (RawMessage & { pos: number })[], resumeAfter: null }
-    const { hits, resumeAfter } = scanForPage(topicScan(where).iterate(f.topic, ...params) as IterableIterator<[number, number]>, f.limit)
+    const scan = topicScan(where, f.status === 'read')
+    const { hits, resumeAfter } = scanForPage(scan.iterate(f.topic, ...params) as IterableIterator<[number, number]>, f.limit)
     return { rows: hits.length === 0 ? [] : (byPositions.all(JSON.stringify(hits)) as (RawMessage & { pos: number })[]), resumeAfter }
   }
   /** A list cursor's position: a rowid, or (a cursor made before v3) the id of the user's message. */
@@ -335,7 +340,8 @@ export function createInboxStore(db: Db): InboxStore {
     list(userId, f) {
       const where = ['user_id = ?', 'archived = ?']
       const params: unknown[] = [userId, f.archived ? 1 : 0]
-      if (f.status !== 'all') where.push(f.status === 'unread' ? 'read = 0' : 'read = 1')
+      if (f.status === 'unread') where.push('read = 0')
+      else if (f.status === 'read' && !f.topic) where.push('read = 1')
       const after = position(userId, decodeCursor(f.cursor))
       if (after !== null) {
         where.push('rowid < ?')

@@ -197,7 +197,7 @@ export const DeliveryList = z
   .openapi('DeliveryList')
 
 const SHORT_PAGES =
-  'With event_type or status=success, a page reads at most 10,000 deliveries: it may hold fewer than `limit` (even none) while next_cursor continues the read.'
+  'With event_type (unless status is pending or in_flight) or status=success, and no event_id or notification_id, a page reads at most 10,000 deliveries: it may hold fewer than `limit` (even none) while next_cursor continues the read.'
 
 /** `GET /v1/deliveries` query. */
 export const DeliveryQuery = z
