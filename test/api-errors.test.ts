@@ -45,6 +45,12 @@ const SCENARIOS: Scenario[] = [
   { name: 'forged delivery cursor', method: 'GET', path: '/v1/deliveries?cursor=!!', status: 400, code: 'validation_failed' },
   // Well-formed base64url, but decoding to something this API never hands out ("zzz").
   { name: 'made-up key cursor', method: 'GET', path: '/v1/keys?cursor=enp6', status: 400, code: 'validation_failed' },
+  // Cursors this API hands out, but for another list: each list takes only its own kind.
+  { name: 'subscription cursor on deliveries', method: 'GET', path: '/v1/deliveries?cursor=c3ViLzE3MDAwMDAwMDAwMDAvdG9waWMvdXNlcjp1MQ', status: 400, code: 'validation_failed' },
+  { name: 'offset cursor on events', method: 'GET', path: '/v1/events?cursor=bzUw', status: 400, code: 'validation_failed' },
+  { name: 'inbox position on endpoints', method: 'GET', path: '/v1/endpoints?cursor=MTI', status: 400, code: 'validation_failed' },
+  { name: 'subscription cursor on keys', method: 'GET', path: '/v1/keys?cursor=c3ViLzE3MDAwMDAwMDAwMDAvdG9waWMvdXNlcjp1MQ', status: 400, code: 'validation_failed' },
+  { name: 'delivery cursor on subscriptions', method: 'GET', path: '/v1/subscriptions?cursor=ZGx2XzAxamFiY2RlZmdoamttbnBxcnN0dnd4eXow', status: 400, code: 'validation_failed' },
   { name: 'bad status filter', method: 'GET', path: '/v1/deliveries?status=lost', status: 400, code: 'validation_failed' },
   { name: 'batch over 1,000', method: 'POST', path: '/v1/events/batch', req: { body: { events: Array.from({ length: 1001 }, () => ({ type: 'a', data: {} })) } }, status: 400, code: 'validation_failed' },
   { name: 'empty batch', method: 'POST', path: '/v1/events/batch', req: { body: { events: [] } }, status: 400, code: 'validation_failed' },

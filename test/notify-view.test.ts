@@ -36,3 +36,15 @@ describe('GET /v1/notifications/:id', () => {
     expect(one.deliveries.map((d: { recipient: string }) => d.recipient).sort()).toEqual(['u1', 'u2'])
   })
 })
+
+describe('library lists take any limit', () => {
+  it('clamps it to 1–200 as the HTTP API does, instead of throwing on 0', async () => {
+    f = await apiFixture()
+    f.pb.subscriptions.put({ topic: 'a', principal: 'user:x' })
+    f.pb.subscriptions.put({ topic: 'b', principal: 'user:y' })
+    const one = f.pb.subscriptions.list(undefined, { limit: 0 })
+    expect(one.data).toHaveLength(1)
+    expect(one.next_cursor).not.toBeNull()
+    expect(f.pb.subscriptions.list(undefined, { limit: 1000 }).data).toHaveLength(2)
+  })
+})

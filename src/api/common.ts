@@ -1,7 +1,7 @@
 import { OpenAPIHono, z, type Hook } from '@hono/zod-openapi'
 import type { ZodError } from 'zod'
 import { errors } from '../errors.js'
-import { decodeCursor, DEFAULT_PAGE_SIZE, MAX_CURSOR_LENGTH, MAX_PAGE_SIZE } from '../lib/cursor.js'
+import { decodeCursor, decodeIdCursor, DEFAULT_PAGE_SIZE, MAX_CURSOR_LENGTH, MAX_PAGE_SIZE } from '../lib/cursor.js'
 import type { ApiEnv } from './deps.js'
 
 /** One field problem in a `validation_failed` error's `details`. */
@@ -42,13 +42,19 @@ export const ErrorBody = z
   })
   .openapi('Error')
 
-/** An opaque list cursor: only values this API handed out (`next_cursor`) are accepted. */
-export const CursorParam = z
-  .string()
-  .max(MAX_CURSOR_LENGTH)
-  .refine((c) => decodeCursor(c) !== null, 'is not a cursor returned by this API')
-  .optional()
-  .openapi({ param: { name: 'cursor', in: 'query' } })
+/** An opaque list cursor that `decode` accepts: only values this list handed out (`next_cursor`). */
+export const cursorParam = (decode: (cursor: string) => unknown) =>
+  z
+    .string()
+    .max(MAX_CURSOR_LENGTH)
+    .refine((c) => decode(c) !== null, 'is not a cursor returned by this list')
+    .optional()
+    .openapi({ param: { name: 'cursor', in: 'query' } })
+
+/** Any cursor this API hands out; the list itself refuses another list's kind (400). */
+export const CursorParam = cursorParam(decodeCursor)
+/** The cursor of a list read by id (deliveries, events, endpoints, keys). */
+export const IdCursorParam = cursorParam(decodeIdCursor)
 
 /** `?limit=&cursor=` of every list. */
 export const PageQuery = z.object({

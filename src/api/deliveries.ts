@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { DeliveryList, DeliveryOut, DeliveryQuery } from '../webhooks/schemas.js'
 import { errors } from '../errors.js'
-import { decodeCursor } from '../lib/cursor.js'
+import { decodeIdCursor } from '../lib/cursor.js'
 import { requireRole } from './auth.js'
 import { bearerSecurity, DEFAULT_LIMIT, ErrorBody, errorResponses, IdParam, jsonResponse, newRouter } from './common.js'
 
@@ -34,8 +34,8 @@ export function deliveryRoutes() {
   const r = newRouter()
   r.openapi(routes.list, (c) => {
     const q = c.req.valid('query')
-    if (q.cursor !== undefined && decodeCursor(q.cursor) === null) {
-      throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this API', in: 'query' }])
+    if (q.cursor !== undefined && decodeIdCursor(q.cursor) === null) {
+      throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
     }
     return c.json(c.var.deps.webhooks.deliveries.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }), 200)
   })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { decodeCursor, encodeCursor } from './cursor.js'
+import { decodeCursor, decodeIdCursor, decodeInboxCursor, encodeCursor } from './cursor.js'
 
 describe('cursor', () => {
   it.each(['dlv_01jabcdefghjkmnpqrstvwxyz0', 'ep_01jabcdefghjkmnpqrstvwxyz0', '123456', 'o50'])('round-trips %j', (key) => {
@@ -23,5 +23,13 @@ describe('cursor', () => {
     ['decodes to an offset with a sign', Buffer.from('o-5').toString('base64url')],
   ])('returns null when %s', (_name, cursor) => {
     expect(decodeCursor(cursor)).toBeNull()
+  })
+
+  it('gives each list only its own kind of cursor', () => {
+    const [id, msg, pos, offset, sub] = ['dlv_01jabcdefghjkmnpqrstvwxyz0', 'msg_01jabcdefghjkmnpqrstvwxyz0', '12', 'o50', 'sub/1/t/user:u'].map(encodeCursor)
+    expect([id, msg, pos, offset, sub].map((c) => decodeCursor(c) !== null)).toEqual([true, true, true, true, true])
+    expect([id, msg, pos, offset, sub].map((c) => decodeIdCursor(c) !== null)).toEqual([true, true, false, false, false])
+    expect([id, msg, pos, offset, sub].map((c) => decodeInboxCursor(c) !== null)).toEqual([false, true, true, false, false])
+    expect(decodeCursor(encodeCursor('zzz/x'))).toBeNull()
   })
 })

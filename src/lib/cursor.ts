@@ -5,10 +5,13 @@ export function encodeCursor(key: string): string {
 
 /**
  * What a cursor may hold: a Postbox id (`key_…`, 26 characters after the prefix), an inbox
- * position (digits), a list offset (`o` + digits), or a list's sort key (`tag/field/…`, see
- * encodeKeyCursor). Anything else was not handed out here.
+ * position (digits), a list offset (`o` + digits), or a list's sort key (`sub/…` or `tpl/…`, see
+ * encodeKeyCursor). Anything else was not handed out here. Each list then takes only its own
+ * kind (decodeIdCursor, decodeOffsetCursor, decodeKeyCursor), so another list's cursor is a 400.
  */
-const CURSOR_KEY = /^(?:[a-z]{2,3}_[0-9a-z]{26}|\d{1,15}|o\d{1,9}|[a-z]{3}\/[\s\S]{1,1000})$/
+const CURSOR_KEY = /^(?:[a-z]{2,3}_[0-9a-z]{26}|\d{1,15}|o\d{1,9}|(?:sub|tpl)\/[\s\S]{1,1000})$/
+/** A Postbox id: the sort key of the lists newest first by id. */
+const ID_KEY = /^[a-z]{2,3}_[0-9a-z]{26}$/
 
 /** The longest cursor accepted: a subscription's sort key holds a 200-character topic and a principal. */
 export const MAX_CURSOR_LENGTH = 1400
@@ -19,6 +22,18 @@ export function decodeCursor(cursor: string | undefined | null): string | null {
   if (cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(cursor)) return null
   const key = Buffer.from(cursor, 'base64url').toString('utf8')
   return CURSOR_KEY.test(key) ? key : null
+}
+
+/** The id in a cursor of a list read by id (deliveries, events, endpoints, keys); null for any other cursor. */
+export function decodeIdCursor(cursor: string | undefined | null): string | null {
+  const key = decodeCursor(cursor)
+  return key !== null && ID_KEY.test(key) ? key : null
+}
+
+/** The key in an inbox cursor: a position (digits), or a message id (cursors made before v3); null for any other cursor. */
+export function decodeInboxCursor(cursor: string | undefined | null): string | null {
+  const key = decodeCursor(cursor)
+  return key !== null && (/^\d{1,15}$/.test(key) || /^msg_[0-9a-z]{26}$/.test(key)) ? key : null
 }
 
 /** Rows per page when a list call gives no limit. */

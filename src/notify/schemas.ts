@@ -2,7 +2,7 @@ import { z } from '@hono/zod-openapi'
 import { jsonObject } from '../lib/json-object.js'
 import { isValidTimeZone } from './schedule.js'
 import { NAME_PATTERN, PRINCIPAL_PATTERN, USER_ID_PATTERN, USER_ID_RULE } from './recipients.js'
-import { decodeCursor, MAX_PAGE_SIZE } from '../lib/cursor.js'
+import { decodeInboxCursor, MAX_PAGE_SIZE } from '../lib/cursor.js'
 
 /**
  * Request and response schemas of the notification, directory and inbox API (SPEC §6–§7).
@@ -221,7 +221,7 @@ export const InboxQuery = z.object({
   cursor: z
     .string()
     .max(400)
-    .refine((c) => decodeCursor(c) !== null, 'is not a cursor returned by this API')
+    .refine((c) => decodeInboxCursor(c) !== null, 'is not a cursor returned by this list')
     .optional()
     .openapi({ param: { name: 'cursor', in: 'query' } }),
   token: z.string().max(2048).optional().openapi({ param: { name: 'token', in: 'query' } }),

@@ -8,7 +8,7 @@ import type { Config } from '../config.js'
 import type { Log } from '../log.js'
 import { toIso, type Clock, type Rng } from '../lib/clock.js'
 import { parseJsonOr } from '../lib/json.js'
-import { decodeOffsetCursor, DEFAULT_PAGE_SIZE, encodeOffsetCursor, type Page } from '../lib/cursor.js'
+import { decodeOffsetCursor, encodeOffsetCursor, pageSize, type Page } from '../lib/cursor.js'
 import { errors } from '../errors.js'
 import { createPipeline, type SendResult } from './pipeline.js'
 import { templateSyntaxError } from './render.js'
@@ -72,9 +72,9 @@ export interface PageRequest {
   cursor?: string | null
 }
 
-/** One page of a list read by position (subscriptions, preferences and templates are small). */
+/** One page of a list read by position (a user's preferences: at most their topics × channels). */
 function pageOf<T>(page: PageRequest | undefined, read: (slice: ListSlice) => T[], toJson: (row: T) => Record<string, unknown>): Page<Record<string, unknown>> {
-  const limit = page?.limit ?? DEFAULT_PAGE_SIZE
+  const limit = pageSize(page?.limit)
   const offset = page?.cursor ? decodeOffsetCursor(page.cursor) : 0
   if (offset === null) throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
   const rows = read({ limit: limit + 1, offset })
@@ -92,7 +92,7 @@ function pageByKey<T, K>(
   read: (slice: KeySlice<K>) => T[],
   toJson: (row: T) => Record<string, unknown>,
 ): Page<Record<string, unknown>> {
-  const limit = page?.limit ?? DEFAULT_PAGE_SIZE
+  const limit = pageSize(page?.limit)
   const after = page?.cursor ? cursor.decode(page.cursor) : null
   if (page?.cursor && after === null) throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
   const rows = read({ limit: limit + 1, after })
@@ -220,7 +220,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
           status: o.status ?? 'all',
           archived: o.archived ?? false,
           topic: o.topic,
-          limit: o.limit ?? DEFAULT_PAGE_SIZE,
+          limit: pageSize(o.limit),
           cursor: o.cursor ?? null,
         })
         return { data: page.data.map(messageJson), unread_count: page.unreadCount, next_cursor: page.nextCursor }

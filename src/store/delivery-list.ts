@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor, pageById, type Page } from '../lib/cursor.js'
+import { decodeIdCursor, encodeCursor, pageById, type Page } from '../lib/cursor.js'
 import { LIST_SCAN_LIMIT, scanForPage } from './capped-scan.js'
 import { statementCache, type Db } from './db.js'
 import type { Delivery, DeliveryFilter, DeliveryStatus } from './delivery-types.js'
@@ -55,7 +55,7 @@ export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
       params.push(v)
     }
   }
-  const after = decodeCursor(f.cursor)
+  const after = decodeIdCursor(f.cursor)
   if (after) {
     where.push('id < ?')
     params.push(after)
@@ -93,7 +93,7 @@ export function scanQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
     where.push('endpoint_id = ?')
     params.push(f.endpointId)
   }
-  const after = decodeCursor(f.cursor)
+  const after = decodeIdCursor(f.cursor)
   if (after) {
     where.push('id < ?')
     params.push(after)

@@ -1,5 +1,5 @@
 import { prepareAll, statementCache, type Db } from './db.js'
-import { decodeCursor, pageById, type Page } from '../lib/cursor.js'
+import { decodeIdCursor, pageById, type Page } from '../lib/cursor.js'
 
 /** A secret still sent during its rotation grace period. */
 export interface PreviousSecret {
@@ -203,7 +203,7 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
     getAny: (id) => mapRow(s.getAny.get(id) as RawRow | undefined),
     active: () => (s.active.all() as RawRow[]).map((r) => mapRow(r)!),
     list({ limit, cursor }) {
-      const after = decodeCursor(cursor)
+      const after = decodeIdCursor(cursor)
       const sql = `SELECT ${COLUMNS} FROM endpoints WHERE deleted_at IS NULL ${after ? 'AND id < ?' : ''} ORDER BY id DESC LIMIT ?`
       const page = pageById(listStatement(sql).all(...(after ? [after] : []), limit + 1) as RawRow[], limit)
       return { data: page.data.map((r) => mapRow(r)!), next_cursor: page.next_cursor }

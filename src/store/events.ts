@@ -1,5 +1,5 @@
 import { statementCache, type Db } from './db.js'
-import { decodeCursor, pageById, type Page } from '../lib/cursor.js'
+import { decodeIdCursor, pageById, type Page } from '../lib/cursor.js'
 
 /** A stored event, mapped to camelCase. */
 export interface EventRow {
@@ -32,7 +32,7 @@ export interface EventsStore {
 export function eventListQuery({ limit, cursor, type }: { limit: number; cursor?: string | null; type?: string }): { sql: string; params: unknown[] } {
   const where: string[] = []
   const params: unknown[] = []
-  const after = decodeCursor(cursor)
+  const after = decodeIdCursor(cursor)
   if (after) {
     where.push('id < ?')
     params.push(after)

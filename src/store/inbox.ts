@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import { prepareAll, statementCache, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { toIso } from '../lib/clock.js'
-import { decodeCursor, encodeCursor } from '../lib/cursor.js'
+import { decodeInboxCursor, encodeCursor } from '../lib/cursor.js'
 import { parseJsonOr } from '../lib/json.js'
 import { createReplay, STREAM_LOG_SIZE } from './inbox-replay.js'
 import { LIST_SCAN_LIMIT, scanForPage } from './capped-scan.js'
@@ -342,7 +342,7 @@ export function createInboxStore(db: Db): InboxStore {
       const params: unknown[] = [userId, f.archived ? 1 : 0]
       if (f.status === 'unread') where.push('read = 0')
       else if (f.status === 'read' && !f.topic) where.push('read = 1')
-      const after = position(userId, decodeCursor(f.cursor))
+      const after = position(userId, decodeInboxCursor(f.cursor))
       if (after !== null) {
         where.push('rowid < ?')
         params.push(after)

@@ -1,5 +1,5 @@
 import type { Db } from './db.js'
-import { decodeCursor, pageById, type Page } from '../lib/cursor.js'
+import { decodeIdCursor, pageById, type Page } from '../lib/cursor.js'
 
 /** The roles of SPEC §6. */
 export type KeyRole = 'admin' | 'publisher' | 'viewer'
@@ -60,7 +60,7 @@ export function createKeysStore(db: Db): KeysStore {
     touch: (id, now) => void touch.run({ id, now }),
     countActiveAdmins: () => activeAdmins.get() as number,
     list({ limit, cursor }) {
-      const after = decodeCursor(cursor)
+      const after = decodeIdCursor(cursor)
       return pageById((after ? listAfter.all(after, limit + 1) : listFirst.all(limit + 1)) as ApiKeyRow[], limit)
     },
   }
