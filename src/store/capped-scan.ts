@@ -15,18 +15,23 @@ export interface ScannedPage<K> {
   resumeAfter: K | null
 }
 
+/** The LIMIT of a capped scan's statement: one row more than it reads, to know whether more follow. */
+export const SCAN_STATEMENT_LIMIT = LIST_SCAN_LIMIT + 1
+
 /**
  * Steps through `rows` ([key, matches] pairs, newest first, from a statement limited to
- * LIST_SCAN_LIMIT rows) until `limit + 1` rows match or the rows run out.
+ * SCAN_STATEMENT_LIMIT rows) until `limit + 1` rows match, LIST_SCAN_LIMIT rows were read with
+ * more to come, or the rows run out (then no cursor: no empty page after exactly the cap).
  */
 export function scanForPage<K>(rows: Iterable<readonly [K, number]>, limit: number): ScannedPage<K> {
   const hits: K[] = []
   let read = 0
   let last: K | null = null
   for (const [key, hit] of rows) {
+    if (read === LIST_SCAN_LIMIT) return { hits, resumeAfter: last }
     read++
     last = key
     if (hit && hits.push(key) > limit) return { hits, resumeAfter: null }
   }
-  return { hits, resumeAfter: read >= LIST_SCAN_LIMIT ? last : null }
+  return { hits, resumeAfter: null }
 }

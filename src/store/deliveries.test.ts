@@ -477,6 +477,10 @@ describe('reads', () => {
     expect(common.data.map((d) => d.eventType)).toEqual(['common', 'common', 'common'])
     expect(ids(q.deliveries.list({ eventType: 'common', limit: 2, cursor: common.next_cursor }).data)).toHaveLength(2)
     expect(scanForPage([['a', 0], ['b', 1], ['c', 1]] as const, 1)).toEqual({ hits: ['b', 'c'], resumeAfter: null })
+    // Exactly LIST_SCAN_LIMIT rows left: the page ends the list (no empty page after it).
+    const misses = (n: number): [number, number][] => Array.from({ length: n }, (_, i) => [i, 0])
+    expect(scanForPage(misses(LIST_SCAN_LIMIT), 10)).toEqual({ hits: [], resumeAfter: null })
+    expect(scanForPage(misses(LIST_SCAN_LIMIT + 1), 10)).toEqual({ hits: [], resumeAfter: LIST_SCAN_LIMIT - 1 })
   })
 
   it('lists rare statuses from their partial indexes, never by walking the whole table', () => {

@@ -1,5 +1,5 @@
 import { decodeIdCursor, encodeCursor, pageById, type Page } from '../lib/cursor.js'
-import { LIST_SCAN_LIMIT, scanForPage } from './capped-scan.js'
+import { SCAN_STATEMENT_LIMIT, scanForPage } from './capped-scan.js'
 import { statementCache, type Db } from './db.js'
 import type { Delivery, DeliveryFilter, DeliveryStatus } from './delivery-types.js'
 
@@ -99,7 +99,7 @@ export function scanQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
     params.push(after)
   }
   const filter = where.length ? `WHERE ${where.join(' AND ')}` : ''
-  return { sql: `SELECT id, ${checks.join(' AND ')} AS hit FROM deliveries ${filter} ORDER BY id DESC LIMIT ${LIST_SCAN_LIMIT}`, params }
+  return { sql: `SELECT id, ${checks.join(' AND ')} AS hit FROM deliveries ${filter} ORDER BY id DESC LIMIT ${SCAN_STATEMENT_LIMIT}`, params }
 }
 
 /** Lists deliveries newest first: through an index, or by a capped scan when `needsScan`. */

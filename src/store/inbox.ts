@@ -5,7 +5,7 @@ import { toIso } from '../lib/clock.js'
 import { decodeInboxCursor, encodeCursor } from '../lib/cursor.js'
 import { parseJsonOr } from '../lib/json.js'
 import { createReplay, STREAM_LOG_SIZE } from './inbox-replay.js'
-import { LIST_SCAN_LIMIT, scanForPage } from './capped-scan.js'
+import { SCAN_STATEMENT_LIMIT, scanForPage } from './capped-scan.js'
 
 /** An inbox message, mapped to camelCase. */
 export interface InboxMessage {
@@ -306,7 +306,7 @@ export function createInboxStore(db: Db): InboxStore {
   // so the cap counts every message the page reads.
   const topicScan = (where: string, readOnly: boolean): Statement =>
     statement(
-      `SELECT rowid, topic = ?${readOnly ? ' AND read = 1' : ''} AS hit FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ${LIST_SCAN_LIMIT}`,
+      `SELECT rowid, topic = ?${readOnly ? ' AND read = 1' : ''} AS hit FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ${SCAN_STATEMENT_LIMIT}`,
     ).raw(true)
   const byPositions = db.prepare(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid DESC`)
   /** The page's rows (one more than `limit` when another page follows), and where a cut-short read stopped. */
