@@ -1,25 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { apiFixture, type ApiFixture } from './support/api.js'
+import { allPages, apiFixture, type ApiFixture } from './support/api.js'
 
 let f: ApiFixture
 afterEach(async () => {
   await f?.close()
 })
 
-/** Follows next_cursor from `path` and returns every page's data. */
-async function allPages(path: string, limit: number): Promise<unknown[][]> {
-  const pages: unknown[][] = []
-  let cursor: string | null = null
-  for (let i = 0; i < 20; i++) {
-    const sep = path.includes('?') ? '&' : '?'
-    const r = await f.json('GET', `${path}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`)
-    expect(r.status).toBe(200)
-    pages.push(r.body.data)
-    cursor = r.body.next_cursor
-    if (cursor === null) return pages
-  }
-  throw new Error('too many pages')
-}
 
 describe('directory lists are paginated', () => {
   it('subscriptions: pages of `limit` newest first, filtered by topic, until next_cursor is null', async () => {
@@ -29,10 +15,10 @@ describe('directory lists are paginated', () => {
       await new Promise((r) => setTimeout(r, 3)) // distinct created_at, so newest first is visible
     }
     await f.call('PUT', '/v1/subscriptions', { body: { topic: 'other', principal: 'user:z' } })
-    const pages = await allPages('/v1/subscriptions?topic=build.failed', 2)
+    const pages = await allPages(f, '/v1/subscriptions?topic=build.failed', 2)
     expect(pages.map((p) => p.length)).toEqual([2, 2, 1])
     expect(pages.flat().map((s) => (s as { principal: string }).principal)).toEqual(['user:e', 'user:d', 'user:c', 'user:b', 'user:a'])
-    expect((await allPages('/v1/subscriptions', 4)).flat()).toHaveLength(6)
+    expect((await allPages(f, '/v1/subscriptions', 4)).flat()).toHaveLength(6)
   })
 
   it('templates and a user\'s preferences page the same way', async () => {
@@ -40,11 +26,11 @@ describe('directory lists are paginated', () => {
     for (let i = 0; i < 3; i++) {
       expect((await f.call('PUT', '/v1/templates', { body: { topic: 't', channel: 'inbox', subject: `v${i}` } })).status).toBe(201)
     }
-    expect((await allPages('/v1/templates?topic=t', 2)).map((p) => p.map((t) => (t as { version: number }).version))).toEqual([[3, 2], [1]])
+    expect((await allPages(f, '/v1/templates?topic=t', 2)).map((p) => p.map((t) => (t as { version: number }).version))).toEqual([[3, 2], [1]])
     for (const channel of ['inbox', 'email', 'webhook']) {
       expect((await f.call('PUT', '/v1/preferences', { body: { user_id: 'u1', topic: '*', channel, enabled: false } })).status).toBe(200)
     }
-    const prefs = await allPages('/v1/users/u1/preferences', 2)
+    const prefs = await allPages(f, '/v1/users/u1/preferences', 2)
     expect(prefs.map((p) => p.length)).toEqual([2, 1])
     expect(new Set(prefs.flat().map((p) => (p as { channel: string }).channel))).toEqual(new Set(['inbox', 'email', 'webhook']))
   })

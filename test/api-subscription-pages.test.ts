@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/lib/clock.js'
 import { encodeCursor, encodeOffsetCursor } from '../src/lib/cursor.js'
-import { apiFixture, type ApiFixture } from './support/api.js'
+import { allPages, apiFixture, type ApiFixture } from './support/api.js'
 
 let f: ApiFixture
 afterEach(async () => {
@@ -14,20 +14,6 @@ interface Sub {
   created_at: string
 }
 
-/** Follows next_cursor from `path`; every page's data. */
-async function allPages<T>(path: string, limit: number): Promise<T[][]> {
-  const pages: T[][] = []
-  let cursor: string | null = null
-  for (let i = 0; i < 100; i++) {
-    const sep = path.includes('?') ? '&' : '?'
-    const r = await f.json('GET', `${path}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`)
-    expect(r.status).toBe(200)
-    pages.push(r.body.data)
-    cursor = r.body.next_cursor
-    if (cursor === null) return pages
-  }
-  throw new Error('too many pages')
-}
 
 /** 40 subscriptions over two topics: 30 in one millisecond, put in an order unlike the list's. */
 async function seed(clock: ManualClock): Promise<void> {
@@ -50,7 +36,7 @@ describe('GET /v1/subscriptions pages by sort key', () => {
     await seed(clock)
     const whole = (await f.json('GET', '/v1/subscriptions?limit=200')).body.data as Sub[]
     expect(whole).toHaveLength(40)
-    const pages = await allPages<Sub>('/v1/subscriptions', 6)
+    const pages = await allPages<Sub>(f, '/v1/subscriptions', 6)
     expect(pages.map((p) => p.length)).toEqual([6, 6, 6, 6, 6, 6, 4])
     expect(pages.flat().map(key)).toEqual([...whole].sort(listOrder).map(key))
     expect(new Set(pages.flat().map(key)).size).toBe(40)
@@ -62,7 +48,7 @@ describe('GET /v1/subscriptions pages by sort key', () => {
     await seed(clock)
     const whole = (await f.json('GET', '/v1/subscriptions?limit=200')).body.data as Sub[]
     for (const topic of ['build.failed', 'alert:high']) {
-      const pages = await allPages<Sub>(`/v1/subscriptions?topic=${topic}`, 3)
+      const pages = await allPages<Sub>(f, `/v1/subscriptions?topic=${topic}`, 3)
       expect(pages.flat().map(key), topic).toEqual(whole.filter((s) => s.topic === topic).sort(listOrder).map(key))
     }
   })
@@ -102,7 +88,7 @@ describe('GET /v1/subscriptions pages by sort key', () => {
       expect((await f.call('PUT', '/v1/templates', { body: { topic, channel: 'inbox', subject: `v${i}` } })).status).toBe(201)
     }
     const versions = (pages: { topic: string; version: number }[][]) => pages.map((p) => p.map((t) => `${t.topic}${t.version}`))
-    expect(versions(await allPages('/v1/templates', 3))).toEqual([['even4', 'odd3', 'even3'], ['odd2', 'even2', 'odd1'], ['even1']])
-    expect(versions(await allPages('/v1/templates?topic=even', 3))).toEqual([['even4', 'even3', 'even2'], ['even1']])
+    expect(versions(await allPages(f, '/v1/templates', 3))).toEqual([['even4', 'odd3', 'even3'], ['odd2', 'even2', 'odd1'], ['even1']])
+    expect(versions(await allPages(f, '/v1/templates?topic=even', 3))).toEqual([['even4', 'even3', 'even2'], ['even1']])
   })
 })

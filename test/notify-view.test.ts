@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { NOTIFICATION_DELIVERIES_SHOWN } from '../src/notify/service.js'
-import { apiFixture, type ApiFixture } from './support/api.js'
+import { allPages, apiFixture, type ApiFixture } from './support/api.js'
 
 let f: ApiFixture | undefined
 afterEach(async () => {
@@ -22,12 +22,8 @@ describe('GET /v1/notifications/:id', () => {
     expect(got.deliveries).toHaveLength(NOTIFICATION_DELIVERIES_SHOWN)
     expect(got.deliveries_truncated).toBe(true)
     expect(got.delivery_counts).toEqual({ pending: users, in_flight: 0, success: 0, dead: 0, cancelled: 0 })
-    const seen = new Set<string>()
-    for (let cursor: string | null = null, pages = 0; pages < 10; pages++) {
-      const page: { data: { id: string }[]; next_cursor: string | null } = (await f.json('GET', `/v1/deliveries?notification_id=${sent.body.id}&limit=200${cursor ? `&cursor=${cursor}` : ''}`)).body
-      for (const d of page.data) seen.add(d.id)
-      if (!(cursor = page.next_cursor)) break
-    }
+    const pages = await allPages<{ id: string }>(f, `/v1/deliveries?notification_id=${sent.body.id}`, 200, 10)
+    const seen = new Set(pages.flat().map((d) => d.id))
     expect(seen.size).toBe(users)
 
     const small = await f.json('POST', '/v1/notifications', { body: { topic: 'small', recipients: ['u1', 'u2'], title: 't' } })

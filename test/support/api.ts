@@ -67,3 +67,18 @@ export async function apiFixture(opts: Partial<PostboxOptions> = {}): Promise<Ap
     },
   }
 }
+
+/** Follows next_cursor from `path` (`limit` rows a page, at most `maxPages` pages) and returns every page's data. */
+export async function allPages<T = unknown>(f: ApiFixture, path: string, limit: number, maxPages = 100): Promise<T[][]> {
+  const pages: T[][] = []
+  let cursor: string | null = null
+  for (let i = 0; i < maxPages; i++) {
+    const sep = path.includes('?') ? '&' : '?'
+    const r = await f.json('GET', `${path}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`)
+    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(r.body)}`)
+    pages.push(r.body.data)
+    cursor = r.body.next_cursor
+    if (cursor === null) return pages
+  }
+  throw new Error('too many pages')
+}
