@@ -11,6 +11,15 @@ export const ADMIN_KEY_FILE = 'admin-key.txt'
 /** What `ensureAdminKey` did. */
 export type AdminKeyBootstrap = { action: 'none' } | { action: 'from_env'; id: string } | { action: 'generated'; id: string; file: string }
 
+/** Narrows a file that holds a secret back to 0600 if someone loosened it (as the database's files are). */
+function narrowToOwner(file: string): void {
+  try {
+    chmodSync(file, 0o600)
+  } catch {
+    // missing, or owned by someone else: nothing to narrow, or not ours to
+  }
+}
+
 /** Throws a ConfigError when POSTBOX_ADMIN_KEY is set but is not shaped like a Postbox key. */
 export function checkAdminKeySetting(config: Config): void {
   if (config.adminKey !== null && !isKeyShaped(config.adminKey)) {
@@ -24,7 +33,10 @@ export function checkAdminKeySetting(config: Config): void {
  * with mode 0600. Only the path is logged, never the key.
  */
 export function ensureAdminKey(store: Store, config: Config, log: Log, now: number): AdminKeyBootstrap {
-  if (store.keys.countActiveAdmins() > 0) return { action: 'none' }
+  if (store.keys.countActiveAdmins() > 0) {
+    narrowToOwner(join(config.dataDir, ADMIN_KEY_FILE))
+    return { action: 'none' }
+  }
   if (config.adminKey !== null) {
     checkAdminKeySetting(config)
     if (store.keys.byHash(hashKey(config.adminKey))) throw new ConfigError('POSTBOX_ADMIN_KEY', 'this key already exists with another role or was revoked')

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { ConfigError } from '../config.js'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { issueUserToken, loadTokenKey, verifyUserToken } from './tokens.js'
@@ -19,6 +20,10 @@ describe('user tokens', () => {
     expect(verifyUserToken(key, `pbu_${forged}.${mac}`, 0)).toBeNull()
     expect(verifyUserToken(key, `pbu_${body}`, 0)).toBeNull()
     expect(verifyUserToken(key, 'pbk_whatever', 0)).toBeNull()
+    // The same MAC spelled in base64 (`+/`) rather than base64url is not the token handed out.
+    const plain = Buffer.from(mac!, 'base64url').toString('base64').replace(/=+$/, '')
+    expect(plain).not.toBe(mac)
+    expect(verifyUserToken(key, `pbu_${body}.${plain}`, 0)).toBeNull()
   })
 })
 
@@ -31,6 +36,24 @@ describe('token key', () => {
       expect(String(first).length).toBeGreaterThanOrEqual(40)
       expect(statSync(join(dir, 'data', 'token-secret.txt')).mode & 0o777).toBe(0o600)
       expect(loadTokenKey(null, join(dir, 'data'))).toBe(first)
+      expect(readdirSync(join(dir, 'data'))).toEqual(['token-secret.txt'])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses an empty or short key file rather than signing forgeable tokens, and narrows its mode', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'postbox-token-'))
+    const file = join(dir, 'token-secret.txt')
+    try {
+      for (const text of ['', '\n', 'x'.repeat(31)]) {
+        writeFileSync(file, text)
+        expect(() => loadTokenKey(null, dir)).toThrow(ConfigError)
+      }
+      writeFileSync(file, 'y'.repeat(32), { mode: 0o644 })
+      chmodSync(file, 0o644)
+      expect(loadTokenKey(null, dir)).toBe('y'.repeat(32))
+      expect(statSync(file).mode & 0o777).toBe(0o600)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
+import { ConfigError, MIN_TOKEN_SECRET_LENGTH } from '../config.js'
 
 /** End-user tokens start with this prefix, so they are easy to tell from API keys (`pbk_`). */
 export const USER_TOKEN_PREFIX = 'pbu_'
@@ -28,7 +29,8 @@ export function issueUserToken(key: Buffer | string, userId: string, expiresAt: 
 export function verifyUserToken(key: Buffer | string, token: string, now: number): UserTokenClaims | null {
   if (!token.startsWith(USER_TOKEN_PREFIX) || token.length > 2048) return null
   const [body, mac, extra] = token.slice(USER_TOKEN_PREFIX.length).split('.')
-  if (!body || !mac || extra !== undefined) return null
+  // One spelling only: Node's base64url decoder also takes `+/` and padding.
+  if (!body || !mac || extra !== undefined || !BASE64URL.test(body) || !MAC.test(mac)) return null
   const given = Buffer.from(mac, 'base64url')
   const expected = sign(key, body)
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
@@ -42,16 +44,64 @@ export function verifyUserToken(key: Buffer | string, token: string, now: number
   }
 }
 
+const BASE64URL = /^[A-Za-z0-9_-]+$/
+/** An HMAC-SHA256 in base64url: 32 bytes, 43 characters. */
+const MAC = /^[A-Za-z0-9_-]{43}$/
+
 /**
  * The token key: `configured` (POSTBOX_TOKEN_SECRET) when set, else a secret generated once into
- * `<dataDir>/token-secret.txt` with mode 0600, so tokens survive restarts.
+ * `<dataDir>/token-secret.txt` with mode 0600, so tokens survive restarts. The file appears whole
+ * or not at all (written aside, fsynced, then linked into place, so two starts agree on one key);
+ * one shorter than MIN_TOKEN_SECRET_LENGTH (emptied by a full disk, a crash or a placeholder) stops
+ * the start instead of signing tokens anyone could forge.
  */
 export function loadTokenKey(configured: string | null, dataDir: string): Buffer | string {
   if (configured) return configured
   const file = join(dataDir, 'token-secret.txt')
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
   mkdirSync(dataDir, { recursive: true })
+  const existing = readKeyFile(file)
+  if (existing !== null) return existing
   const secret = randomBytes(32).toString('base64url')
-  writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+  const temp = `${file}.${process.pid}.tmp`
+  const fd = openSync(temp, 'w', 0o600)
+  try {
+    writeSync(fd, secret + '\n')
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+  try {
+    linkSync(temp, file)
+  } catch (err) {
+    // Another start generated it first: use that one.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readKeyFile(file)!
+    // A file system without hard links: create it in place instead.
+    writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+  } finally {
+    rmSync(temp, { force: true })
+  }
   return secret
+}
+
+/** The key in `file` (its mode narrowed to 0600), or null when there is no file. */
+function readKeyFile(file: string): string | null {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8').trim()
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
+  }
+  try {
+    chmodSync(file, 0o600)
+  } catch {
+    // owned by someone else: not ours to narrow
+  }
+  if (text.length < MIN_TOKEN_SECRET_LENGTH) {
+    throw new ConfigError(
+      'POSTBOX_TOKEN_SECRET',
+      `${file} holds fewer than ${MIN_TOKEN_SECRET_LENGTH} characters: delete it to generate a new key (every user token stops working) or set POSTBOX_TOKEN_SECRET`,
+    )
+  }
+  return text
 }
