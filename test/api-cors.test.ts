@@ -45,10 +45,11 @@ describe('CORS with POSTBOX_CORS_ORIGINS set', () => {
 
   it('a preflight from another origin gets no CORS headers and is answered as without CORS', async () => {
     for (const origin of ['https://evil.example.com', 'https://app.example.com.evil.net', 'http://app.example.com', 'null']) {
+      // Like any request without credentials: the inbox checks its user token first.
       const res = await f.call('OPTIONS', '/v1/inbox', { key: null, headers: { ...PREFLIGHT, origin } })
-      expect(res.status, origin).toBe(404)
+      expect(res.status, origin).toBe(401)
       expect(corsHeadersOf(res), origin).toEqual({})
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found')
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized')
     }
     const noOrigin = await f.call('OPTIONS', '/v1/endpoints', { key: null })
     expect(noOrigin.status).toBe(401)
@@ -109,7 +110,7 @@ describe('CORS unset (the default)', () => {
   it('sends no CORS headers and does not answer preflights', async () => {
     expect(loadConfig({}).corsOrigins).toEqual([])
     const pre = await f.call('OPTIONS', '/v1/inbox', { key: null, headers: PREFLIGHT })
-    expect(pre.status).toBe(404)
+    expect(pre.status).toBe(401)
     expect(corsHeadersOf(pre)).toEqual({})
     const res = await f.call('GET', '/v1/keys', { headers: { origin: APP } })
     expect(res.status).toBe(200)

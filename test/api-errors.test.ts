@@ -73,6 +73,8 @@ const SCENARIOS: Scenario[] = [
   { name: 'metadata endpoint', method: 'POST', path: '/v1/endpoints', req: { body: { url: 'http://169.254.169.254/latest' } }, status: 422, code: 'destination_not_allowed' },
   { name: 'no credentials', method: 'GET', path: '/v1/endpoints', req: { key: null }, status: 401, code: 'unauthorized' },
   // The inbox checks its user token before the query or the body, like every key route.
+  // …and before reading the body, as the key routes do (a 413 or a slow body would come first).
+  { name: 'inbox without a token, oversized body', method: 'POST', path: '/v1/inbox/read', req: { key: null, raw: big(300_000), headers: { 'content-type': 'application/json' } }, status: 401, code: 'unauthorized' },
   { name: 'inbox without a token, bad query', method: 'GET', path: '/v1/inbox?limit=0', req: { key: null }, status: 401, code: 'unauthorized' },
   { name: 'inbox without a token, bad body', method: 'POST', path: '/v1/inbox/read', req: { key: null, body: { ids: 'x' } }, status: 401, code: 'unauthorized' },
   { name: 'basic auth instead of bearer', method: 'GET', path: '/v1/endpoints', req: { key: null, headers: { authorization: 'Basic YTpi' } }, status: 401, code: 'invalid_token' },

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { serve, type ServerType } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
 import { createApp } from '../src/api/app.js'
+import { MAX_STREAMS_PER_USER } from '../src/api/inbox.js'
 import { silentLogger } from '../src/log.js'
 import type { WebhookService } from '../src/webhooks/types.js'
 import Database from 'better-sqlite3'
@@ -66,7 +67,7 @@ afterEach(async () => {
   h?.cleanup()
 })
 
-async function setup(deps: { streamMaxQueued?: number } = {}) {
+async function setup(deps: { streamMaxQueued?: number; streamKeepaliveMs?: number } = {}) {
   h = notifyHarness({}, { streamKeepaliveMs: 50, ...deps })
   const app = createApp({ store: h.store, config: h.config, log: silentLogger(), clock: h.clock, webhooks: {} as WebhookService, notify: h.notify })
   server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' })
@@ -164,6 +165,34 @@ describe('inbox SSE stream (real HTTP server)', () => {
     await expect(s.sse.next()).rejects.toThrow('stream ended')
     await until(() => h.notify.stream.count('alice') === 0)
     expect(h.notify.stream.count('alice')).toBe(0)
+  })
+
+  it('sends no live event once the token has expired, even before the next keepalive', async () => {
+    const { open } = await setup({ streamKeepaliveMs: 60_000 })
+    const token = h.notify.tokens.issue('alice', 60).token
+    const s = await open(token)
+    await until(() => h.notify.stream.count('alice') === 1)
+    h.notify.stream.publish('alice', [{ seq: 1, kind: 'unread_count', data: { unread_count: 1 } }])
+    expect(await s.sse.next()).toMatchObject({ id: '1' })
+    h.clock.set(h.clock.now() + 60_000)
+    h.notify.stream.publish('alice', [{ seq: 2, kind: 'unread_count', data: { unread_count: 2 } }])
+    await expect(s.sse.next()).rejects.toThrow('stream ended')
+  })
+
+  it(`refuses a user's stream beyond ${MAX_STREAMS_PER_USER} open ones (429), not other users' streams`, async () => {
+    const { open } = await setup()
+    const token = h.notify.tokens.issue('alice').token
+    const streams = []
+    for (let i = 0; i < MAX_STREAMS_PER_USER; i++) streams.push(await open(token))
+    expect(streams.map((s) => s.res.status)).toEqual(Array(MAX_STREAMS_PER_USER).fill(200))
+    await until(() => h.notify.stream.count('alice') === MAX_STREAMS_PER_USER)
+    const extra = await open(token)
+    expect(extra.res.status).toBe(429)
+    expect((await open(h.notify.tokens.issue('bob').token)).res.status).toBe(200)
+    // Closing one makes room again.
+    streams[0]!.close()
+    await until(() => h.notify.stream.count('alice') === MAX_STREAMS_PER_USER - 1)
+    expect((await open(token)).res.status).toBe(200)
   })
 
   it('cuts off a client that lets more live events pile up than the stream may hold', async () => {

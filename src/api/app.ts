@@ -15,7 +15,7 @@ import { keyRoutes } from './keys.js'
 import { opsRoutes } from './ops.js'
 import { notificationRoutes } from './notifications.js'
 import { directoryRoutes } from './directory.js'
-import { inboxRoutes } from './inbox.js'
+import { inboxRoutes, userToken } from './inbox.js'
 
 /** The version reported in the OpenAPI document. */
 export const API_VERSION = '1.0.0'
@@ -60,7 +60,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   // Before auth: a preflight carries no Authorization header, and a 401 must be readable too.
   if (deps.config.corsOrigins?.length) app.use('/v1/*', corsMiddleware(deps.config.corsOrigins))
   const auth = authenticate()
-  app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? next() : auth(c, next)))
+  // The inbox authenticates with user tokens, also before the body guard.
+  app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? (deps.notify ? userToken(c, next) : next()) : auth(c, next)))
   app.use('*', jsonBodyGuard(deps.config.maxBody))
 
   app.route('/', opsRoutes())

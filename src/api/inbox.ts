@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import type { Context, MiddlewareHandler } from 'hono'
 import { streamSSE } from 'hono/streaming'
-import { errors } from '../errors.js'
+import { AppError, errors } from '../errors.js'
 import type { StreamEvent } from '../store/inbox.js'
 import type { UserInbox } from '../notify/service.js'
 import { InboxIds, InboxList, InboxQuery, InboxUpdated, UnreadCount } from '../notify/schemas.js'
@@ -10,8 +10,8 @@ import { DEFAULT_LIMIT, errorResponses, jsonBody, jsonResponse, newRouter } from
 import type { ApiEnv } from './deps.js'
 import { notifyOf } from './directory.js'
 
-const TokenQuery = z.object({ token: z.string().max(2048).optional().openapi({ param: { name: 'token', in: 'query' } }) })
-const StreamQuery = TokenQuery.extend({
+const StreamQuery = z.object({
+  token: z.string().max(2048).optional().openapi({ param: { name: 'token', in: 'query' }, description: 'The user token, for EventSource (this route only)' }),
   since: z.string().regex(/^\d{1,15}$/).optional().openapi({ param: { name: 'since', in: 'query' }, description: 'Replay events after this id' }),
 })
 
@@ -25,12 +25,22 @@ function inboxOf(c: Context<ApiEnv>): { userId: string; inbox: UserInbox } {
   return { userId, inbox: notifyOf(c).inbox(userId) }
 }
 
+/** Open live streams one user may hold (browser tabs, devices); more answer 429 `rate_limited`. */
+export const MAX_STREAMS_PER_USER = 16
+/** Open live streams in all; more answer 503 `unavailable` (each holds a socket and a timer). */
+export const MAX_STREAMS = 10_000
+/** The longest setTimeout delay Node keeps (about 24.8 days); longer ones fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 /**
- * Checks the user token before anything else, as the key routes do: a caller without a valid
- * token learns 401, never whether its query or body would have been valid.
+ * Checks the user token of /v1/inbox before anything else (the body guard included), as the
+ * key routes do: a caller without a valid token learns 401, never whether its query or body
+ * would have been valid. `?token=` is read on the stream only, for EventSource (which cannot
+ * send headers), so tokens stay out of the URLs (and logs) of the other routes.
  */
-const userToken: MiddlewareHandler<ApiEnv> = async (c, next) => {
-  const token = bearerToken(c.req.header('authorization')) ?? c.req.query('token')
+export const userToken: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  const fromQuery = c.req.path === '/v1/inbox/stream' ? c.req.query('token') : undefined
+  const token = bearerToken(c.req.header('authorization')) ?? fromQuery
   if (token === undefined) throw errors.unauthorized('Missing user token')
   const claims = token === '' ? null : notifyOf(c).tokens.verify(token)
   if (!claims) throw errors.invalidToken('Invalid or expired user token')
@@ -39,12 +49,13 @@ const userToken: MiddlewareHandler<ApiEnv> = async (c, next) => {
   await next()
 }
 
-const base = { security: [{ userToken: [] }], tags: ['inbox'], middleware: userToken }
+// The token is checked by `userToken`, mounted before the body guard in createApp.
+const base = { security: [{ userToken: [] }], tags: ['inbox'] }
 
 const stateRoute = (name: string, summary: string) =>
   createRoute({
     ...base, method: 'post', path: `/v1/inbox/${name}`, summary,
-    request: { query: TokenQuery, body: jsonBody(InboxIds) },
+    request: { body: jsonBody(InboxIds) },
     responses: { 200: jsonResponse(InboxUpdated, 'how many of your messages changed'), ...errorResponses },
   })
 
@@ -56,7 +67,6 @@ const routes = {
   }),
   unreadCount: createRoute({
     ...base, method: 'get', path: '/v1/inbox/unread-count', summary: 'Your unread count',
-    request: { query: TokenQuery },
     responses: { 200: jsonResponse(UnreadCount, 'exact over the whole non-archived inbox'), ...errorResponses },
   }),
   read: stateRoute('read', 'Mark messages read'),
@@ -66,7 +76,6 @@ const routes = {
   unarchive: stateRoute('unarchive', 'Unarchive messages'),
   readAll: createRoute({
     ...base, method: 'post', path: '/v1/inbox/read-all', summary: 'Mark everything read',
-    request: { query: TokenQuery },
     responses: { 200: jsonResponse(InboxUpdated, 'how many messages changed'), ...errorResponses },
   }),
   stream: createRoute({
@@ -123,6 +132,10 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
   const notify = notifyOf(c)
   const lastEventId = c.req.header('last-event-id')
   const since = /^\d{1,15}$/.test(lastEventId ?? '') ? Number(lastEventId) : sinceQuery !== undefined ? Number(sinceQuery) : null
+  if (notify.stream.count(userId) >= MAX_STREAMS_PER_USER) {
+    throw new AppError('rate_limited', 429, `Too many open streams for this user (at most ${MAX_STREAMS_PER_USER}); close one first`)
+  }
+  if (notify.stream.count() >= MAX_STREAMS) throw errors.unavailable('Too many open streams on this server; try again later')
   return streamSSE(c, async (stream) => {
     const queue: StreamEvent[] = []
     let wake: (() => void) | null = null
@@ -145,8 +158,15 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
     })
     const expires = c.get('inboxTokenExpires')
     const { clock } = c.get('deps')
+    // The token was checked at connect; the stream ends when it expires.
+    let expiry: NodeJS.Timeout | null = null
+    const endAtExpiry = (): void => {
+      const left = expires - clock.now()
+      if (left <= 0) end()
+      else expiry = setTimeout(endAtExpiry, Math.min(left, MAX_TIMER_MS))
+    }
+    endAtExpiry()
     const keepalive = setInterval(() => {
-      // The token was checked at connect; the stream lasts no longer than it does.
       if (clock.now() >= expires) return end()
       void stream.write(': keepalive\n\n').catch(() => {})
     }, notify.streamKeepaliveMs)
@@ -164,6 +184,8 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
       }
       while (!closed && !stream.aborted) {
         while (queue.length > 0) {
+          // Nothing more once the token has expired, whichever timer notices first.
+          if (clock.now() >= expires) return
           const e = queue.shift()!
           if (e.seq <= last) continue
           await stream.writeSSE(toSse(e))
@@ -174,6 +196,7 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
       }
     } finally {
       clearInterval(keepalive)
+      if (expiry) clearTimeout(expiry)
       unsubscribe()
     }
   })

@@ -9,20 +9,25 @@ export interface InboxStreamHub {
   subscribe(userId: string, listener: StreamListener): () => void
   /** Pushes committed events to the user's live listeners (call after commit only). */
   publish(userId: string, events: readonly StreamEvent[]): void
-  /** Live listeners of a user (for tests and metrics). */
+  /** Live listeners of a user, or of everyone. */
   count(userId?: string): number
 }
 
 /** Creates an empty hub. A throwing listener is dropped so one broken stream cannot stop the others. */
 export function createInboxStreamHub(): InboxStreamHub {
   const byUser = new Map<string, Set<StreamListener>>()
+  let total = 0
+  const drop = (set: Set<StreamListener>, listener: StreamListener): void => {
+    if (set.delete(listener)) total--
+  }
   return {
     subscribe(userId, listener) {
       let set = byUser.get(userId)
       if (!set) byUser.set(userId, (set = new Set()))
+      if (!set.has(listener)) total++
       set.add(listener)
       return () => {
-        set.delete(listener)
+        drop(set, listener)
         if (set.size === 0 && byUser.get(userId) === set) byUser.delete(userId)
       }
     },
@@ -33,15 +38,10 @@ export function createInboxStreamHub(): InboxStreamHub {
         try {
           for (const e of events) l(e)
         } catch {
-          set.delete(l)
+          drop(set, l)
         }
       }
     },
-    count(userId) {
-      if (userId !== undefined) return byUser.get(userId)?.size ?? 0
-      let n = 0
-      for (const s of byUser.values()) n += s.size
-      return n
-    },
+    count: (userId) => (userId === undefined ? total : (byUser.get(userId)?.size ?? 0)),
   }
 }
