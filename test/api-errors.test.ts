@@ -51,6 +51,9 @@ const SCENARIOS: Scenario[] = [
   { name: 'inbox position on endpoints', method: 'GET', path: '/v1/endpoints?cursor=MTI', status: 400, code: 'validation_failed' },
   { name: 'subscription cursor on keys', method: 'GET', path: '/v1/keys?cursor=c3ViLzE3MDAwMDAwMDAwMDAvdG9waWMvdXNlcjp1MQ', status: 400, code: 'validation_failed' },
   { name: 'delivery cursor on subscriptions', method: 'GET', path: '/v1/subscriptions?cursor=ZGx2XzAxamFiY2RlZmdoamttbnBxcnN0dnd4eXow', status: 400, code: 'validation_failed' },
+  // Receivers act on these as coming from Postbox itself.
+  { name: 'reserved postbox. event type', method: 'POST', path: '/v1/events', req: { body: { type: 'postbox.endpoint.disabled', data: {} } }, status: 400, code: 'validation_failed' },
+  { name: 'reserved notification. event type in a batch', method: 'POST', path: '/v1/events/batch', req: { body: { events: [{ type: 'a.b', data: {} }, { type: 'notification.x', data: {} }] } }, status: 400, code: 'validation_failed' },
   { name: 'bad status filter', method: 'GET', path: '/v1/deliveries?status=lost', status: 400, code: 'validation_failed' },
   { name: 'batch over 1,000', method: 'POST', path: '/v1/events/batch', req: { body: { events: Array.from({ length: 1001 }, () => ({ type: 'a', data: {} })) } }, status: 400, code: 'validation_failed' },
   { name: 'empty batch', method: 'POST', path: '/v1/events/batch', req: { body: { events: [] } }, status: 400, code: 'validation_failed' },

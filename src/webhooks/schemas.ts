@@ -10,8 +10,15 @@ const headerValue = (v: unknown): v is string => typeof v === 'string' && v.leng
  * in the same `validation_failed` shape. The API attaches them to its OpenAPI routes.
  */
 
-/** An event type: `[a-zA-Z0-9_.:-]{1,200}`. */
-export const EventType = z.string().regex(/^[a-zA-Z0-9_.:-]{1,200}$/, 'must match [a-zA-Z0-9_.:-]{1,200}')
+/**
+ * An event type a publisher may send: `[a-zA-Z0-9_.:-]{1,200}`, not starting with `postbox.` or
+ * `notification.`, the types Postbox publishes itself (receivers act on those as coming from it).
+ */
+export const EventType = z
+  .string()
+  .regex(/^[a-zA-Z0-9_.:-]{1,200}$/, 'must match [a-zA-Z0-9_.:-]{1,200}')
+  .refine((t) => !t.startsWith('postbox.') && !t.startsWith('notification.'), 'must not start with postbox. or notification. (reserved for events Postbox publishes)')
+  .openapi({ description: 'Types starting with postbox. or notification. are reserved for events Postbox publishes' })
 
 /**
  * An event type Postbox publishes itself: the notification webhook channel sends
