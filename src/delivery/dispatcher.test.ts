@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { afterEach, describe, expect, it } from 'vitest'
 import { testConfig } from '../config.js'
 import { systemClock } from '../lib/clock.js'
@@ -179,5 +180,22 @@ describe('dispatcher', () => {
     release!()
     await waitFor(() => store.deliveries.countByStatus().success === 1)
     expect(sends).toHaveLength(1)
+  })
+
+  it('at start, re-offers at once the claims of processes that are gone, never those of one still running', async () => {
+    const sent: string[] = []
+    const { store, d } = setup({ send: async (row: ClaimedDelivery) => (sent.push(row.id), { outcome: { kind: 'success' } }) })
+    enqueue(store, 3)
+    const claimAs = (owner: string): string => store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 60_000, owner })[0]!.id
+    // Another live process (the test runner's parent) still sending; one that exited; an earlier
+    // start of this very process (same PID, another boot).
+    const live = claimAs(`${process.ppid}.cccccccc.`)
+    const gone = claimAs(`${spawnSync(process.execPath, ['-e', '']).pid}.cccccccc.`)
+    const earlier = claimAs(`${process.pid}.00000000.`)
+    d.start()
+    await waitFor(() => sent.length === 2)
+    await new Promise((r) => setTimeout(r, 50))
+    expect(sent.sort()).toEqual([gone, earlier].sort())
+    expect(store.deliveries.get(live)!.status).toBe('in_flight')
   })
 })

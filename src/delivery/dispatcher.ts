@@ -6,7 +6,7 @@ import type { ClaimedDelivery, SettleInput } from '../store/deliveries.js'
 import type { ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
 import { createEndpointLimits } from './endpoint-limits.js'
 import type { Lock } from './lock.js'
-import { claimDispatchMarker, type DispatchMarker } from './dispatch-marker.js'
+import { CLAIM_OWNER, isOrphanedClaim } from './claim-owner.js'
 import { LocalLock } from './lock.js'
 
 /** What `createDispatcher` needs. */
@@ -83,7 +83,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let cutShortTimer: NodeJS.Timeout | null = null
   let unsubscribe: (() => void) | null = null
   let drained: (() => void) | null = null
-  let marker: DispatchMarker | null = null
   let settleRetryTimer: NodeJS.Timeout | null = null
   const reserve = Math.floor(config.concurrency * RESERVE_SHARE)
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
@@ -109,18 +108,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         } catch (err) {
           log.error({ err }, 'releasing waiting deliveries failed')
         }
-        // When no other dispatcher is alive on this file, every in-flight row belongs to a
-        // process that died: offer it again now instead of after its lease (timeout + 30 s).
-        // The attempt it spent stays spent, as SPEC §2 asks. With another dispatcher alive (or
-        // any doubt), its rows wait for their leases: releasing them would send them twice.
-        marker = claimDispatchMarker(store.path)
-        if (marker.sole) {
-          try {
-            const released = store.deliveries.releaseOrphanedClaims(clock.now())
-            if (released > 0) log.info({ released }, 'released claims of a previous process')
-          } catch (err) {
-            log.error({ err }, 'releasing orphaned claims failed')
-          }
+        // In-flight rows claimed by a process that is gone are offered again now instead of
+        // after their leases (timeout + 30 s); the attempt spent stays spent, as SPEC §2 asks.
+        // Rows of a process that may be alive (another dispatcher on this file) wait for their
+        // leases: releasing them would send them a second time while they are in flight.
+        try {
+          const released = store.deliveries.releaseOrphanedClaims(clock.now(), (token) => isOrphanedClaim(token))
+          if (released > 0) log.info({ released }, 'released claims of a previous process')
+        } catch (err) {
+          log.error({ err }, 'releasing orphaned claims failed')
         }
         wake()
       })
@@ -159,6 +155,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         now,
         defaultTimeoutMs,
         onCutShort,
+        owner: CLAIM_OWNER,
         ...(general > 0
           ? { capacity: (id: string | null) => limits.capacity(id, now), excludeEndpoints: limits.saturated(now) }
           : {
@@ -355,8 +352,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (settleRetryTimer) clearTimeout(settleRetryTimer)
       settleRetryTimer = null
       started = false
-      marker?.release()
-      marker = null
       if (haveLock) await lock.release(LOCK_NAME)
       haveLock = false
     },

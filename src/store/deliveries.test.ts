@@ -131,6 +131,16 @@ describe('claimDue', () => {
     expect(q.deliveries.releaseOrphanedClaims(NOW + 2)).toBe(0)
   })
 
+  it('releaseOrphanedClaims with an owner test releases only the claims it names, by their token', () => {
+    const [mine, gone] = [enqueue('mine'), enqueue('gone')]
+    claim(NOW, { limit: 1, owner: 'live.' })
+    claim(NOW, { limit: 1, owner: 'dead.' })
+    expect(q.deliveries.get(mine)!.claimToken).toMatch(/^live\.[0-9a-f]{24}$/)
+    expect(q.deliveries.releaseOrphanedClaims(NOW + 1, (token) => token.startsWith('dead.'))).toBe(1)
+    expect(q.deliveries.get(mine)).toMatchObject({ status: 'in_flight' })
+    expect(q.deliveries.get(gone)).toMatchObject({ status: 'pending', attempts: 1 })
+  })
+
   it('moves exhausted rows to dead instead of claiming them', () => {
     const none = enqueue('zero', { maxAttempts: 0 })
     const used = enqueue('used')

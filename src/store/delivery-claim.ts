@@ -151,7 +151,8 @@ export const CLAIM_SQL = {
   hasWork: `SELECT EXISTS (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_attempt_at <= @now)
       OR EXISTS (SELECT 1 FROM deliveries WHERE status = 'in_flight' AND lease_until <= @now)`,
   expireLeases: `${EXPIRE_CLAIM} WHERE status = 'in_flight' AND lease_until <= @now`,
-  releaseOrphans: `${EXPIRE_CLAIM} WHERE status = 'in_flight'`,
+  inFlightClaims: `SELECT id, claim_token FROM deliveries INDEXED BY deliveries_leases WHERE status = 'in_flight'`,
+  releaseClaims: `${EXPIRE_CLAIM} WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'in_flight'`,
   // A waiting row with no older unfinished row of its key left, or of an endpoint no longer
   // ordered, is due now; the trigger deliveries_next_in_order should leave none (a repair).
   releaseWaiting: `UPDATE deliveries SET next_attempt_at = @now
@@ -168,7 +169,7 @@ export const CLAIM_SQL = {
   // By rowid: the candidates carry it (read in the same transaction, so it cannot have moved),
   // which saves one id-index lookup per row.
   claim: `UPDATE deliveries
-      SET status = 'in_flight', claim_token = lower(hex(randomblob(12))), attempts = attempts + 1, updated_at = @now,
+      SET status = 'in_flight', claim_token = @owner || lower(hex(randomblob(12))), attempts = attempts + 1, updated_at = @now,
           lease_until = @now + @margin + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = deliveries.endpoint_id), @defaultTimeout)
     WHERE rowid IN (SELECT value FROM json_each(@rowids)) AND status = 'pending'
     RETURNING ${CLAIM_COLUMNS}`,
@@ -206,6 +207,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
   const claimRaw = s.claim.raw()
   const hasWork = s.hasWork.pluck()
   const dueEndpoints = s.dueEndpoints.raw()
+  const inFlightClaims = s.inFlightClaims.raw()
   // Where the per-endpoint path stopped last time, so successive claims take turns (round robin).
   let lastServed = ''
   // Why a second path may be skipped: while the head of the queue belongs to one saturated
@@ -356,6 +358,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       now,
       margin: Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000),
       defaultTimeout: opts.defaultTimeoutMs,
+      owner: opts.owner ?? '',
     }) as unknown[][]
     // RETURNING order is unspecified; keep the candidates' order (due time, then id).
     return rows.map((r) => toClaimed(r, now)).sort(byDueThenId)
@@ -373,7 +376,10 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
   return {
     // Inside a transaction the lock is already held, and the caller usually just freed slots.
     claimDue: (opts) => (db.inTransaction || hasWork.get({ now: opts.now }) === 1 ? claimTx.immediate(opts) : []),
-    releaseOrphanedClaims: (now) => madeDue(s.releaseOrphans.run({ now }).changes),
+    releaseOrphanedClaims(now, orphaned = () => true) {
+      const ids = (inFlightClaims.all() as [string, string][]).filter(([, token]) => orphaned(token)).map(([id]) => id)
+      return ids.length === 0 ? 0 : madeDue(s.releaseClaims.run({ ids: JSON.stringify(ids), now }).changes)
+    },
     releaseWaitingInOrder: (now) => madeDue(s.releaseWaiting.run({ now }).changes),
     noteDue(endpointId) {
       if (endpointId !== undefined && endpointId !== null && endpointId === stoppedBy) uncounted = endpointId

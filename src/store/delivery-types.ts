@@ -129,6 +129,8 @@ export interface ClaimOptions {
    * soon, and the next claim goes on from there.
    */
   onCutShort?: () => void
+  /** Written before each claim token, naming the claiming process (see delivery/claim-owner.ts). */
+  owner?: string
 }
 
 /** Filters for `list`. */
@@ -147,12 +149,12 @@ export interface DeliveriesStore {
   enqueue(row: NewDelivery, now: number): { id: string; created: boolean }
   claimDue(opts: ClaimOptions): ClaimedDelivery[]
   /**
-   * Treats every in-flight row as an expired lease (pending again with its attempt spent, or
-   * dead when none is left) and returns how many. Only for a dispatcher that has just taken the
-   * dispatch lock at start: the claims then belong to a process that died, and waiting out
-   * their leases (timeout + 30 s) would delay recovery for nothing.
+   * Treats the in-flight rows whose claim token `orphaned` says belongs to a process that is
+   * gone (default: every one) as expired leases (pending again with the attempt spent, or dead
+   * when none is left) and returns how many: a dispatcher starting after a crash need not wait
+   * out their leases (timeout + 30 s).
    */
-  releaseOrphanedClaims(now: number): number
+  releaseOrphanedClaims(now: number, orphaned?: (claimToken: string) => boolean): number
   /**
    * Makes due every row waiting for its ordering key's turn (WAITING_IN_ORDER) that no longer
    * has an older unfinished row, or whose endpoint is no longer ordered; returns how many. A
