@@ -98,7 +98,10 @@ CREATE INDEX deliveries_dead_endpoint ON deliveries (endpoint_id, id) WHERE stat
 CREATE INDEX deliveries_cancelled ON deliveries (id) WHERE status = 'cancelled';
 -- The claim's second path: when the due rows at the head of the queue all belong to saturated or
 -- paused endpoints (or blocked ordering keys), it takes each other endpoint's due rows from here instead of reading past them.
-CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE status = 'pending';
+-- v7: keyed by endpoint, or by `#<channel>` for rows without one (DUE_KEY in store/delivery-claim.ts),
+-- so inbox, email and notify-webhook rows take their turns apart and a slow mail server holds
+-- back email only.
+CREATE INDEX deliveries_endpoint_due ON deliveries (coalesce(endpoint_id, '#' || channel), next_attempt_at, id) WHERE status = 'pending';
 -- Ordered endpoints (SPEC §1): a row enqueued behind an older unfinished row of the same endpoint
 -- and ordering key waits, its next_attempt_at set to 8640000000000000 (the largest date), instead
 -- of being due (store/deliveries.ts enqueue); so a key blocked by a failing or slow row never makes
@@ -278,4 +281,4 @@ CREATE TABLE inbox_stream (
   PRIMARY KEY (user_id, seq)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;

@@ -17,6 +17,12 @@ export interface ChannelResult {
 export interface ChannelSender {
   /** Request timeout for this channel's rows without an endpoint; sets the lease. */
   readonly timeoutMs?: number
+  /**
+   * At most this many of the channel's rows without an endpoint in flight (a mail server that
+   * takes a few messages at a time); absent = only the global cap. Rows beyond it stay pending,
+   * so they never hold the slots other channels' rows need.
+   */
+  readonly maxInFlight?: number
   send(delivery: ClaimedDelivery, signal: AbortSignal): Promise<ChannelResult>
 }
 

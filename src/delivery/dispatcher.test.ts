@@ -182,6 +182,34 @@ describe('dispatcher', () => {
     expect(sends).toHaveLength(1)
   })
 
+  it('a channel that takes few rows at a time (a hanging mail server) holds back only its own rows', async () => {
+    const t = tempStore()
+    cleanup = t.cleanup
+    const delivered: string[] = []
+    const hanging: ChannelSender = {
+      maxInFlight: 2,
+      send: (_row, signal) => new Promise<ChannelResult>((resolve) => signal.addEventListener('abort', () => resolve({ outcome: { kind: 'release' } }))),
+    }
+    const inbox: ChannelSender = { send: async (row) => (delivered.push(row.id), { outcome: { kind: 'success' } }) }
+    const d = createDispatcher({
+      store: t.store, config: testConfig({ concurrency: 16, pollIntervalMs: 60_000 }), clock: systemClock, rng: () => 0.5,
+      log: silentLogger(), channels: new Map([['email', hanging], ['inbox', inbox]]),
+    })
+    dispatcher = d
+    const add = (channel: 'email' | 'inbox', i: number): string =>
+      t.store.deliveries.enqueue({ channel, notificationId: `ntf_${channel}${i}`, recipient: 'u', eventType: 't', maxAttempts: 3, nextAttemptAt: Date.now() - 1000 }, Date.now()).id
+    t.store.tx(() => {
+      for (let i = 0; i < 40; i++) add('email', i)
+    })
+    d.start()
+    await waitFor(() => d.inFlight() === 2)
+    // Behind 38 pending email rows, with 14 slots free: the inbox row goes at once.
+    const row = add('inbox', 0)
+    await waitFor(() => delivered.length === 1)
+    expect(delivered).toEqual([row])
+    expect(t.store.deliveries.countByStatus()).toMatchObject({ in_flight: 2, pending: 38 })
+  })
+
   it('at start, re-offers at once the claims of processes that are gone, never those of one still running', async () => {
     const sent: string[] = []
     const { store, d } = setup({ send: async (row: ClaimedDelivery) => (sent.push(row.id), { outcome: { kind: 'success' } }) })

@@ -67,7 +67,9 @@ const SETTLE_RETRY_MS = 1000
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { store, config, clock, log, channels, observer } = deps
   const lock = deps.lock ?? new LocalLock()
-  const limits = createEndpointLimits(store)
+  const limits = createEndpointLimits(store, new Map([...channels].map(([name, sender]) => [`#${name}`, sender.maxInFlight ?? Infinity])))
+  // Whose slots a claimed row takes: its endpoint, or `#<channel>` (the claim's DUE_KEY).
+  const keyOf = (d: ClaimedDelivery): string => d.endpointId ?? `#${d.channel}`
   const running = new Set<string>()
   // Only shutdown aborts sends, and it aborts all of them: one controller per run, not per send.
   let abortAll = new AbortController()
@@ -157,17 +159,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         onCutShort,
         owner: CLAIM_OWNER,
         ...(general > 0
-          ? { capacity: (id: string | null) => limits.capacity(id, now), excludeEndpoints: limits.saturated(now) }
+          ? { capacity: (key: string) => limits.capacity(key, now), excludeEndpoints: limits.saturated(now) }
           : {
-              // Inbox and email rows (null) count as one more endpoint here, so a slow mail server
-              // cannot take the reserve either.
-              capacity: (id: string | null) => Math.min(limits.capacity(id, now), QUIET_IN_FLIGHT - limits.inFlight(id)),
+              // Each channel's rows without an endpoint (`#inbox`, `#email`) count as one more
+              // endpoint here, so a slow mail server cannot take the reserve either.
+              capacity: (key: string) => Math.min(limits.capacity(key, now), QUIET_IN_FLIGHT - limits.inFlight(key)),
               excludeEndpoints: limits.saturated(now, QUIET_IN_FLIGHT),
             }),
       })
       for (const d of rows) {
         running.add(d.id)
-        limits.acquire(d.endpointId, now)
+        limits.acquire(keyOf(d), now)
         out.push(d)
       }
       if (rows.length < limit) return
@@ -193,7 +195,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   function untrack(d: ClaimedDelivery): void {
     if (!running.delete(d.id)) return
-    limits.release(d.endpointId)
+    limits.release(keyOf(d))
   }
 
   function onCutShort(): void {

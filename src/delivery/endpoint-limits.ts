@@ -7,10 +7,11 @@ import { createEndpointCache } from './endpoint-cache.js'
  * The dispatcher's per-endpoint flow control (SPEC §5): requests in flight against
  * `max_concurrency`, a token bucket for `rate_limit`, and a single probe while the breaker is
  * half-open. Endpoint settings are cached and reloaded when the endpoints store's version moves.
- * Rows without an endpoint (inbox, email) are counted under `null`, with no limit of their own.
+ * Rows without an endpoint are counted under `#<channel>` (the claim's DUE_KEY), each against
+ * its channel's limit in `channelLimits` (none when absent).
  */
-export function createEndpointLimits(store: Store) {
-  const inflight = new Map<string | null, number>()
+export function createEndpointLimits(store: Store, channelLimits: ReadonlyMap<string, number> = new Map()) {
+  const inflight = new Map<string, number>()
   const buckets = new Map<string, TokenBucket>()
   const info = createEndpointCache(store)
 
@@ -21,8 +22,8 @@ export function createEndpointLimits(store: Store) {
     return b
   }
 
-  const capacity = (id: string | null, now: number): number => {
-    if (id === null) return Infinity
+  const capacity = (id: string, now: number): number => {
+    if (id.startsWith('#')) return Math.max(0, (channelLimits.get(id) ?? Infinity) - (inflight.get(id) ?? 0))
     const l = info(id)
     if (!l) return 0
     const used = inflight.get(id) ?? 0
@@ -37,7 +38,7 @@ export function createEndpointLimits(store: Store) {
     /** Slots the endpoint has free now. */
     capacity,
     /** Requests in flight to the endpoint. */
-    inFlight: (id: string | null): number => inflight.get(id) ?? 0,
+    inFlight: (id: string): number => inflight.get(id) ?? 0,
     /**
      * Endpoints the claim skips entirely: those with no free slot, and (with `atMost`) those
      * already holding `atMost` requests or more.
@@ -45,19 +46,19 @@ export function createEndpointLimits(store: Store) {
     saturated(now: number, atMost = Infinity): string[] {
       const out: string[] = []
       for (const id of new Set([...inflight.keys(), ...buckets.keys()])) {
-        if (id !== null && ((inflight.get(id) ?? 0) >= atMost || capacity(id, now) === 0)) out.push(id)
+        if ((inflight.get(id) ?? 0) >= atMost || capacity(id, now) === 0) out.push(id)
       }
       return out
     },
     /** Counts a claimed row against its endpoint. */
-    acquire(id: string | null, now: number): void {
+    acquire(id: string, now: number): void {
       inflight.set(id, (inflight.get(id) ?? 0) + 1)
-      if (id === null) return
+      if (id.startsWith('#')) return
       const l = info(id)
       if (l?.rateLimit) bucketFor(id, l.rateLimit, now).take(1, now)
     },
     /** Frees the slot of a settled row. */
-    release(id: string | null): void {
+    release(id: string): void {
       const n = (inflight.get(id) ?? 1) - 1
       if (n <= 0) inflight.delete(id)
       else inflight.set(id, n)

@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import { prepareAll, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { createDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'
-import { createClaimer, FINISH_IF_ENDPOINT_GONE, WAITS_IN_ORDER } from './delivery-claim.js'
+import { createClaimer, DUE_KEY, FINISH_IF_ENDPOINT_GONE, WAITS_IN_ORDER } from './delivery-claim.js'
 import type {
   Attempt,
   DeliveriesStore,
@@ -108,13 +108,14 @@ const SQL = {
   waitRecovered: `UPDATE deliveries SET next_attempt_at = ${WAITING_IN_ORDER}
     WHERE endpoint_id = @endpointId AND status = 'pending' AND attempts = 0 AND next_attempt_at = @now AND ${WAITS_IN_ORDER}`,
   // Both read the endpoint's pending rows from deliveries_endpoint_due (INDEXED BY: never the
-  // endpoint's whole history in deliveries_endpoint, which retention keeps up to 30 days long).
+  // endpoint's whole history in deliveries_endpoint, which retention keeps up to 30 days long);
+  // its key is the endpoint id for rows that have one.
   finishPendingForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due
       SET status = @status, last_error = @error, claim_token = NULL, completed_at = @now, updated_at = @now
-    WHERE status = 'pending' AND endpoint_id = @endpointId`,
+    WHERE status = 'pending' AND ${DUE_KEY()} = @endpointId`,
   // Once per breaker pause.
   deferPendingForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due SET next_attempt_at = @until, updated_at = @now
-    WHERE status = 'pending' AND endpoint_id = @endpointId AND next_attempt_at < @until`,
+    WHERE status = 'pending' AND ${DUE_KEY()} = @endpointId AND next_attempt_at < @until`,
   countByStatus: `SELECT status, count(*) AS n FROM deliveries GROUP BY status`,
   // From the partial indexes only: the finished rows are most of the table.
   countPending: `SELECT count(*) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending'`,

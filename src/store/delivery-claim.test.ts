@@ -32,9 +32,10 @@ describe('claim behind a saturated endpoint (SPEC §1 isolation)', () => {
     for (let i = 0; i < 5; i++) enqueue(`c${i}`, { endpointId: 'ep_c' })
     for (let i = 0; i < 3; i++) enqueue(`n${i}`, { channel: 'inbox' })
     const opts = { limit: 4, excludeEndpoints: ['ep_busy'] }
-    expect(endpointsOf(claim(opts))).toEqual(['ep_b', 'ep_b', 'ep_b', 'ep_b'])
-    expect(endpointsOf(claim(opts))).toEqual(['ep_c', 'ep_c', 'ep_c', 'ep_c'])
+    // The turns go by key: `#inbox` (rows without an endpoint, by channel) sorts before the endpoints.
     expect(endpointsOf(claim(opts)).sort()).toEqual(['ep_b', null, null, null].sort())
+    expect(endpointsOf(claim(opts))).toEqual(['ep_c', 'ep_c', 'ep_c', 'ep_c'])
+    expect(endpointsOf(claim(opts))).toEqual(['ep_b', 'ep_b', 'ep_b', 'ep_b'])
     expect(endpointsOf(claim(opts))).toEqual(['ep_c'])
     expect(claim(opts)).toEqual([])
     expect(q.deliveries.countByStatus()).toMatchObject({ pending: BACKLOG, in_flight: 13 })
@@ -66,14 +67,17 @@ describe('claim behind a saturated endpoint (SPEC §1 isolation)', () => {
 })
 
 describe('rows without an endpoint', () => {
-  it('share one capacity (asked with null), so they cannot fill a claim meant to reach quiet endpoints', () => {
+  it('take slots per channel (#email, #inbox), so an email backlog holds back neither inbox rows nor endpoints', () => {
     insertEndpoint(q.db, { id: 'ep_quiet' })
     for (let i = 0; i < 50; i++) enqueue(`mail${i}`, { channel: 'email', nextAttemptAt: NOW - 1000 })
+    const inbox = enqueue('in', { channel: 'inbox' })
     const quiet = enqueue('q', { endpointId: 'ep_quiet' })
-    const rows = claim({ limit: 32, capacity: (id) => (id === null ? 4 : 16) })
-    expect(rows.filter((r) => r.endpointId === null)).toHaveLength(4)
-    expect(rows.filter((r) => r.endpointId !== null).map((r) => r.id)).toEqual([quiet])
-    expect(claim({ limit: 32 }).filter((r) => r.endpointId === null)).toHaveLength(32)
+    const asked = new Set<string>()
+    const rows = claim({ limit: 32, capacity: (key) => (asked.add(key), key === '#email' ? 4 : 16) })
+    expect(rows.filter((r) => r.channel === 'email')).toHaveLength(4)
+    expect(rows.filter((r) => r.channel !== 'email').map((r) => r.id).sort()).toEqual([inbox, quiet].sort())
+    expect([...asked].sort()).toEqual(['#email', '#inbox', 'ep_quiet'])
+    expect(claim({ limit: 32 }).filter((r) => r.channel === 'email')).toHaveLength(32)
   })
 })
 
@@ -264,7 +268,7 @@ describe('claim query plans', () => {
     const plans = Object.entries(CLAIM_SQL).map(([name, sql]) => [name, plan(sql)] as const)
     for (const [name, p] of plans) expect(`${name}: ${p}`).not.toMatch(/SCAN (deliveries|d|o)\b(?! USING)/)
     // The barrier looks at unfinished rows only; the endpoint's history may be millions of rows.
-    for (const name of ['window', 'ofEndpoint', 'withoutEndpoint'] as const) {
+    for (const name of ['window', 'ofKey'] as const) {
       expect(plans.find(([n]) => n === name)![1]).toMatch(/SEARCH o USING INDEX deliveries_order_barrier/)
     }
     expect(plans.find(([n]) => n === 'dueEndpoints')![1]).toMatch(/deliveries_endpoint_due/)

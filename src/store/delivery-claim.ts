@@ -66,7 +66,15 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
 // newer one in flight), with the same endpoint + ordering key on an ordered endpoint. The
 // `o.status IN (…)` term repeats the partial index's condition so SQLite can use
 // deliveries_order_barrier; without it the check read every delivery the endpoint ever had.
-const FLAGS = `d.rowid AS rowid, d.id, d.endpoint_id AS endpointId, d.attempts >= d.max_attempts AS exhausted,
+/**
+ * Whose slots a pending row takes, and whose turn it waits for: its endpoint, or `#<channel>` for
+ * the rows without one (inbox, email, notify-webhook), so a slow mail server holds only email
+ * rows back. The expression of deliveries_endpoint_due: a statement must spell it the same way
+ * for SQLite to use that index.
+ */
+export const DUE_KEY = (t = ''): string => `coalesce(${t}endpoint_id, '#' || ${t}channel)`
+
+const FLAGS = `d.rowid AS rowid, d.id, ${DUE_KEY('d.')} AS key, d.attempts >= d.max_attempts AS exhausted,
       d.next_attempt_at AS nextAttemptAt, (e.deleted_at IS NOT NULL OR e.disabled = 1) AS gone`
 const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.ordering_key IS NOT NULL AND e.ordered IS 1 AND EXISTS (
            SELECT 1 FROM deliveries o
@@ -83,28 +91,28 @@ const WINDOW = `SELECT ${FLAGS}, ${BLOCKED} AS blocked
            ORDER BY next_attempt_at, id LIMIT ${WINDOW_MAX}) w
     CROSS JOIN deliveries d ON d.rowid = w.r LEFT JOIN endpoints e ON e.id = d.endpoint_id`
 
-// The second path: the claimable due rows of one endpoint (or of the rows without one,
-// inbox and email), after the first path's last row, from deliveries_endpoint_due.
-const OF_ENDPOINT = (target: string): string => `SELECT ${FLAGS}, 0 AS blocked
+// The second path: the claimable due rows of one key (an endpoint, or `#<channel>` for the rows
+// without one), after the first path's last row, from deliveries_endpoint_due.
+const OF_KEY = `SELECT ${FLAGS}, 0 AS blocked
     FROM deliveries d INDEXED BY deliveries_endpoint_due LEFT JOIN endpoints e ON e.id = d.endpoint_id
-    WHERE d.status = 'pending' AND ${target} AND d.next_attempt_at <= @now
+    WHERE d.status = 'pending' AND ${DUE_KEY('d.')} = @key AND d.next_attempt_at <= @now
       AND (d.next_attempt_at, d.id) > (@afterAt, @afterId)
       AND (e.id IS NULL OR e.disabled = 1 OR e.deleted_at IS NOT NULL OR NOT ${BLOCKED})
     ORDER BY d.next_attempt_at, d.id
     LIMIT ${WINDOW_MAX}`
 
-// Up to TURN_PAGE endpoints with pending rows whose id sorts after @after, in id order, each
-// with whether its earliest pending row is due: a skip-scan of deliveries_endpoint_due, one seek
-// per endpoint and one more for its earliest row.
+// Up to TURN_PAGE keys with pending rows that sort after @after (the `#<channel>` keys before
+// every endpoint id), in order, each with whether its earliest pending row is due: a skip-scan of
+// deliveries_endpoint_due, one seek per key and one more for its earliest row.
 const DUE_ENDPOINTS = `WITH RECURSIVE ep(id, n) AS (
-      SELECT (SELECT endpoint_id FROM deliveries INDEXED BY deliveries_endpoint_due
-               WHERE status = 'pending' AND endpoint_id > @after ORDER BY endpoint_id LIMIT 1), 1
+      SELECT (SELECT ${DUE_KEY()} FROM deliveries INDEXED BY deliveries_endpoint_due
+               WHERE status = 'pending' AND ${DUE_KEY()} > @after ORDER BY ${DUE_KEY()} LIMIT 1), 1
       UNION ALL
-      SELECT (SELECT endpoint_id FROM deliveries INDEXED BY deliveries_endpoint_due
-               WHERE status = 'pending' AND endpoint_id > ep.id ORDER BY endpoint_id LIMIT 1), ep.n + 1
+      SELECT (SELECT ${DUE_KEY()} FROM deliveries INDEXED BY deliveries_endpoint_due
+               WHERE status = 'pending' AND ${DUE_KEY()} > ep.id ORDER BY ${DUE_KEY()} LIMIT 1), ep.n + 1
         FROM ep WHERE ep.id IS NOT NULL AND ep.n < ${TURN_PAGE})
     SELECT id, (SELECT min(next_attempt_at) FROM deliveries INDEXED BY deliveries_endpoint_due
-                 WHERE status = 'pending' AND endpoint_id = ep.id) <= @now AS due
+                 WHERE status = 'pending' AND ${DUE_KEY()} = ep.id) <= @now AS due
       FROM ep WHERE id IS NOT NULL`
 
 // A lease that ran out means the worker died: the attempt stays spent (the request may have
@@ -159,8 +167,7 @@ export const CLAIM_SQL = {
     WHERE status = 'pending' AND next_attempt_at = ${WAITING_IN_ORDER}
       AND (endpoint_id NOT IN (SELECT id FROM endpoints WHERE ordered = 1) OR NOT ${HAS_OLDER_IN_KEY})`,
   window: WINDOW,
-  ofEndpoint: OF_ENDPOINT('d.endpoint_id = @endpointId'),
-  withoutEndpoint: OF_ENDPOINT('d.endpoint_id IS NULL'),
+  ofKey: OF_KEY,
   dueEndpoints: DUE_ENDPOINTS,
   markExhausted: `UPDATE deliveries SET status = 'dead', last_error = COALESCE(last_error, 'attempts_exhausted'),
       claim_token = NULL, completed_at = @now, updated_at = @now
@@ -179,7 +186,7 @@ export const CLAIM_SQL = {
 const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
   a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-type Candidate = { rowid: number; id: string; endpointId: string | null; exhausted: number; nextAttemptAt: number; gone: number; blocked: number | null }
+type Candidate = { rowid: number; id: string; key: string; exhausted: number; nextAttemptAt: number; gone: number; blocked: number | null }
 
 /** What one candidate scan found: rows to claim, and rows to finish instead. */
 interface Picked {
@@ -240,13 +247,13 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const { now, limit, capacity } = opts
     const exclude = new Set(opts.excludeEndpoints ?? [])
     const picked: Picked = { chosen: [], exhausted: [], gone: [] }
-    // Rows this claim picked per endpoint (null: rows without one).
-    const taken = new Map<string | null, number>()
-    // Free slots of an endpoint after this claim's picks so far.
-    const room = (endpointId: string | null): number => {
-      if (endpointId !== null && exclude.has(endpointId)) return 0
-      const free = capacity ? capacity(endpointId) - (taken.get(endpointId) ?? 0) : Infinity
-      if (free <= 0 && endpointId !== null) exclude.add(endpointId)
+    // Rows this claim picked per key (endpoint, or `#<channel>`).
+    const taken = new Map<string, number>()
+    // Free slots of a key after this claim's picks so far.
+    const room = (key: string): number => {
+      if (exclude.has(key)) return 0
+      const free = capacity ? capacity(key) - (taken.get(key) ?? 0) : Infinity
+      if (free <= 0) exclude.add(key)
       return free
     }
     // Takes the row if it can; false when it has to leave it (limit reached, or no room left on
@@ -255,10 +262,10 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       if (r.gone) picked.gone.push(r.id)
       else if (r.blocked) return true
       else if (r.exhausted) picked.exhausted.push(r.id)
-      else if (picked.chosen.length >= limit || room(r.endpointId) <= 0) return false
+      else if (picked.chosen.length >= limit || room(r.key) <= 0) return false
       else {
         picked.chosen.push(r.rowid)
-        taken.set(r.endpointId, (taken.get(r.endpointId) ?? 0) + 1)
+        taken.set(r.key, (taken.get(r.key) ?? 0) + 1)
       }
       return true
     }
@@ -272,7 +279,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     let handOver = false
     for (const r of s.window.iterate({ now }) as IterableIterator<Candidate>) {
       if (!take(r)) {
-        stopper = r.endpointId
+        stopper = r.key
         handOver = true
         break
       }
@@ -303,18 +310,16 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       return picked
     }
 
-    // The second path: rows after the last one the first path took or passed. Rows without an
-    // endpoint (inbox, email) take their turn under the key '', before the first endpoint.
+    // The second path: rows after the last one the first path took or passed, key by key (the
+    // rows without an endpoint take their turns as `#<channel>`, before the first endpoint).
     const served = new Set<string>()
-    const serve = (endpointId: string | null): boolean => {
-      const key = endpointId ?? ''
+    const serve = (key: string): boolean => {
       if (served.has(key)) return false
       served.add(key)
-      let want = Math.min(limit - picked.chosen.length, room(endpointId))
-      if (want <= 0 && endpointId !== null && endpointId !== stopper) full.push(endpointId)
+      let want = Math.min(limit - picked.chosen.length, room(key))
+      if (want <= 0 && key !== stopper) full.push(key)
       if (want > 0) {
-        const rows = (endpointId === null ? s.withoutEndpoint.iterate(at) : s.ofEndpoint.iterate({ ...at, endpointId })) as IterableIterator<Candidate>
-        for (const r of rows) if (!take(r) || --want === 0) break
+        for (const r of s.ofKey.iterate({ ...at, key }) as IterableIterator<Candidate>) if (!take(r) || --want === 0) break
       }
       if (picked.chosen.length < limit) return false
       lastServed = key
@@ -338,7 +343,6 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       else {
         run.crossed = true
         after = ''
-        if (serve(null)) return secondPath(true)
       }
     }
   }

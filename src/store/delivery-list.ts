@@ -1,6 +1,7 @@
 import { decodeIdCursor, encodeCursor, pageById, type Page } from '../lib/cursor.js'
 import { SCAN_STATEMENT_LIMIT, scanForPage } from './capped-scan.js'
 import { statementCache, type Db } from './db.js'
+import { DUE_KEY } from './delivery-claim.js'
 import type { Delivery, DeliveryFilter, DeliveryStatus } from './delivery-types.js'
 
 /** The columns of a delivery row under the names `Delivery` gives them. */
@@ -48,10 +49,13 @@ export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
   // The status goes into the SQL as a literal (one of five, checked): a partial index is only
   // usable when the statement itself names its condition.
   if (f.status) where.push(`status = '${STATUS_LITERAL[f.status]}'`)
+  const selective = f.eventId || f.notificationId
+  // Pending rows of one endpoint come from deliveries_endpoint_due, keyed by DUE_KEY.
+  const queued = f.status === 'pending' && !selective
   for (const [key, column] of LIST_FILTERS) {
     const v = f[key]
     if (v) {
-      where.push(`${column} = ?`)
+      where.push(`${key === 'endpointId' && queued ? DUE_KEY() : column} = ?`)
       params.push(v)
     }
   }
@@ -62,8 +66,7 @@ export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
   }
   params.push(f.limit + 1)
   const filter = where.length ? `WHERE ${where.join(' AND ')}` : ''
-  const selective = f.eventId || f.notificationId
-  if (f.status === 'pending' && !selective) {
+  if (queued) {
     // The index holds all the page needs, and only the page's rows are read.
     const index = f.endpointId ? 'deliveries_endpoint_due' : 'deliveries_due'
     const ids = `SELECT rowid FROM deliveries INDEXED BY ${index} ${filter} ORDER BY id DESC LIMIT ?`

@@ -117,11 +117,12 @@ export interface ClaimOptions {
   /** Added to the timeout to make the lease; SPEC §1 requires at least 15 s. */
   leaseMarginMs?: number
   /**
-   * Remaining slots per endpoint (concurrency, rate tokens, half-open probe), asked with `null`
-   * for the rows without an endpoint (inbox, email), which share one count; absent = unlimited.
+   * Remaining slots per key (concurrency, rate tokens, half-open probe): an endpoint id, or
+   * `#<channel>` for the rows without an endpoint (`#inbox`, `#email`, `#notify-webhook`, see
+   * DUE_KEY); absent = unlimited.
    */
-  capacity?: (endpointId: string | null) => number
-  /** Endpoints to skip entirely this round (saturated). */
+  capacity?: (key: string) => number
+  /** Keys (endpoints, `#<channel>`) to skip entirely this round (saturated). */
   excludeEndpoints?: readonly string[]
   /**
    * Called when the claim stopped looking for due rows before every endpoint had its turn

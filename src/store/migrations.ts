@@ -338,4 +338,9 @@ CREATE INDEX subscriptions_created ON subscriptions (created_at DESC, topic, pri
 CREATE INDEX subscriptions_topic_created ON subscriptions (topic, created_at DESC, principal);
 CREATE INDEX templates_topic ON templates (topic);
 `,
+  /* v6 → v7: rows without an endpoint wait in deliveries_endpoint_due under their channel (see schema.sql). */
+  `
+DROP INDEX deliveries_endpoint_due;
+CREATE INDEX deliveries_endpoint_due ON deliveries (coalesce(endpoint_id, '#' || channel), next_attempt_at, id) WHERE status = 'pending';
+`,
 ]

@@ -162,6 +162,9 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
 
   return {
     timeoutMs: CHANNEL_TIMEOUT_MS,
+    // Two per connection: one sending, one ready. More would only wait for a connection while
+    // holding dispatcher slots that inbox and webhook rows need.
+    maxInFlight: 2 * connections,
     async send(delivery, signal) {
       const now = clock.now()
       if (signal.aborted) return { outcome: { kind: 'release' } }
