@@ -8,7 +8,7 @@ import { parseArgs, usage, UsageError, type ParsedArgs } from './cli-args.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { createLogger, silentLogger } from './log.js'
 import { BackupTargetError, backupDatabase } from './store/backup.js'
-import { openDatabase, schemaVersion, SCHEMA_VERSION } from './store/db.js'
+import { openDatabase, SchemaOutdatedError, schemaVersion, SCHEMA_VERSION } from './store/db.js'
 import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/stats.js'
 import type { KeyRole } from './store/keys.js'
@@ -41,6 +41,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       process.stderr.write(`postbox: ${err.message}\n`)
       return 2
     }
+    if (err instanceof SchemaOutdatedError) {
+      process.stderr.write(`postbox: ${config.dbPath}: ${err.message}; stop any older Postbox serving this file before that\n`)
+      return 2
+    }
     if (err instanceof AppError) {
       process.stderr.write(`postbox: ${err.code}: ${err.message}${err.details ? ` ${JSON.stringify(err.details)}` : ''}\n`)
       return 1
@@ -60,7 +64,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
     }
     case 'migrate': {
       const before = existsSync(config.dbPath) ? readVersion(config.dbPath) : 0
-      const store = openProtectedStore(config)
+      const store = openProtectedStore(config, { schema: 'migrate' })
       const after = schemaVersion(store.db)
       store.close()
       out(`database ${config.dbPath}: schema version ${before} -> ${after}`)
@@ -68,14 +72,18 @@ async function run(command: string, rest: string[], flags: Record<string, string
     }
     case 'backup': {
       if (rest.length !== 1) throw new UsageError('backup needs exactly one <file>')
-      const store = openProtectedStore(config)
+      if (!existsSync(config.dbPath)) throw new UsageError(`database ${config.dbPath} does not exist: nothing to back up`)
+      // Copied as found, never upgraded: a backup taken before an upgrade must open in the
+      // version that wrote it, and a file an older server still serves must stay at its schema.
+      const db = openDatabase(config.dbPath, { readonly: true, schema: 'any' })
       try {
-        const { pages } = await backupDatabase(store, rest[0]!).catch((err: unknown) => {
+        const version = schemaVersion(db)
+        const { pages } = await backupDatabase({ db }, rest[0]!).catch((err: unknown) => {
           throw err instanceof BackupTargetError ? new UsageError(err.message) : err
         })
-        out(`backup written to ${rest[0]} (${pages} pages)`)
+        out(`backup written to ${rest[0]} (${pages} pages, schema version ${version})`)
       } finally {
-        store.close()
+        db.close()
       }
       return 0
     }
@@ -89,6 +97,8 @@ async function run(command: string, rest: string[], flags: Record<string, string
       } catch {
         throw new UsageError('<json> is not valid JSON')
       }
+      // Postbox.open upgrades the schema; a short command must not (README: Upgrades).
+      if (existsSync(config.dbPath)) openDatabase(config.dbPath, { readonly: true, schema: 'current' }).close()
       const { Postbox } = await import('./postbox.js')
       const pb = await Postbox.open({ config, log: silentLogger() })
       try {
@@ -99,7 +109,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
       return 0
     }
     case 'stats': {
-      const store = openProtectedStore(config)
+      const store = openProtectedStore(config, { schema: 'current' })
       try {
         const oldest = store.deliveries.oldestPendingAt()
         out({
@@ -130,7 +140,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
 }
 
 async function keys(rest: string[], flags: Record<string, string>, config: Config): Promise<number> {
-  const store = openProtectedStore(config)
+  const store = openProtectedStore(config, { schema: 'current' })
   try {
     const [sub, id] = rest
     if (sub === 'create') {
@@ -188,7 +198,10 @@ async function check(config: Config): Promise<number> {
       return 1
     }
     accessSync(config.dbPath, constants.R_OK | constants.W_OK)
-    const note = version < SCHEMA_VERSION ? `; schema ${version} will be upgraded to ${SCHEMA_VERSION} (postbox migrate)` : ''
+    const note =
+      version < SCHEMA_VERSION
+        ? `; schema ${version} will be upgraded to ${SCHEMA_VERSION} by \`postbox migrate\` or \`serve\`: stop any older Postbox serving this file first`
+        : ''
     out(`database ${config.dbPath}: ok (schema version ${version}, writable${note})`)
     return 0
   } finally {

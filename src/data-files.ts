@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { openStore, type Store } from './store/index.js'
 import type { Config } from './config.js'
+import type { Log } from './log.js'
 
 /**
  * The database holds signing secrets in clear, so it is created 0600 (SQLite gives its -wal
@@ -27,8 +28,27 @@ export function protectDatabaseFiles(dbPath: string): void {
   }
 }
 
+/** Options of `openProtectedStore`. */
+export interface ProtectedStoreOptions {
+  /** `migrate` (serve, migrate, library mode) or require the schema `current` (the other commands). */
+  schema: 'migrate' | 'current'
+  /** Where a schema creation or upgrade is logged (one line, from → to). */
+  log?: Log
+}
+
 /** Opens the configured database with its files protected (CLI commands and the facade). */
-export function openProtectedStore(config: Config): Store {
+export function openProtectedStore(config: Config, opts: ProtectedStoreOptions): Store {
   protectDatabaseFiles(config.dbPath)
-  return openStore(config.dbPath, { synchronous: config.synchronous })
+  const { log } = opts
+  return openStore(config.dbPath, {
+    synchronous: config.synchronous,
+    schema: opts.schema,
+    onMigrate: log
+      ? ({ from, to }) =>
+          log.info(
+            { db: config.dbPath, schema_from: from, schema_to: to },
+            from === 0 ? `database created at schema version ${to}` : `database schema upgraded from version ${from} to ${to}`,
+          )
+      : undefined,
+  })
 }

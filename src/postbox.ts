@@ -2,13 +2,13 @@ import { dirname, join } from 'node:path'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { ensureAdminKey, type AdminKeyBootstrap } from './admin-key.js'
 import { createApp } from './api/app.js'
-import { protectDatabaseFiles } from './data-files.js'
+import { openProtectedStore } from './data-files.js'
 import type { ApiEnv } from './api/deps.js'
 import { checkConfig, loadConfig, type Config } from './config.js'
 import { systemClock, type Clock, type Rng } from './lib/clock.js'
 import { silentLogger, type Log } from './log.js'
 import { createMetrics, type Metrics } from './metrics.js'
-import { openStore, type Store } from './store/index.js'
+import type { Store } from './store/index.js'
 import { createRetentionRunner, type RetentionRunner } from './store/retention.js'
 import { startCheckpointer, type Checkpointer } from './store/checkpointer.js'
 import { createWebhookService } from './webhooks/service.js'
@@ -84,8 +84,7 @@ export class Postbox {
     const log = opts.log ?? silentLogger()
     const clock = opts.clock ?? systemClock
     const rng = opts.rng ?? Math.random
-    protectDatabaseFiles(config.dbPath)
-    const store = openStore(config.dbPath, { synchronous: config.synchronous })
+    const store = openProtectedStore(config, { schema: 'migrate', log })
     try {
       const adminKey = opts.bootstrapAdminKey === false ? ({ action: 'none' } as const) : ensureAdminKey(store, config, log, clock.now())
       const webhooks = createWebhookService({ store, config, clock, rng, log })

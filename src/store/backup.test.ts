@@ -1,8 +1,10 @@
 import { existsSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import Database from 'better-sqlite3'
 import { BackupTargetError, backupDatabase } from './backup.js'
 import { openDatabase, SCHEMA_VERSION, schemaVersion } from './db.js'
+import { MIGRATIONS } from './migrations.js'
 import { openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)
@@ -63,8 +65,11 @@ describe('backupDatabase', () => {
     copy.close()
 
     const missingDir = join(dir, 'no-such-dir', 'b.db')
-    await expect(backupDatabase(q, missingDir)).rejects.toThrow()
+    const err: unknown = await backupDatabase(q, missingDir).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(BackupTargetError)
+    expect((err as Error).message).toBe(`backup target directory ${join(dir, 'no-such-dir')} does not exist; create it first`)
     expect(existsSync(missingDir)).toBe(false)
+    await expect(backupDatabase(q, join(target, 'b.db'))).rejects.toThrow(/is not a directory/)
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([])
   })
 
@@ -95,5 +100,33 @@ describe('backupDatabase', () => {
     // The database is untouched and still takes writes.
     fill(10, 1)
     expect(q.db.prepare('SELECT count(*) FROM deliveries').pluck().get()).toBe(11)
+  })
+
+  it('copies an older schema as it is, without upgrading the source or the copy', async () => {
+    const dir = dirname(q.path)
+    const source = join(dir, 'old.db')
+    const raw = new Database(source)
+    raw.pragma('journal_mode = WAL')
+    for (const step of MIGRATIONS.slice(0, SCHEMA_VERSION - 1)) raw.exec(step)
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`)
+    raw.exec(`INSERT INTO events (id, type, body, created_at) VALUES ('evt_1', 't', '{}', 1)`)
+    raw.close()
+    const db = openDatabase(source, { readonly: true, schema: 'any' })
+    try {
+      await backupDatabase({ db }, join(dir, 'old-copy.db'))
+      expect(schemaVersion(db)).toBe(SCHEMA_VERSION - 1)
+    } finally {
+      db.close()
+    }
+    const copy = new Database(join(dir, 'old-copy.db'), { readonly: true })
+    try {
+      expect(schemaVersion(copy)).toBe(SCHEMA_VERSION - 1)
+      expect(copy.prepare('SELECT id FROM events').pluck().all()).toEqual(['evt_1'])
+    } finally {
+      copy.close()
+    }
+    const again = new Database(source, { readonly: true })
+    expect(schemaVersion(again)).toBe(SCHEMA_VERSION - 1)
+    again.close()
   })
 })

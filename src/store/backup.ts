@@ -13,7 +13,7 @@ export interface BackupOptions {
 /** Pages per backup step: ~400 KiB at 4 KiB pages, a few milliseconds of copying. */
 export const BACKUP_PAGES_PER_STEP = 100
 
-/** The backup target is the live database or one of its companion files. */
+/** The backup target is the live database (or one of its companion files), or its directory is missing or not writable. */
 export class BackupTargetError extends Error {}
 
 /** `path` with symlinks resolved as far as it exists (a target file usually does not yet). */
@@ -50,9 +50,9 @@ export async function backupDatabase(
   const tmp = join(dir, `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   const step = Math.max(1, opts.pagesPerStep ?? BACKUP_PAGES_PER_STEP)
   removeStaleTemps(dir, basename(target))
+  // Created empty and owner-only first: the copy holds signing secrets, like the database.
+  createTemp(tmp, dir)
   try {
-    // Created empty and owner-only first: the copy holds signing secrets, like the database.
-    closeSync(openSync(tmp, 'wx', 0o600))
     const meta = await store.db.backup(tmp, { progress: () => step })
     fsyncPath(tmp, 'r+')
     renameSync(tmp, target)
@@ -61,6 +61,21 @@ export async function backupDatabase(
   } catch (err) {
     rmSync(tmp, { force: true })
     rmSync(`${tmp}-journal`, { force: true })
+    throw err
+  }
+}
+
+/** Creates the temporary file; a target directory that is missing or not writable is named as such. */
+function createTemp(tmp: string, dir: string): void {
+  try {
+    closeSync(openSync(tmp, 'wx', 0o600))
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') throw new BackupTargetError(`backup target directory ${dir} does not exist; create it first`)
+    if (code === 'ENOTDIR') throw new BackupTargetError(`backup target directory ${dir} is not a directory`)
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+      throw new BackupTargetError(`backup target directory ${dir} is not writable (${code})`)
+    }
     throw err
   }
 }

@@ -26,6 +26,14 @@ export function statementCache(db: Db): (sql: string) => Database.Statement {
 export interface OpenOptions {
   synchronous?: 'normal' | 'full'
   readonly?: boolean
+  /**
+   * What the open does about an older schema: `migrate` it (default; read-only: accept it),
+   * require it `current` (SchemaOutdatedError; a new empty file still gets schema.sql), or
+   * accept `any` version, newer too (a backup copies the file as it is).
+   */
+  schema?: 'migrate' | 'current' | 'any'
+  /** Called after the open created or upgraded the schema. */
+  onMigrate?: (change: { from: number; to: number }) => void
 }
 
 /** Thrown when the database file was written by a newer Postbox. */
@@ -36,6 +44,17 @@ export class SchemaTooNewError extends Error {
   ) {
     super(`database schema version ${found} is newer than this Postbox supports (${supported}); upgrade Postbox`)
     this.name = 'SchemaTooNewError'
+  }
+}
+
+/** Thrown when a command that must not upgrade the schema finds an older one. */
+export class SchemaOutdatedError extends Error {
+  constructor(
+    readonly found: number,
+    readonly current: number,
+  ) {
+    super(`database schema version ${found} is older than this Postbox's (${current}); run \`postbox migrate\` (or \`postbox serve\`) first`)
+    this.name = 'SchemaOutdatedError'
   }
 }
 
@@ -58,8 +77,8 @@ export const WAL_AUTOCHECKPOINT_PAGES = 1000
 
 /**
  * Opens (creating if needed) a Postbox database, sets the pragmas and brings the schema to
- * SCHEMA_VERSION. busy_timeout is set before anything that may wait on a lock, WAL before the
- * first write.
+ * SCHEMA_VERSION (unless `opts.schema` says otherwise). busy_timeout is set before anything
+ * that may wait on a lock, WAL before the first write.
  */
 export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   if (path !== ':memory:' && !opts.readonly) mkdirSync(dirname(path), { recursive: true })
@@ -74,8 +93,15 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`)
     db.pragma('journal_size_limit = 67108864')
     db.pragma('cache_size = -32000')
-    if (!opts.readonly) migrate(db)
-    else assertVersionSupported(db)
+    const schema = opts.schema ?? 'migrate'
+    if (schema === 'current') assertVersionCurrent(db)
+    if (schema === 'any') {
+      // as found: nothing reads the tables
+    } else if (opts.readonly) assertVersionSupported(db)
+    else {
+      const change = migrate(db)
+      if (change.to !== change.from) opts.onMigrate?.(change)
+    }
     return db
   } catch (err) {
     db.close()
@@ -93,6 +119,16 @@ function assertVersionSupported(db: Db): void {
   if (v > SCHEMA_VERSION) throw new SchemaTooNewError(v, SCHEMA_VERSION)
 }
 
+function hasNoTables(db: Db): boolean {
+  return (db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'`).get() as { n: number }).n === 0
+}
+
+function assertVersionCurrent(db: Db): void {
+  const v = schemaVersion(db)
+  assertVersionSupported(db)
+  if (v < SCHEMA_VERSION && !(v === 0 && hasNoTables(db))) throw new SchemaOutdatedError(v, SCHEMA_VERSION)
+}
+
 /**
  * Brings the schema up to date: a new file gets schema.sql, an older one gets each forward
  * step after its user_version, each step in its own transaction. A newer file is refused.
@@ -101,8 +137,7 @@ export function migrate(db: Db): { from: number; to: number } {
   const from = schemaVersion(db)
   assertVersionSupported(db)
   if (from === SCHEMA_VERSION) return { from, to: from }
-  const empty = (db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'`).get() as { n: number }).n === 0
-  if (from === 0 && empty) {
+  if (from === 0 && hasNoTables(db)) {
     db.transaction(() => db.exec(readSchemaSql()))()
     return { from, to: schemaVersion(db) }
   }
