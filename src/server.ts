@@ -124,7 +124,6 @@ function writeClientError(err: Error & { code?: string }, socket: Duplex): void 
  */
 export async function runServer(config: Config, log: Log = createLogger(config.logLevel)): Promise<RunningServer> {
   const postbox = await Postbox.open({ config, log, processMetrics: true })
-  postbox.start()
   let running: RunningServer
   try {
     running = await listen(postbox, log)
@@ -132,6 +131,8 @@ export async function runServer(config: Config, log: Log = createLogger(config.l
     await postbox.close()
     throw err
   }
+  // After listening: a server that cannot take its port (exit 2) neither delivers nor sweeps.
+  postbox.start()
   let stopping = false
   const stop = (signal: string): void => {
     if (stopping) return
