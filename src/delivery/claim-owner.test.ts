@@ -1,27 +1,37 @@
 import { spawnSync } from 'node:child_process'
+import { Worker } from 'node:worker_threads'
 import { describe, expect, it } from 'vitest'
-import { CLAIM_OWNER, isOrphanedClaim } from './claim-owner.js'
+import { CLAIM_OWNER, isOrphanedClaim, processStart, type ProcessView } from './claim-owner.js'
 
 describe('claim owners', () => {
-  const self = { pid: 4242, boot: 'aaaaaaaa' }
-  const alive = (pid: number) => pid === 7
-  it('names this process in every claim token prefix', () => {
-    expect(CLAIM_OWNER).toMatch(new RegExp(`^${process.pid}\\.[0-9a-f]{8}\\.$`))
+  const view: ProcessView = { pid: 4242, start: '100', alive: (pid) => pid === 7, startOf: (pid) => (pid === 7 ? '70' : null) }
+
+  it('names this process and its start in every claim token prefix', () => {
+    expect(CLAIM_OWNER).toBe(`${process.pid}.${processStart(process.pid)}.`)
     expect(isOrphanedClaim(`${CLAIM_OWNER}0123456789abcdef01234567`)).toBe(false)
   })
 
-  it('is an orphan only when its owner is gone: another PID not alive, or an earlier start with this PID', () => {
-    expect(isOrphanedClaim('4242.aaaaaaaa.00ff', self, alive)).toBe(false)
-    expect(isOrphanedClaim('4242.bbbbbbbb.00ff', self, alive)).toBe(true)
-    expect(isOrphanedClaim('7.cccccccc.00ff', self, alive)).toBe(false)
-    expect(isOrphanedClaim('8.cccccccc.00ff', self, alive)).toBe(true)
+  it('is an orphan only when its owner is gone: a dead PID, or a PID now running another start', () => {
+    expect(isOrphanedClaim('4242.100.00ff', view)).toBe(false)
+    expect(isOrphanedClaim('4242.99.00ff', view)).toBe(true)
+    expect(isOrphanedClaim('7.70.00ff', view)).toBe(false)
+    expect(isOrphanedClaim('7.69.00ff', view)).toBe(true)
+    expect(isOrphanedClaim('8.70.00ff', view)).toBe(true)
     // Written before owners were recorded: unknown, so it waits for its lease.
-    expect(isOrphanedClaim('0123456789abcdef01234567', self, alive)).toBe(false)
+    expect(isOrphanedClaim('0123456789abcdef01234567', view)).toBe(false)
   })
 
-  it('checks real processes by default', () => {
+  it('checks real processes by default, and a worker thread of this process is this process', async () => {
     const gone = spawnSync(process.execPath, ['-e', '']).pid!
-    expect(isOrphanedClaim(`${gone}.cccccccc.00ff`)).toBe(true)
-    expect(isOrphanedClaim(`${process.ppid}.cccccccc.00ff`)).toBe(false)
+    expect(isOrphanedClaim(`${gone}.1.00ff`)).toBe(true)
+    expect(isOrphanedClaim(`${process.ppid}.${processStart(process.ppid)}.00ff`)).toBe(false)
+    const worker = new Worker(
+      `const { parentPort } = require('node:worker_threads'); const s = require('node:fs').readFileSync('/proc/self/stat', 'utf8');
+       parentPort.postMessage(process.pid + '.' + s.slice(s.lastIndexOf(')') + 2).split(' ')[19])`,
+      { eval: true },
+    )
+    const seen = await new Promise<string>((resolve) => worker.once('message', resolve))
+    await worker.terminate()
+    expect(`${seen}.`).toBe(CLAIM_OWNER)
   })
 })

@@ -1,28 +1,57 @@
-import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { processAlive } from '../lib/process.js'
 
-/** This process start, told apart from an earlier process that had the same PID (a container's PID 1). */
-const BOOT = randomBytes(4).toString('hex')
+/**
+ * When process `pid` started, as the kernel counts it (Linux: /proc/<pid>/stat field 22, clock
+ * ticks since boot); null where that cannot be read. The same in every thread and module copy of
+ * one process, and different for a later process that reuses the PID.
+ */
+export function processStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+    return start && /^\d+$/.test(start) ? start : null
+  } catch {
+    return null
+  }
+}
+
+/** This process's start: the kernel's, else the wall clock's in seconds (other systems). */
+const START = processStart(process.pid) ?? String(Math.round(Date.now() / 1000 - process.uptime()))
 
 /**
- * The prefix of every claim token this process writes, `<pid>.<boot>.`: a dispatcher starting
+ * The prefix of every claim token this process writes, `<pid>.<start>.`: a dispatcher starting
  * later can tell whose claims are still in flight, and release at once only those of processes
  * that are gone.
  */
-export const CLAIM_OWNER = `${process.pid}.${BOOT}.`
+export const CLAIM_OWNER = `${process.pid}.${START}.`
 
-const OWNER = /^(\d{1,10})\.([0-9a-f]{8})\./
+const OWNER = /^(\d{1,10})\.(\d{1,20})\./
+
+/** How `isOrphanedClaim` sees processes (injected by tests). */
+export interface ProcessView {
+  pid: number
+  start: string
+  alive(pid: number): boolean
+  startOf(pid: number): string | null
+}
+
+const THIS_HOST: ProcessView = { pid: process.pid, start: START, alive: processAlive, startOf: processStart }
 
 /**
- * True when the claim `token` was written by a process that no longer runs: another PID that
- * is not alive, or an earlier process with this PID. False when its owner may be alive, or is
- * unknown (a token without an owner, written before owners were recorded): such a row waits for
- * its lease, which is slower after a crash but never sends a request twice while it is in flight.
+ * True when the claim `token` was written by a process that no longer runs: its PID is not
+ * alive, or runs a process that started at another time (this one after a restart with the same
+ * PID, or another program that reused it). False when its owner may be alive or is unknown (a
+ * token without an owner, written before owners were recorded): such a row waits for its lease,
+ * slower after a crash but never sent twice while it is in flight.
  */
-export function isOrphanedClaim(token: string, self = { pid: process.pid, boot: BOOT }, alive: (pid: number) => boolean = processAlive): boolean {
+export function isOrphanedClaim(token: string, view: ProcessView = THIS_HOST): boolean {
   const m = OWNER.exec(token)
   if (!m) return false
   const pid = Number(m[1])
-  if (pid === self.pid) return m[2] !== self.boot
-  return !alive(pid)
+  if (pid === view.pid) return m[2] !== view.start
+  if (!view.alive(pid)) return true
+  const start = view.startOf(pid)
+  return start !== null && start !== m[2]
 }

@@ -10,6 +10,7 @@ import { insertEndpoint } from '../../test/queue-helpers.js'
 import { PASS_ENDPOINTS } from '../store/delivery-claim.js'
 import type { ChannelResult, ChannelSender } from './channel.js'
 import { createDispatcher, type Dispatcher } from './dispatcher.js'
+import { processStart } from './claim-owner.js'
 
 let cleanup: (() => void) | undefined
 let dispatcher: Dispatcher | undefined
@@ -217,9 +218,9 @@ describe('dispatcher', () => {
     const claimAs = (owner: string): string => store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 60_000, owner })[0]!.id
     // Another live process (the test runner's parent) still sending; one that exited; an earlier
     // start of this very process (same PID, another boot).
-    const live = claimAs(`${process.ppid}.cccccccc.`)
-    const gone = claimAs(`${spawnSync(process.execPath, ['-e', '']).pid}.cccccccc.`)
-    const earlier = claimAs(`${process.pid}.00000000.`)
+    const live = claimAs(`${process.ppid}.${processStart(process.ppid)}.`)
+    const gone = claimAs(`${spawnSync(process.execPath, ['-e', '']).pid}.1.`)
+    const earlier = claimAs(`${process.pid}.1.`)
     d.start()
     await waitFor(() => sent.length === 2)
     await new Promise((r) => setTimeout(r, 50))

@@ -29,8 +29,10 @@ export function issueUserToken(key: Buffer | string, userId: string, expiresAt: 
 export function verifyUserToken(key: Buffer | string, token: string, now: number): UserTokenClaims | null {
   if (!token.startsWith(USER_TOKEN_PREFIX) || token.length > 2048) return null
   const [body, mac, extra] = token.slice(USER_TOKEN_PREFIX.length).split('.')
-  // One spelling only: Node's base64url decoder also takes `+/` and padding.
+  // One spelling only: Node's base64url decoder also takes `+/`, padding, and any value in the
+  // unused low bits of the last character.
   if (!body || !mac || extra !== undefined || !BASE64URL.test(body) || !MAC.test(mac)) return null
+  if (Buffer.from(mac, 'base64url').toString('base64url') !== mac) return null
   const given = Buffer.from(mac, 'base64url')
   const expected = sign(key, body)
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
@@ -62,8 +64,8 @@ export function loadTokenKey(configured: string | null, dataDir: string): Buffer
   const existing = readKeyFile(file)
   if (existing !== null) return existing
   const secret = randomBytes(32).toString('base64url')
-  const temp = `${file}.${process.pid}.tmp`
-  const fd = openSync(temp, 'w', 0o600)
+  const temp = `${file}.${randomBytes(8).toString('hex')}.tmp`
+  const fd = openSync(temp, 'wx', 0o600)
   try {
     writeSync(fd, secret + '\n')
     fsyncSync(fd)
@@ -73,14 +75,20 @@ export function loadTokenKey(configured: string | null, dataDir: string): Buffer
   try {
     linkSync(temp, file)
   } catch (err) {
-    // Another start generated it first: use that one.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readKeyFile(file)!
-    // A file system without hard links: create it in place instead.
-    writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+    // EEXIST: another start generated it first. Otherwise a file system without hard links:
+    // create it in place instead (EEXIST there too means another start won).
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+      try {
+        writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
+      }
+    }
   } finally {
     rmSync(temp, { force: true })
   }
-  return secret
+  // Whoever won, every start uses what the file holds.
+  return readKeyFile(file)!
 }
 
 /** The key in `file` (its mode narrowed to 0600), or null when there is no file. */

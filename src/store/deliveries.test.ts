@@ -131,6 +131,34 @@ describe('claimDue', () => {
     expect(q.deliveries.releaseOrphanedClaims(NOW + 2)).toBe(0)
   })
 
+  it('releaseOrphanedClaims reads and releases in one transaction: no other process re-claims in between', () => {
+    const id = enqueue('r')
+    claim(NOW, { limit: 1, owner: 'dead.' })
+    const other = openDatabase(q.path)
+    try {
+      other.pragma('busy_timeout = 0')
+      let blocked = false
+      const released = q.deliveries.releaseOrphanedClaims(NOW + 1, () => {
+        try {
+          other.prepare(`UPDATE deliveries SET claim_token = 'fresh' WHERE id = ?`).run(id)
+        } catch (err) {
+          blocked = (err as { code?: string }).code === 'SQLITE_BUSY'
+        }
+        return true
+      })
+      expect(blocked).toBe(true)
+      expect(released).toBe(1)
+    } finally {
+      other.close()
+    }
+  })
+
+  it('lists no pending row for a #<channel> key given as an endpoint id', () => {
+    enqueue('mail', { channel: 'email' })
+    expect(q.deliveries.list({ status: 'pending', endpointId: '#email', limit: 10 }).data).toEqual([])
+    expect(q.deliveries.list({ status: 'pending', limit: 10 }).data).toHaveLength(1)
+  })
+
   it('releaseOrphanedClaims with an owner test releases only the claims it names, by their token', () => {
     const [mine, gone] = [enqueue('mine'), enqueue('gone')]
     claim(NOW, { limit: 1, owner: 'live.' })

@@ -268,7 +268,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       ).changes
       if (inserted > 0) {
         if (!waits && row.nextAttemptAt <= now) {
-          claimer.noteDue(row.endpointId ?? null)
+          claimer.noteDue(row.endpointId ?? `#${row.channel}`)
           onDue()
         }
         return { id, created: true }

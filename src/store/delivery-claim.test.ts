@@ -169,6 +169,19 @@ describe('a second path that found nothing waits a little before looking again (
     expect(claim({ ...busy, now: NOW + 1 }).map((r) => r.id)).toEqual([second])
   })
 
+  it('new rows of the channel that stopped the first path (#email) do not break the quiet', () => {
+    for (let i = 0; i < BACKLOG; i++) enqueue(`mail${i}`, { channel: 'email', nextAttemptAt: NOW - 60_000 })
+    insertEndpoint(q.db, { id: 'ep_b' })
+    const mailFull = { limit: 4, capacity: (key: string) => (key === '#email' ? 0 : 16) }
+    expect(claim(mailFull)).toEqual([])
+    // Written by another connection (not counted), then more email here (counted under #email).
+    q.db.prepare(`INSERT INTO deliveries (id, channel, endpoint_id, notification_id, recipient, event_type, status, attempts,
+      max_attempts, next_attempt_at, created_at, updated_at) VALUES ('dlv_foreign', 'webhook', 'ep_b', 'ntf_x', 'x', 't', 'pending', 0, 8, ?, ?, ?)`).run(NOW, NOW, NOW)
+    enqueue('mail_new', { channel: 'email' })
+    expect(claim({ ...mailFull, now: NOW + 1 })).toEqual([])
+    expect(claim({ ...mailFull, now: NOW + QUIET_MS }).map((r) => r.id)).toEqual(['dlv_foreign'])
+  })
+
   it('a row of an ordering key that ends lets the next one be claimed at once', () => {
     saturatedBacklog()
     insertEndpoint(q.db, { id: 'ep_ord', ordered: true })

@@ -204,8 +204,8 @@ export const QUIET_MS = 100
 
 /** The claim functions of the delivery store over `db`, and `noteDue` for the writes that make rows due. */
 export interface Claimer extends Pick<DeliveriesStore, 'claimDue' | 'releaseOrphanedClaims' | 'releaseWaitingInOrder'> {
-  /** Tells the claimer a row of `endpointId` (null: of no endpoint, undefined: of any) became due. */
-  noteDue(endpointId?: string | null): void
+  /** Tells the claimer a row of `key` (an endpoint or `#<channel>`, see DUE_KEY; undefined: of any) became due. */
+  noteDue(key?: string): void
 }
 
 /** The claim functions of the delivery store over `db`; `onDue` as in createDeliveriesStore. */
@@ -368,6 +368,11 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     return rows.map((r) => toClaimed(r, now)).sort(byDueThenId)
   })
 
+  const releaseOrphansTx = db.transaction((now: number, orphaned: (token: string) => boolean): number => {
+    const ids = (inFlightClaims.all() as [string, string][]).filter(([, token]) => orphaned(token)).map(([id]) => id)
+    return ids.length === 0 ? 0 : s.releaseClaims.run({ ids: JSON.stringify(ids), now }).changes
+  })
+
   /** Reports `n` rows made due by a repair; returns `n`. */
   const madeDue = (n: number): number => {
     if (n > 0) {
@@ -380,13 +385,12 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
   return {
     // Inside a transaction the lock is already held, and the caller usually just freed slots.
     claimDue: (opts) => (db.inTransaction || hasWork.get({ now: opts.now }) === 1 ? claimTx.immediate(opts) : []),
-    releaseOrphanedClaims(now, orphaned = () => true) {
-      const ids = (inFlightClaims.all() as [string, string][]).filter(([, token]) => orphaned(token)).map(([id]) => id)
-      return ids.length === 0 ? 0 : madeDue(s.releaseClaims.run({ ids: JSON.stringify(ids), now }).changes)
-    },
+    // One IMMEDIATE transaction: another process cannot re-claim a row between the read and the
+    // release (its fresh claim would be released).
+    releaseOrphanedClaims: (now, orphaned = () => true) => madeDue(releaseOrphansTx.immediate(now, orphaned)),
     releaseWaitingInOrder: (now) => madeDue(s.releaseWaiting.run({ now }).changes),
-    noteDue(endpointId) {
-      if (endpointId !== undefined && endpointId !== null && endpointId === stoppedBy) uncounted = endpointId
+    noteDue(key) {
+      if (key !== undefined && key === stoppedBy) uncounted = key
       else generation++
     },
   }

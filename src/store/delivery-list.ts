@@ -55,7 +55,8 @@ export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
   for (const [key, column] of LIST_FILTERS) {
     const v = f[key]
     if (v) {
-      where.push(`${key === 'endpointId' && queued ? DUE_KEY() : column} = ?`)
+      // A `#<channel>` key is no endpoint id: compared with the column, it matches nothing.
+      where.push(`${key === 'endpointId' && queued && !String(v).startsWith('#') ? DUE_KEY() : column} = ?`)
       params.push(v)
     }
   }
