@@ -1,4 +1,4 @@
-import type { Db } from './db.js'
+import { prepareAll, type Db } from './db.js'
 import type { InboxStore, StreamEvent } from './inbox.js'
 
 /** What a sweep needs: the connection, and the inbox store to log lowered unread counts. */
@@ -141,18 +141,8 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
   const limit = Math.max(1, Math.floor(opts.batchSize ?? RETENTION_BATCH_SIZE))
   const { now } = opts
   const window = limit * 4
-  const finished = db.prepare(SQL.finished)
-  const deleteDeliveries = db.prepare(SQL.deleteDeliveries)
-  const events = db.prepare(SQL.events)
-  const deleteEvents = db.prepare(SQL.deleteEvents)
-  const releaseEvents = db.prepare(SQL.releaseEvents)
-  const notifications = db.prepare(SQL.notifications)
-  const deleteNotifications = db.prepare(SQL.deleteNotifications)
-  const releaseNotifications = db.prepare(SQL.releaseNotifications)
-  const lastNotification = db.prepare(SQL.lastNotification).pluck()
-  const oldInbox = db.prepare(SQL.oldInbox)
-  const deleteInbox = db.prepare(SQL.deleteInbox)
-  const decrementUnread = db.prepare(SQL.decrementUnread)
+  const s = prepareAll(db, SQL)
+  const lastNotification = s.lastNotification.pluck()
   const result: RetentionResult = {
     deliveries: 0,
     events: 0,
@@ -187,7 +177,7 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
     let budget = window
     for (const arm of arms) {
       if (rowids.length >= take || arm.done || budget <= 0) continue
-      const rows = finished.iterate({ ...arm.at, before: arm.before, window: budget }) as IterableIterator<Position & { success: number }>
+      const rows = s.finished.iterate({ ...arm.at, before: arm.before, window: budget }) as IterableIterator<Position & { success: number }>
       const step = walkWindow(rows, budget, take - rowids.length, arm.wanted, arm.at)
       rowids.push(...step.rowids)
       budget -= step.read
@@ -195,44 +185,44 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
       arm.done = step.done
     }
     if (rowids.length === 0) return [0, arms.every((a) => a.done)]
-    const gone = deleteDeliveries.all(JSON.stringify(rowids)) as { eventId: string | null; notificationId: string | null }[]
+    const gone = s.deleteDeliveries.all(JSON.stringify(rowids)) as { eventId: string | null; notificationId: string | null }[]
     const eventIds = eventsPassed ? gone.flatMap((d) => (d.eventId === null ? [] : [d.eventId])) : []
     // One event lookup per deleted delivery, on top of the window's reads.
-    if (eventIds.length > 0) result.events += releaseEvents.run({ ids: JSON.stringify(eventIds), ...passed, before: eventsBefore }).changes
+    if (eventIds.length > 0) result.events += s.releaseEvents.run({ ids: JSON.stringify(eventIds), ...passed, before: eventsBefore }).changes
     // A fan-out's deliveries share their notification: one lookup per distinct one.
     const notificationIds = notificationsPassed ? [...new Set(gone.flatMap((d) => (d.notificationId === null ? [] : [d.notificationId])))] : []
     if (notificationIds.length > 0) {
       const ids = JSON.stringify(notificationIds)
-      result.notifications += releaseNotifications.run({ ids, r: passedNotifications.r, before: eventsBefore }).changes
+      result.notifications += s.releaseNotifications.run({ ids, r: passedNotifications.r, before: eventsBefore }).changes
     }
     return [gone.length, arms.every((a) => a.done)]
   }
   const eventsBatch = (): [number, boolean] => {
-    const rows = events.iterate({ ...at.events, before: eventsBefore, window }) as IterableIterator<Position & { free: number }>
+    const rows = s.events.iterate({ ...at.events, before: eventsBefore, window }) as IterableIterator<Position & { free: number }>
     const step = walkWindow(rows, window, limit, (row) => row.free === 1, at.events)
     result.read.events += step.read
-    return [step.rowids.length === 0 ? 0 : deleteEvents.run(JSON.stringify(step.rowids)).changes, step.done]
+    return [step.rowids.length === 0 ? 0 : s.deleteEvents.run(JSON.stringify(step.rowids)).changes, step.done]
   }
   const notificationsBatch = (): [number, boolean] => {
     const pos = at.notifications
-    const rows = notifications.iterate({ r: pos.r, window }) as IterableIterator<Position & { free: number }>
+    const rows = s.notifications.iterate({ r: pos.r, window }) as IterableIterator<Position & { free: number }>
     const step = walkWindow(rows, window, limit, (row) => row.free === 1, pos, (row) => row.t >= eventsBefore)
     result.read.notifications += step.read
-    const n = step.rowids.length === 0 ? 0 : deleteNotifications.run(JSON.stringify(step.rowids)).changes
+    const n = step.rowids.length === 0 ? 0 : s.deleteNotifications.run(JSON.stringify(step.rowids)).changes
     // Without AUTOINCREMENT a row gets max(rowid) + 1: had this walk deleted the last rows, the
     // next notifications would reuse rowids it has passed. Ending at the last row left avoids it.
     if (step.done) pos.r = Math.min(pos.r, lastNotification.get() as number)
     return [n, step.done]
   }
   const inboxBatch = (): [number, boolean] => {
-    const rows = oldInbox.all({ before: now - opts.inboxMs, limit }) as { id: string; userId: string; unread: number }[]
+    const rows = s.oldInbox.all({ before: now - opts.inboxMs, limit }) as { id: string; userId: string; unread: number }[]
     if (rows.length === 0) return [0, true]
     // The unread counter must stay exact, so it moves in the same transaction as the delete.
     const unreadByUser = new Map<string, number>()
     for (const r of rows) if (r.unread) unreadByUser.set(r.userId, (unreadByUser.get(r.userId) ?? 0) + 1)
-    const n = deleteInbox.run(JSON.stringify(rows.map((r) => r.id))).changes
+    const n = s.deleteInbox.run(JSON.stringify(rows.map((r) => r.id))).changes
     for (const [userId, count] of unreadByUser) {
-      decrementUnread.run({ userId, n: count })
+      s.decrementUnread.run({ userId, n: count })
       // The replay log and live streams must see the new count, as after any other change.
       if (store.inbox) logged.push([userId, [store.inbox.logUnreadCount(userId, now)]])
     }
