@@ -7,6 +7,7 @@ import type { ChannelRegistry, ChannelResult, DispatchObserver } from './channel
 import { createEndpointLimits } from './endpoint-limits.js'
 import type { Lock } from './lock.js'
 import { CLAIM_OWNER, isOrphanedClaim } from './claim-owner.js'
+import { channelKey, dueKey } from '../store/delivery-claim.js'
 import { LocalLock } from './lock.js'
 
 /** What `createDispatcher` needs. */
@@ -67,9 +68,7 @@ const SETTLE_RETRY_MS = 1000
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { store, config, clock, log, channels, observer } = deps
   const lock = deps.lock ?? new LocalLock()
-  const limits = createEndpointLimits(store, new Map([...channels].map(([name, sender]) => [`#${name}`, sender.maxInFlight ?? Infinity])))
-  // Whose slots a claimed row takes: its endpoint, or `#<channel>` (the claim's DUE_KEY).
-  const keyOf = (d: ClaimedDelivery): string => d.endpointId ?? `#${d.channel}`
+  const limits = createEndpointLimits(store, new Map([...channels].map(([name, sender]) => [channelKey(name), sender.maxInFlight ?? Infinity])))
   const running = new Set<string>()
   // Only shutdown aborts sends, and it aborts all of them: one controller per run, not per send.
   let abortAll = new AbortController()
@@ -115,7 +114,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         // Rows of a process that may be alive (another dispatcher on this file) wait for their
         // leases: releasing them would send them a second time while they are in flight.
         try {
-          const released = store.deliveries.releaseOrphanedClaims(clock.now(), (token) => isOrphanedClaim(token))
+          const released = store.deliveries.releaseOrphanedClaims(clock.now(), isOrphanedClaim)
           if (released > 0) log.info({ released }, 'released claims of a previous process')
         } catch (err) {
           log.error({ err }, 'releasing orphaned claims failed')
@@ -169,7 +168,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       })
       for (const d of rows) {
         running.add(d.id)
-        limits.acquire(keyOf(d), now)
+        limits.acquire(dueKey(d), now)
         out.push(d)
       }
       if (rows.length < limit) return
@@ -195,7 +194,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   function untrack(d: ClaimedDelivery): void {
     if (!running.delete(d.id)) return
-    limits.release(keyOf(d))
+    limits.release(dueKey(d))
   }
 
   function onCutShort(): void {

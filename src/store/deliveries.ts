@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import { prepareAll, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { createDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'
-import { createClaimer, DUE_KEY, FINISH_IF_ENDPOINT_GONE, WAITS_IN_ORDER } from './delivery-claim.js'
+import { createClaimer, DUE_KEY, dueKey, FINISH_IF_ENDPOINT_GONE, WAITS_IN_ORDER } from './delivery-claim.js'
 import type {
   Attempt,
   DeliveriesStore,
@@ -268,7 +268,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       ).changes
       if (inserted > 0) {
         if (!waits && row.nextAttemptAt <= now) {
-          claimer.noteDue(row.endpointId ?? `#${row.channel}`)
+          claimer.noteDue(dueKey(row))
           onDue()
         }
         return { id, created: true }

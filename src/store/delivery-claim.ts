@@ -74,6 +74,12 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
  */
 export const DUE_KEY = (t = ''): string => `coalesce(${t}endpoint_id, '#' || ${t}channel)`
 
+/** DUE_KEY of a row in code: its endpoint, or `#<channel>` for a row without one. */
+export const dueKey = (row: { endpointId?: string | null; channel: string }): string => row.endpointId ?? channelKey(row.channel)
+
+/** The key under which a channel's rows without an endpoint take slots and turns. */
+export const channelKey = (channel: string): string => `#${channel}`
+
 const FLAGS = `d.rowid AS rowid, d.id, ${DUE_KEY('d.')} AS key, d.attempts >= d.max_attempts AS exhausted,
       d.next_attempt_at AS nextAttemptAt, (e.deleted_at IS NOT NULL OR e.disabled = 1) AS gone`
 const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.ordering_key IS NOT NULL AND e.ordered IS 1 AND EXISTS (
