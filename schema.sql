@@ -281,4 +281,14 @@ CREATE TABLE inbox_stream (
   PRIMARY KEY (user_id, seq)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 7;
+-- ───────────────────────── locks ─────────────────────────
+-- v8: who may claim deliveries from this file. One dispatcher at a time, so per-endpoint limits,
+-- ordering and breaker state are one process's; another process on the file serves the API and
+-- takes over when the holder stops or its process is gone (owner = `<pid>.<process start>.`).
+CREATE TABLE locks (
+  name         TEXT PRIMARY KEY,
+  owner        TEXT NOT NULL,
+  acquired_at  INTEGER NOT NULL
+) WITHOUT ROWID;
+
+PRAGMA user_version = 8;

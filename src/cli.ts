@@ -11,6 +11,7 @@ import { BackupTargetError, backupDatabase } from './store/backup.js'
 import { openDatabase, SchemaOutdatedError, schemaVersion, SCHEMA_VERSION } from './store/db.js'
 import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/stats.js'
+import { DISPATCHER_LOCK } from './delivery/dispatcher.js'
 import type { KeyRole } from './store/keys.js'
 
 const out = (v: unknown): void => void process.stdout.write(typeof v === 'string' ? `${v}\n` : `${JSON.stringify(v, null, 2)}\n`)
@@ -112,8 +113,11 @@ async function run(command: string, rest: string[], flags: Record<string, string
       const store = openProtectedStore(config, { schema: 'current' })
       try {
         const oldest = store.deliveries.oldestPendingAt()
+        const lock = store.locks.get(DISPATCHER_LOCK)
         out({
           database: config.dbPath,
+          // The process claiming deliveries from this file (`<pid>.<process start>.`), if any.
+          dispatcher: lock && { owner: lock.owner, pid: Number(lock.owner.split('.')[0]), since: new Date(lock.acquiredAt).toISOString() },
           deliveries: store.deliveries.countByStatus(),
           oldest_pending_at: oldest === null ? null : new Date(oldest).toISOString(),
           endpoints: store.stats.endpointHealth(1000).map((e) => ({

@@ -71,7 +71,7 @@ describe('postbox CLI', () => {
 
     const stats = await runCli(['stats'], env)
     expect(stats.code).toBe(0)
-    expect(JSON.parse(stats.output)).toMatchObject({ deliveries: { pending: 0 }, endpoints: [] })
+    expect(JSON.parse(stats.output)).toMatchObject({ deliveries: { pending: 0 }, endpoints: [], dispatcher: null })
 
     const file = join(dir, 'copy.db')
     const backup = await runCli(['backup', file], env)

@@ -1,7 +1,9 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import { describe, expect, it } from 'vitest'
-import { CLAIM_OWNER, isOrphanedClaim, processStart, type ProcessView } from './claim-owner.js'
+import { CLAIM_OWNER, isOrphanedClaim, processExited, processStart, type ProcessView } from './claim-owner.js'
+import { processAlive } from '../lib/process.js'
 
 describe('claim owners', () => {
   const view: ProcessView = { pid: 4242, start: '100', alive: (pid) => pid === 7, startOf: (pid) => (pid === 7 ? '70' : null) }
@@ -33,5 +35,23 @@ describe('claim owners', () => {
     const seen = await new Promise<string>((resolve) => worker.once('message', resolve))
     await worker.terminate()
     expect(`${seen}.`).toBe(CLAIM_OWNER)
+  })
+
+  it('counts a killed process that was not reaped yet (a zombie) as gone', async () => {
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' })
+    const pid = child.pid!
+    const start = processStart(pid)
+    const exited = new Promise((r) => child.once('exit', r))
+    expect(processExited(pid)).toBe(false)
+    expect(isOrphanedClaim(`${pid}.${start}.00ff`)).toBe(false)
+    process.kill(pid, 'SIGKILL')
+    // Without yielding to the event loop Node cannot reap it: it stays a zombie meanwhile.
+    const state = (): string => { const s = readFileSync(`/proc/${pid}/stat`, 'utf8'); return s[s.lastIndexOf(')') + 2]! }
+    for (const until = Date.now() + 5000; state() !== 'Z' && Date.now() < until; );
+    expect(state()).toBe('Z')
+    expect(processAlive(pid)).toBe(true)
+    expect(processExited(pid)).toBe(true)
+    expect(isOrphanedClaim(`${pid}.${start}.00ff`)).toBe(true)
+    await exited
   })
 })

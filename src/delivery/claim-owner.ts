@@ -17,6 +17,20 @@ export function processStart(pid: number): string | null {
   }
 }
 
+/**
+ * True when process `pid` has exited but was not reaped yet (a zombie: state Z or X in
+ * /proc/<pid>/stat), so signal 0 still finds it; false when it runs or cannot be read.
+ */
+export function processExited(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+    return state === 'Z' || state === 'X'
+  } catch {
+    return false
+  }
+}
+
 /** This process's start: the kernel's, else the wall clock's in seconds (other systems). */
 const START = processStart(process.pid) ?? String(Math.round(Date.now() / 1000 - process.uptime()))
 
@@ -37,7 +51,7 @@ export interface ProcessView {
   startOf(pid: number): string | null
 }
 
-const THIS_HOST: ProcessView = { pid: process.pid, start: START, alive: processAlive, startOf: processStart }
+const THIS_HOST: ProcessView = { pid: process.pid, start: START, alive: (pid) => processAlive(pid) && !processExited(pid), startOf: processStart }
 
 /**
  * True when the claim `token` was written by a process that no longer runs: its PID is not

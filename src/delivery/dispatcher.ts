@@ -8,7 +8,7 @@ import { createEndpointLimits } from './endpoint-limits.js'
 import type { Lock } from './lock.js'
 import { CLAIM_OWNER, isOrphanedClaim } from './claim-owner.js'
 import { channelKey, dueKey } from '../store/delivery-claim.js'
-import { LocalLock } from './lock.js'
+import { createStoreLock } from './store-lock.js'
 
 /** What `createDispatcher` needs. */
 export interface DispatcherDeps {
@@ -18,6 +18,7 @@ export interface DispatcherDeps {
   rng: Rng
   log: Log
   channels: ChannelRegistry
+  /** Who may claim; default the file's dispatcher lock (one claiming process per file). */
   lock?: Lock
   observer?: DispatchObserver
 }
@@ -43,7 +44,8 @@ const CLAIM_BATCH = 128
 const RESERVE_SHARE = 1 / 8
 /** An endpoint with fewer requests than this in flight is quiet and may use the reserve. */
 const QUIET_IN_FLIGHT = 4
-const LOCK_NAME = 'deliveries'
+/** The name of the lock a dispatcher holds while it claims (the `locks` row `postbox stats` shows). */
+export const DISPATCHER_LOCK = 'deliveries'
 /** Outcomes gathered at most this long before one settle transaction (see scheduleFlush). */
 const SETTLE_WINDOW_MS = 2
 /** A settle batch this large is written at once. */
@@ -67,7 +69,7 @@ const SETTLE_RETRY_MS = 1000
  */
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { store, config, clock, log, channels, observer } = deps
-  const lock = deps.lock ?? new LocalLock()
+  const lock = deps.lock ?? createStoreLock(store, { clock, log })
   const limits = createEndpointLimits(store, new Map([...channels].map(([name, sender]) => [channelKey(name), sender.maxInFlight ?? Infinity])))
   const running = new Set<string>()
   // Only shutdown aborts sends, and it aborts all of them: one controller per run, not per send.
@@ -77,6 +79,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let started = false
   let stopping = false
   let haveLock = false
+  let acquiring = false
+  // Refused until the next poll tick: a standby process asks once a tick, not on every enqueue.
+  let refused = false
   let wakeScheduled = false
   let flushScheduled = false
   let timer: NodeJS.Timeout | null = null
@@ -98,9 +103,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     wakeScheduled = false
     if (!started || stopping) return
     if (!haveLock) {
-      void lock.acquire(LOCK_NAME).then((ok) => {
-        haveLock = ok
-        if (!ok) return
+      if (refused) return
+      void askLock().then((ok) => {
+        // Without the lock the poll tick asks again; rows enqueued here are claimed by the holder.
+        if (ok === false) refused = true
+        if (ok !== true) return
+        haveLock = true
         // A repair, safe with other dispatchers alive: a row waiting for its ordering key's turn
         // with nothing older left (the schema's trigger should leave none) becomes due.
         try {
@@ -134,6 +142,43 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     // did are in flight even when a later one failed, so they are sent, not stranded.
     for (const d of claimed) launch(d, now)
     scheduleRefill()
+  }
+
+  /**
+   * Asks for the lock, one request at a time: true when held, false when another process holds
+   * it, null for no answer (a request already out, an error, or the dispatcher stopped meanwhile;
+   * a lock granted then is handed back unless this dispatcher held it already).
+   */
+  async function askLock(): Promise<boolean | null> {
+    if (acquiring) return null
+    acquiring = true
+    try {
+      const ok = await lock.acquire(DISPATCHER_LOCK)
+      if (!started || stopping) {
+        if (ok && !haveLock) await lock.release(DISPATCHER_LOCK)
+        return null
+      }
+      return ok
+    } catch (err) {
+      log.error({ err }, 'taking the dispatcher lock failed')
+      return null
+    } finally {
+      acquiring = false
+    }
+  }
+
+  // The poll tick also checks that the lock is still this process's: if another process took it
+  // over (it judged this one gone), that one claims from now on and this one stops claiming.
+  function tick(): void {
+    refused = false
+    if (haveLock) {
+      void askLock().then((ok) => {
+        if (ok !== false || !haveLock) return
+        haveLock = false
+        log.warn({ lock: DISPATCHER_LOCK }, 'the dispatcher lock is held by another process now; no longer claiming')
+      })
+    }
+    wake()
   }
 
   /**
@@ -313,7 +358,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       stopping = false
       if (abortAll.signal.aborted) abortAll = new AbortController()
       unsubscribe = store.onDue(wake)
-      timer = setInterval(wake, config.pollIntervalMs)
+      timer = setInterval(tick, config.pollIntervalMs)
       timer.unref()
       wake()
     },
@@ -353,7 +398,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (settleRetryTimer) clearTimeout(settleRetryTimer)
       settleRetryTimer = null
       started = false
-      if (haveLock) await lock.release(LOCK_NAME)
+      if (haveLock) await lock.release(DISPATCHER_LOCK)
       haveLock = false
     },
     inFlight: () => running.size,

@@ -7,6 +7,7 @@ import { createInboxStore, type InboxStore } from './inbox.js'
 import { createEndpointsStore, type EndpointsStore } from './endpoints.js'
 import { createKeysStore, type KeysStore } from './keys.js'
 import { createStatsStore, type StatsStore } from './stats.js'
+import { createLocksStore, type LocksStore } from './locks.js'
 
 /**
  * Every table family behind one object. Services receive a Store and call its plain functions;
@@ -23,6 +24,7 @@ export interface Store {
   readonly endpoints: EndpointsStore
   readonly keys: KeysStore
   readonly stats: StatsStore
+  readonly locks: LocksStore
   /**
    * Runs `fn` in one IMMEDIATE transaction. When it enqueued due work, the wake listeners run
    * after the commit (never before: a dispatcher must not look for rows it cannot see yet).
@@ -58,6 +60,7 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
     endpoints,
     keys: createKeysStore(db),
     stats: createStatsStore(db),
+    locks: createLocksStore(db),
     tx<T>(fn: () => T): T {
       depth++
       let result: T

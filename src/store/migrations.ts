@@ -343,4 +343,12 @@ CREATE INDEX templates_topic ON templates (topic);
 DROP INDEX deliveries_endpoint_due;
 CREATE INDEX deliveries_endpoint_due ON deliveries (coalesce(endpoint_id, '#' || channel), next_attempt_at, id) WHERE status = 'pending';
 `,
+  /* v7 → v8: the dispatcher lock, one claiming process per file (see schema.sql). */
+  `
+CREATE TABLE locks (
+  name         TEXT PRIMARY KEY,
+  owner        TEXT NOT NULL,
+  acquired_at  INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
 ]

@@ -1,0 +1,134 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { afterEach, describe, expect, it } from 'vitest'
+import { testConfig } from '../config.js'
+import { systemClock } from '../lib/clock.js'
+import { silentLogger } from '../log.js'
+import { openStore, type Store } from '../store/index.js'
+import { tempStore } from '../../test/helpers.js'
+import type { ChannelSender } from './channel.js'
+import { createDispatcher, type Dispatcher } from './dispatcher.js'
+import type { Lock } from './lock.js'
+import { createStoreLock } from './store-lock.js'
+
+const stops: (() => Promise<void> | void)[] = []
+afterEach(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop()
+})
+
+function temp(): Store {
+  const t = tempStore()
+  stops.push(t.cleanup)
+  return t.store
+}
+
+const waitFor = async (cond: () => boolean): Promise<void> => {
+  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 5))
+  if (!cond()) throw new Error('timed out')
+}
+
+const enqueue = (store: Store, tag: string): string =>
+  store.tx(() => store.deliveries.enqueue({ channel: 'inbox', notificationId: `ntf_${tag}`, recipient: 'u', eventType: 't', maxAttempts: 3, nextAttemptAt: Date.now() }, Date.now())).id
+
+/** A dispatcher on `store` whose inbox sends are recorded in `sent`. */
+function dispatcherOn(store: Store, sent: string[], lock?: Lock): Dispatcher {
+  const sender: ChannelSender = { send: async (row) => (sent.push(row.id), { outcome: { kind: 'success' } }) }
+  const d = createDispatcher({
+    store, config: testConfig({ concurrency: 8, pollIntervalMs: 20 }), clock: systemClock, rng: () => 0.5,
+    log: silentLogger(), channels: new Map([['inbox', sender]]), ...(lock ? { lock } : {}),
+  })
+  stops.push(() => d.stop(50))
+  return d
+}
+
+describe('the dispatcher lock', () => {
+  it('is held by one owner at a time; a live holder keeps it, a gone one is replaced', async () => {
+    const store = temp()
+    const gone = new Set<string>()
+    const lockOf = (owner: string): Lock => createStoreLock(store, { owner, isGone: (h) => gone.has(h) })
+    const a = lockOf('1.1.')
+    const b = lockOf('2.2.')
+    expect(await a.acquire('deliveries')).toBe(true)
+    expect(await a.acquire('deliveries')).toBe(true)
+    expect(await b.acquire('deliveries')).toBe(false)
+    expect(store.locks.get('deliveries')?.owner).toBe('1.1.')
+    // Releasing a lock one does not hold changes nothing.
+    await b.release('deliveries')
+    expect(store.locks.get('deliveries')?.owner).toBe('1.1.')
+    await a.release('deliveries')
+    expect(store.locks.get('deliveries')).toBeNull()
+    expect(await b.acquire('deliveries')).toBe(true)
+    expect(await a.acquire('deliveries')).toBe(false)
+    gone.add('2.2.')
+    expect(await a.acquire('deliveries')).toBe(true)
+    expect(store.locks.get('deliveries')?.owner).toBe('1.1.')
+  })
+
+  it('lets one of two processes on a file claim; the other stands by and takes over when the first stops', async () => {
+    const store = temp()
+    const other = openStore(store.path)
+    stops.push(() => other.close())
+    const sentA: string[] = []
+    const sentB: string[] = []
+    const a = dispatcherOn(store, sentA, createStoreLock(store, { owner: '1.1.', isGone: () => false }))
+    const b = dispatcherOn(other, sentB, createStoreLock(other, { owner: '2.2.', isGone: () => false }))
+    a.start()
+    await waitFor(() => store.locks.get('deliveries') !== null)
+    b.start()
+    // Rows accepted by either process are claimed by the holder only.
+    const rows = [enqueue(store, 'a1'), enqueue(other, 'b1'), enqueue(other, 'b2')]
+    await waitFor(() => sentA.length === 3)
+    await new Promise((r) => setTimeout(r, 60))
+    expect(sentA.sort()).toEqual([...rows].sort())
+    expect(sentB).toEqual([])
+    await a.stop(50)
+    expect(store.locks.get('deliveries')).toBeNull()
+    const later = enqueue(other, 'b3')
+    await waitFor(() => sentB.length === 1)
+    expect(sentB).toEqual([later])
+    expect(other.locks.get('deliveries')?.owner).toBe('2.2.')
+    expect(sentA).toHaveLength(3)
+  })
+
+  it('stops claiming when another process has taken the lock over', async () => {
+    const store = temp()
+    const sent: string[] = []
+    const d = dispatcherOn(store, sent, createStoreLock(store, { owner: '1.1.', isGone: () => false }))
+    d.start()
+    await waitFor(() => store.locks.get('deliveries') !== null)
+    // Another process judged this one gone and took the lock (a PID namespace it cannot see into).
+    createStoreLock(store, { owner: '2.2.', isGone: () => true }).acquire('deliveries')
+    await new Promise((r) => setTimeout(r, 60))
+    enqueue(store, 'x')
+    await new Promise((r) => setTimeout(r, 100))
+    expect(sent).toEqual([])
+    expect(store.deliveries.countByStatus().pending).toBe(1)
+  })
+
+  it('by default, stands by while another running process holds it, and takes over once that process is killed', async () => {
+    const store = temp()
+    // A real second process takes the lock as a Postbox would (owner `<pid>.<start>.`) and stays.
+    const holder: ChildProcess = spawn(process.execPath, ['-e', `
+      const Database = require('better-sqlite3')
+      const db = new Database(${JSON.stringify(store.path)})
+      db.pragma('busy_timeout = 5000')
+      const s = require('node:fs').readFileSync('/proc/self/stat', 'utf8')
+      const owner = process.pid + '.' + s.slice(s.lastIndexOf(')') + 2).split(' ')[19] + '.'
+      db.prepare('INSERT INTO locks (name, owner, acquired_at) VALUES (?, ?, ?)').run('deliveries', owner, Date.now())
+      process.stdout.write('ready')
+      setInterval(() => {}, 1000)`], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] })
+    stops.push(() => void holder.kill('SIGKILL'))
+    await new Promise((r) => holder.stdout!.once('data', r))
+    const sent: string[] = []
+    const d = dispatcherOn(store, sent)
+    d.start()
+    const row = enqueue(store, 'r')
+    await new Promise((r) => setTimeout(r, 100))
+    expect(sent).toEqual([])
+    expect(store.locks.get('deliveries')?.owner).toMatch(new RegExp(`^${holder.pid}\\.`))
+    holder.kill('SIGKILL')
+    await new Promise((r) => holder.once('exit', r))
+    await waitFor(() => sent.length === 1)
+    expect(sent).toEqual([row])
+    expect(store.locks.get('deliveries')?.owner).toMatch(new RegExp(`^${process.pid}\\.`))
+  })
+})
