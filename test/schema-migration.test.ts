@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { openDatabase, SCHEMA_VERSION, SchemaTooNewError, schemaVersion, type Db } from '../src/store/db.js'
+import { migrate, openDatabase, readSchemaSql, SCHEMA_VERSION, SchemaTooNewError, schemaVersion, type Db } from '../src/store/db.js'
 import { createDeliveriesStore } from '../src/store/deliveries.js'
 import { MIGRATIONS } from '../src/store/migrations.js'
 import { tempDir } from './helpers.js'
@@ -163,5 +163,21 @@ describe('schema migrations', () => {
     raw.close()
     expect(() => openDatabase(path)).toThrow(SchemaTooNewError)
     expect(() => openDatabase(path, { readonly: true })).toThrow(/newer than this Postbox supports/)
+  })
+
+  it('refuses to create a file from a schema.sql of another version (a mixed installation), leaving it empty', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const raw = new Database(join(t.dir, 'mixed.db'))
+    try {
+      const older = readSchemaSql().replace(`PRAGMA user_version = ${SCHEMA_VERSION};`, `PRAGMA user_version = ${SCHEMA_VERSION - 1};`)
+      expect(older).not.toBe(readSchemaSql())
+      expect(() => migrate(raw, () => older)).toThrow(`schema.sql creates schema version ${SCHEMA_VERSION - 1} but this Postbox is built for ${SCHEMA_VERSION}`)
+      expect(schemaVersion(raw)).toBe(0)
+      expect(raw.prepare(`SELECT count(*) FROM sqlite_master`).pluck().get()).toBe(0)
+      expect(migrate(raw)).toEqual({ from: 0, to: SCHEMA_VERSION })
+    } finally {
+      raw.close()
+    }
   })
 })

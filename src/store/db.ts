@@ -132,14 +132,21 @@ function assertVersionCurrent(db: Db): void {
 /**
  * Brings the schema up to date: a new file gets schema.sql, an older one gets each forward
  * step after its user_version, each step in its own transaction. A newer file is refused.
+ * `schemaSql` gives the text for a new file (tests pass another one).
  */
-export function migrate(db: Db): { from: number; to: number } {
+export function migrate(db: Db, schemaSql: () => string = readSchemaSql): { from: number; to: number } {
   const from = schemaVersion(db)
   assertVersionSupported(db)
   if (from === SCHEMA_VERSION) return { from, to: from }
   if (from === 0 && hasNoTables(db)) {
-    db.transaction(() => db.exec(readSchemaSql()))()
-    return { from, to: schemaVersion(db) }
+    db.transaction(() => {
+      db.exec(schemaSql())
+      // schema.sql is read from disk and the steps are compiled in: an install that mixes two
+      // versions (a stale dist/, a copied schema.sql) must not create a file no command opens.
+      const written = schemaVersion(db)
+      if (written !== SCHEMA_VERSION) throw new Error(`schema.sql creates schema version ${written} but this Postbox is built for ${SCHEMA_VERSION}: the installation mixes two versions (rebuild it)`)
+    })()
+    return { from, to: SCHEMA_VERSION }
   }
   // A step may rebuild a table (v3 → v4 drops and recreates deliveries); with foreign keys on,
   // that drop would cascade into attempts. The pragma cannot change inside a transaction, so it
