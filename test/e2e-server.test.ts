@@ -4,7 +4,8 @@ import { Webhook } from 'standardwebhooks'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { tempDir } from './helpers.js'
 import { startReceiver, type Receiver } from './support/receiver.js'
-import { ensureBuilt, killAllChildren, startServer, type ServerProcess } from './support/server-process.js'
+import { apiClient, ensureBuilt, killAllChildren, killChild, newAdminKey, serverEnv, startServer, type ServerProcess } from './support/server-process.js'
+import { openStore } from '../src/store/index.js'
 
 describe('end to end: the real server process', () => {
   let dir: string
@@ -93,5 +94,34 @@ describe('end to end: the real server process', () => {
     // the WAL was checkpointed into the main file at close
     const wal = join(dir, 'postbox.db-wal')
     expect(!existsSync(wal) || readFileSync(wal).length === 0).toBe(true)
+  }, 60_000)
+
+  it('on SIGINT (Ctrl-C) drains like SIGTERM: the request in flight completes and is settled, exit 0', async () => {
+    ;({ dir, cleanup } = tempDir('postbox-e2e-'))
+    let answered = 0
+    receiver = await startReceiver(async () => {
+      await new Promise((r) => setTimeout(r, 300))
+      answered++
+      return { status: 200 }
+    })
+    const key = newAdminKey()
+    server = await startServer(serverEnv(dir, key, { POSTBOX_ALLOW_NETWORKS: '127.0.0.0/8' }))
+    const call = apiClient(() => server!.baseUrl, key)
+    expect((await call('POST', '/v1/endpoints', { url: receiver.url })).status).toBe(201)
+    const ev = await call('POST', '/v1/events', { type: 'order.paid', data: {} })
+    expect(ev.status).toBe(202)
+    await receiver.waitFor(1, 10_000)
+    expect(answered).toBe(0)
+    expect(await killChild(server.child, 'SIGINT')).toBe(0)
+    expect(answered).toBe(1)
+    expect(server.output()).toContain('"signal":"SIGINT"')
+    expect(server.output()).toContain('"msg":"stopped"')
+    const store = openStore(join(dir, 'postbox.db'))
+    try {
+      expect(store.deliveries.countByStatus()).toMatchObject({ success: 1 })
+      expect(store.locks.get('deliveries')).toBeNull()
+    } finally {
+      store.close()
+    }
   }, 60_000)
 })
