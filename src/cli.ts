@@ -12,6 +12,7 @@ import { openDatabase, SchemaOutdatedError, schemaVersion, SCHEMA_VERSION } from
 import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/stats.js'
 import { DISPATCHER_LOCK } from './delivery/dispatcher.js'
+import { circuitState } from './delivery/breaker.js'
 import type { KeyRole } from './store/keys.js'
 
 const out = (v: unknown): void => void process.stdout.write(typeof v === 'string' ? `${v}\n` : `${JSON.stringify(v, null, 2)}\n`)
@@ -126,6 +127,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
             disabled: e.disabled,
             disabled_reason: e.disabledReason,
             paused_until: e.pausedUntil === null ? null : new Date(e.pausedUntil).toISOString(),
+            circuit: circuitState(e, Date.now()),
             consecutive_failures: e.consecutiveFailures,
             last_success_at: e.lastSuccessAt === null ? null : new Date(e.lastSuccessAt).toISOString(),
             pending: e.pending,

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { circuitState } from './delivery/breaker.js'
 import type { DispatchObserver } from './delivery/channel.js'
 import type { Clock } from './lib/clock.js'
 import type { Channel } from './store/deliveries.js'
@@ -75,8 +76,7 @@ export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics
       this.reset()
       const now = clock.now()
       for (const e of endpointStates()) {
-        const state = e.pausedUntil !== null && e.pausedUntil > now ? 'open' : e.consecutiveFailures >= 5 ? 'half_open' : 'closed'
-        this.set({ endpoint_id: e.id }, CIRCUIT_STATE[state])
+        this.set({ endpoint_id: e.id }, CIRCUIT_STATE[circuitState(e, now)])
       }
     },
   })

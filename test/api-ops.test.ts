@@ -41,6 +41,24 @@ describe('operations routes', () => {
       expect(text).toMatch(/postbox_endpoint_circuit_state\{endpoint_id="ep_[^"]+"\} 0/)
     })
 
+    it('the circuit-state metric says what the endpoint circuit field says', async () => {
+      const ep = (await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/a' } })).body as { id: string }
+      const states: [string, string, number][] = []
+      // Failures without a pause yet (4xx count only towards auto-disable); a pause; after it.
+      for (const [failures, pauses, pausedFor] of [[7, 0, null], [5, 1, 60_000], [5, 1, -1_000]] as const) {
+        const pausedUntil = pausedFor === null ? null : Date.now() + pausedFor
+        f.pb.store.db.prepare(`UPDATE endpoints SET consecutive_failures = ?, failures_since_success = ?, pause_count = ?, paused_until = ? WHERE id = ?`)
+          .run(failures, failures, pauses, pausedUntil, ep.id)
+        const api = (await f.json('GET', `/v1/endpoints/${ep.id}`)).body as { circuit: string }
+        // The metrics read endpoint states once per event-loop turn.
+        await new Promise((r) => setImmediate(r))
+        const text = await (await f.call('GET', '/metrics', { key: f.keys.viewer })).text()
+        const metric = Number(new RegExp(`postbox_endpoint_circuit_state\\{endpoint_id="${ep.id}"\\} (\\d)`).exec(text)![1])
+        states.push([`${failures}/${pauses}/${pausedFor}`, api.circuit, metric])
+      }
+      expect(states).toEqual([['7/0/null', 'closed', 0], ['5/1/60000', 'open', 2], ['5/1/-1000', 'half_open', 1]])
+    })
+
     it('GET /openapi.json is an OpenAPI 3.1 document covering the routes and the error schema', async () => {
       const res = await f.json('GET', '/openapi.json', { key: null })
       expect(res.status).toBe(200)

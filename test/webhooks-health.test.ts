@@ -119,6 +119,25 @@ describe('endpoint health (SPEC §5)', () => {
     expect(h.webhooks.endpoints.get(ep.id).last_success_at).toBe(new Date(clock.now()).toISOString())
   })
 
+  it('reports every failure since the last success in consecutive_failures, 4xx and 429 too, without opening the breaker', async () => {
+    const clock = new ManualClock()
+    let open: () => void = () => {}
+    const gate = new Promise<void>((resolve) => (open = resolve))
+    // Six failures (404, 400 and 403 are dead at once; 429 and 500 are retried), then successes.
+    const r = await rx(async (_req, i) => (i < 6 ? { status: [404, 429, 400, 500, 404, 403][i]! } : (await gate, { status: 200 })))
+    h = webhookHarness({ clock })
+    const ep = h.webhooks.endpoints.create({ url: r.url, max_concurrency: 1, retry_schedule: zeros(8) })
+    expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ consecutive_failures: 0, failing_since: null })
+    for (let i = 0; i < 6; i++) h.webhooks.events.send({ type: 'a', data: { i } })
+    h.dispatcher.start()
+    await r.waitFor(7)
+    await until(() => h.webhooks.endpoints.get(ep.id).consecutive_failures === 6)
+    expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ circuit: 'closed', failing_since: new Date(clock.now()).toISOString() })
+    open()
+    await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 2)
+    expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ consecutive_failures: 0, failing_since: null })
+  })
+
   it('auto-disables after disableAfterMs with no success and >= 10 failures, and publishes postbox.endpoint.disabled', async () => {
     const clock = new ManualClock()
     const failing = await rx({ status: 400 })

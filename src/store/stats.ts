@@ -9,22 +9,24 @@ export interface EndpointHealthRow {
   disabled: boolean
   disabledReason: string | null
   pausedUntil: number | null
+  pauseCount: number
+  /** Failed attempts since the last success (the API's consecutive_failures). */
   consecutiveFailures: number
   lastSuccessAt: number | null
   pending: number
 }
 
 /** An endpoint's breaker and disabled state, for the metrics. */
-export type EndpointState = Pick<EndpointHealthRow, 'id' | 'disabled' | 'disabledReason' | 'pausedUntil' | 'consecutiveFailures'>
+export type EndpointState = Pick<EndpointHealthRow, 'id' | 'disabled' | 'disabledReason' | 'pausedUntil' | 'pauseCount'>
 
 const SQL = {
   endpointHealth: `SELECT e.id, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
-      e.consecutive_failures AS consecutiveFailures, e.last_success_at AS lastSuccessAt,
+      e.pause_count AS pauseCount, e.failures_since_success AS consecutiveFailures, e.last_success_at AS lastSuccessAt,
       (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending
     FROM endpoints e WHERE e.deleted_at IS NULL ORDER BY e.id LIMIT ?`,
   // The metrics' view: no pending count per endpoint (one more index walk each).
   endpointStates: `SELECT id, disabled, disabled_reason AS disabledReason, paused_until AS pausedUntil,
-      consecutive_failures AS consecutiveFailures FROM endpoints WHERE deleted_at IS NULL ORDER BY id LIMIT ?`,
+      pause_count AS pauseCount FROM endpoints WHERE deleted_at IS NULL ORDER BY id LIMIT ?`,
   quickCheck: `PRAGMA quick_check`,
   begin: `BEGIN IMMEDIATE`,
   rollback: `ROLLBACK`,

@@ -24,7 +24,10 @@ export function endpointOut(e: EndpointRow, now: number): EndpointOutput {
     disabled: e.disabled,
     disabled_reason: e.disabledReason,
     last_success_at: toIso(e.lastSuccessAt),
-    consecutive_failures: e.consecutiveFailures,
+    // Every failed attempt since the last success (4xx and 429 too); the breaker keeps its own
+    // count of transport errors and 5xx.
+    consecutive_failures: e.failuresSinceSuccess,
+    failing_since: toIso(e.failingSince),
     circuit: circuitState(e, now),
     created_at: toIso(e.createdAt),
     updated_at: toIso(e.updatedAt),
