@@ -175,7 +175,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       void askLock().then((ok) => {
         if (ok !== false || !haveLock) return
         haveLock = false
-        log.warn({ lock: DISPATCHER_LOCK }, 'the dispatcher lock is held by another process now; no longer claiming')
+        // Only a process that judged this one gone takes a held lock: with both alive, they cannot
+        // see each other's PIDs (separate PID namespaces on one volume), which is not supported.
+        log.error({ lock: DISPATCHER_LOCK }, 'another process took the dispatcher lock; no longer claiming (processes sharing a file must share a PID namespace)')
       })
     }
     wake()
