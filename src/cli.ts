@@ -100,7 +100,8 @@ async function run(command: string, rest: string[], flags: Record<string, string
         throw new UsageError('<json> is not valid JSON')
       }
       // Postbox.open upgrades the schema; a short command must not (README: Upgrades).
-      if (existsSync(config.dbPath)) openDatabase(config.dbPath, { readonly: true, schema: 'current' }).close()
+      requireDatabase(config, 'send')
+      openDatabase(config.dbPath, { readonly: true, schema: 'current' }).close()
       const { Postbox } = await import('./postbox.js')
       const pb = await Postbox.open({ config, log: silentLogger() })
       try {
@@ -111,6 +112,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
       return 0
     }
     case 'stats': {
+      requireDatabase(config, 'stats')
       const store = openProtectedStore(config, { schema: 'current' })
       try {
         const oldest = store.deliveries.oldestPendingAt()
@@ -145,8 +147,23 @@ async function run(command: string, rest: string[], flags: Record<string, string
   }
 }
 
+/**
+ * Refuses a command that needs an existing database when there is none at the configured path:
+ * a mistyped --data-dir must not create a file no server reads (an event sent into it would
+ * never be delivered).
+ */
+function requireDatabase(config: Config, command: string): void {
+  if (!existsSync(config.dbPath)) {
+    throw new UsageError(`${command}: no database at ${config.dbPath} (check --data-dir / POSTBOX_DATA_DIR, or start \`postbox serve\` there first)`)
+  }
+}
+
 async function keys(rest: string[], flags: Record<string, string>, config: Config): Promise<number> {
+  // Only `keys create` may start a new file (an admin key provisioned before the first start).
+  const isNew = !existsSync(config.dbPath)
+  if (rest[0] !== 'create') requireDatabase(config, `keys ${rest[0] ?? ''}`.trim())
   const store = openProtectedStore(config, { schema: 'current' })
+  if (isNew) process.stderr.write(`postbox: created a new database at ${config.dbPath}\n`)
   try {
     const [sub, id] = rest
     if (sub === 'create') {

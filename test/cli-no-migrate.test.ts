@@ -116,11 +116,27 @@ describe('CLI commands other than serve and migrate never upgrade the schema', (
     expect(schemaOf(dbPath).version).toBe(SCHEMA_VERSION + 1)
   }, 60_000)
 
-  it('a new data dir is still created by keys create (nothing to upgrade)', async () => {
+  it('a new data dir is still created by keys create (nothing to upgrade), saying so', async () => {
     const created = await runCli(['keys', 'create', '--role', 'admin'], env)
     expect(created.code).toBe(0)
+    expect(created.output).toContain(`created a new database at ${dbPath}`)
     expect(schemaOf(dbPath).version).toBe(SCHEMA_VERSION)
   }, 30_000)
+
+  it('send, stats, keys list and keys revoke refuse a data dir without a database (a typo) and create nothing', async () => {
+    const empty = tempDir('postbox-cli-typo-')
+    try {
+      const typo = { ...env, POSTBOX_DATA_DIR: join(empty.dir, 'typo') }
+      for (const args of [['send', 'order.paid', '{}'], ['stats'], ['keys', 'list'], ['keys', 'revoke', 'key_x']]) {
+        const res = await runCli(args, typo)
+        expect(res.code, args.join(' ')).toBe(2)
+        expect(res.output).toContain(`no database at ${join(empty.dir, 'typo', 'postbox.db')}`)
+      }
+      expect(readdirSync(empty.dir)).toEqual([])
+    } finally {
+      empty.cleanup()
+    }
+  }, 60_000)
 
   it('backup into a missing directory names the directory (exit 2); backup without a database creates none', async () => {
     writeOldDatabase(dbPath)
