@@ -14,6 +14,7 @@ import { startCheckpointer, type Checkpointer } from './store/checkpointer.js'
 import { createWebhookService } from './webhooks/service.js'
 import type { WebhookService } from './webhooks/types.js'
 import { createEngine, type Engine } from './engine.js'
+import { repairFutureTimes } from './delivery/clock-repair.js'
 import type { NotifyService, UserInbox } from './notify/service.js'
 
 /** Options of `Postbox.open`: any Config field in camelCase, or a whole `config`. */
@@ -164,10 +165,15 @@ export class Postbox {
     return this
   }
 
-  /** Runs one retention sweep unless one is already running. */
+  /** Runs one retention sweep (after the clock repair) unless one is already running. */
   private sweep(): void {
     if (this.sweeping || this.closed) return
     const c = this.config
+    try {
+      repairFutureTimes(this.store, c, this.clock.now(), this.log)
+    } catch (err) {
+      this.log.warn({ err }, 'clock repair failed')
+    }
     this.sweeping = this.retention.sweepAsync({
       now: this.clock.now(),
       successMs: c.retentionSuccessMs,

@@ -7,6 +7,7 @@ import { createInboxStore, type InboxStore } from './inbox.js'
 import { createEndpointsStore, type EndpointsStore } from './endpoints.js'
 import { createKeysStore, type KeysStore } from './keys.js'
 import { createStatsStore, type StatsStore } from './stats.js'
+import { createClockRepairStore, type ClockRepairStore } from './clock-repair.js'
 import { createLocksStore, type LocksStore } from './locks.js'
 
 /**
@@ -24,6 +25,7 @@ export interface Store {
   readonly endpoints: EndpointsStore
   readonly keys: KeysStore
   readonly stats: StatsStore
+  readonly clockRepair: ClockRepairStore
   readonly locks: LocksStore
   /**
    * Runs `fn` in one IMMEDIATE transaction. When it enqueued due work, the wake listeners run
@@ -60,6 +62,7 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
     endpoints,
     keys: createKeysStore(db),
     stats: createStatsStore(db),
+    clockRepair: createClockRepairStore(db),
     locks: createLocksStore(db),
     tx<T>(fn: () => T): T {
       depth++
