@@ -158,6 +158,35 @@ describe('loadConfig', () => {
     expect(resolveConfig({ maxBody: 2048, allowNetworks: ['127.0.0.0/8'] })).toMatchObject({ maxBody: 2048 })
   })
 
+  it('library options: unknown names are refused, durations read like the environment, every value checked', () => {
+    const opts = (o: Record<string, unknown>) => resolveConfig(o as never)
+    expect(() => opts({ requestTimeout: '20s' })).toThrow('unknown option "requestTimeout" (did you mean requestTimeoutMs?)')
+    expect(() => opts({ maxbody: 2048 })).toThrow('unknown option "maxbody" (did you mean maxBody?)')
+    expect(() => opts({ colour: 'red' })).toThrow(/^options: unknown option "colour"$/)
+    expect(opts({ requestTimeoutMs: '20s', retentionSuccessMs: '1d', pollIntervalMs: 50 })).toMatchObject({ requestTimeoutMs: 20_000, retentionSuccessMs: 86_400_000, pollIntervalMs: 50 })
+    expect(() => opts({ requestTimeoutMs: 'soon' })).toThrow(/requestTimeoutMs: expected milliseconds or a duration/)
+    expect(opts({ retrySchedule: '1s,2s' }).retrySchedule).toEqual([1000, 2000])
+    expect(opts({ retrySchedule: ['500ms', 60_000] }).retrySchedule).toEqual([500, 60_000])
+    expect(() => opts({ retrySchedule: ['1s', 'later'] })).toThrow(/retrySchedule: expected delays/)
+    // Power-loss durability must not silently fall back to NORMAL.
+    expect(opts({ synchronous: 'FULL' }).synchronous).toBe('full')
+    expect(() => opts({ synchronous: 'off' })).toThrow(/^POSTBOX_SYNCHRONOUS: .*option synchronous/)
+    expect(opts({ logLevel: 'WARN' }).logLevel).toBe('warn')
+    expect(() => opts({ logLevel: 'verbose' })).toThrow(/^POSTBOX_LOG_LEVEL:/)
+    expect(() => opts({ emailFrom: 'nope' })).toThrow(/^POSTBOX_EMAIL_FROM:/)
+    expect(() => opts({ smtpUrl: 'http://x' })).toThrow(/^POSTBOX_SMTP_URL:/)
+    expect(() => opts({ metricsPublic: 'yes' })).toThrow(/^POSTBOX_METRICS_PUBLIC:/)
+    expect(() => opts({ dataDir: 42 })).toThrow(/^POSTBOX_DATA_DIR:/)
+    expect(() => opts({ db: 42 })).toThrow(/^POSTBOX_DB:/)
+    expect(opts({ smtpUrl: 'smtp://mail:25', emailFrom: 'Shop <shop@example.com>', metricsPublic: true })).toMatchObject({ smtpUrl: 'smtp://mail:25', metricsPublic: true })
+  })
+
+  it('the environment gets the same checks and lower-casing', () => {
+    expect(loadConfig({ POSTBOX_SYNCHRONOUS: 'FULL', POSTBOX_LOG_LEVEL: 'Debug' })).toMatchObject({ synchronous: 'full', logLevel: 'debug' })
+    expect(() => loadConfig({ POSTBOX_SYNCHRONOUS: 'off' })).toThrow(/^POSTBOX_SYNCHRONOUS:/)
+    expect(() => loadConfig({ POSTBOX_EMAIL_FROM: 'nope' })).toThrow(/^POSTBOX_EMAIL_FROM:/)
+  })
+
   it('testConfig applies overrides over the defaults', () => {
     expect(testConfig({ port: 0, allowNetworks: ['127.0.0.0/8'] })).toMatchObject({ port: 0, host: '127.0.0.1', allowNetworks: ['127.0.0.0/8'] })
   })

@@ -189,23 +189,11 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
   const list = (name: string): string[] =>
     (get(name) ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0)
 
-  const synchronous = (get('POSTBOX_SYNCHRONOUS') ?? DEFAULTS.synchronous).toLowerCase()
-  if (synchronous !== 'normal' && synchronous !== 'full') {
-    throw new ConfigError('POSTBOX_SYNCHRONOUS', `expected normal or full, got "${synchronous}"`)
-  }
-  const logLevel = (get('POSTBOX_LOG_LEVEL') ?? DEFAULTS.logLevel).toLowerCase()
-  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) {
-    throw new ConfigError('POSTBOX_LOG_LEVEL', `expected trace, debug, info, warn, error, fatal or silent, got "${logLevel}"`)
-  }
+  const synchronous = (get('POSTBOX_SYNCHRONOUS') ?? DEFAULTS.synchronous) as Config['synchronous']
+  const logLevel = get('POSTBOX_LOG_LEVEL') ?? DEFAULTS.logLevel
   const allowNetworks = list('POSTBOX_ALLOW_NETWORKS')
   const smtpUrl = get('POSTBOX_SMTP_URL') ?? null
-  if (smtpUrl !== null && !/^smtps?:\/\/[^\s]+$/i.test(smtpUrl)) {
-    throw new ConfigError('POSTBOX_SMTP_URL', 'expected smtp://host:port or smtps://user:pass@host:port')
-  }
   const emailFrom = get('POSTBOX_EMAIL_FROM') ?? 'postbox@localhost'
-  if (!/^[^\s@<>]+@[^\s@<>]+$/.test(emailFrom) && !/^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(emailFrom)) {
-    throw new ConfigError('POSTBOX_EMAIL_FROM', `"${emailFrom}" is not an email address`)
-  }
   const dataDir = get('POSTBOX_DATA_DIR') ?? DEFAULTS.dataDir
   const config: Config = {
     port: int('POSTBOX_PORT', DEFAULTS.port, 0, 65535),
@@ -307,8 +295,34 @@ export function normalizeOrigin(entry: string): string | null {
   return url.href === `${url.origin}/` ? url.origin : null
 }
 
-/** Checks the ranges and lists of a whole configuration; throws a ConfigError naming the variable. */
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']
+
+/**
+ * Checks the values, ranges and lists of a whole configuration (from the environment and flags
+ * or from library options alike); throws a ConfigError naming the variable. Returns it with
+ * the enumerations lower-cased and the CORS origins normalised.
+ */
 export function checkConfig(c: Config): Config {
+  const synchronous = typeof c.synchronous === 'string' ? c.synchronous.toLowerCase() : c.synchronous
+  if (synchronous !== 'normal' && synchronous !== 'full') {
+    throw new ConfigError('POSTBOX_SYNCHRONOUS', `expected normal or full (option synchronous), got "${String(c.synchronous)}"`)
+  }
+  const logLevel = typeof c.logLevel === 'string' ? c.logLevel.toLowerCase() : c.logLevel
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('POSTBOX_LOG_LEVEL', `expected ${LOG_LEVELS.slice(0, -1).join(', ')} or silent (option logLevel), got "${String(c.logLevel)}"`)
+  }
+  if (c.smtpUrl !== null && (typeof c.smtpUrl !== 'string' || !/^smtps?:\/\/[^\s]+$/i.test(c.smtpUrl))) {
+    throw new ConfigError('POSTBOX_SMTP_URL', 'expected smtp://host:port or smtps://user:pass@host:port (option smtpUrl)')
+  }
+  const from = c.emailFrom as unknown
+  if (typeof from !== 'string' || (!/^[^\s@<>]+@[^\s@<>]+$/.test(from) && !/^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(from))) {
+    throw new ConfigError('POSTBOX_EMAIL_FROM', `"${String(from)}" is not an email address (option emailFrom)`)
+  }
+  if (typeof c.metricsPublic !== 'boolean') throw new ConfigError('POSTBOX_METRICS_PUBLIC', `expected true or false (option metricsPublic), got ${JSON.stringify(c.metricsPublic)}`)
+  for (const [field, variable] of [['dataDir', 'POSTBOX_DATA_DIR'], ['dbPath', 'POSTBOX_DB']] as const) {
+    if (typeof c[field] !== 'string' || c[field] === '') throw new ConfigError(variable, `expected a path (option ${field})`)
+  }
+  if (c.adminKey !== null && typeof c.adminKey !== 'string') throw new ConfigError('POSTBOX_ADMIN_KEY', 'expected a string (option adminKey)')
   for (const [field, variable, min, max] of BOUNDS) {
     const v = c[field]
     if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
@@ -344,7 +358,38 @@ export function checkConfig(c: Config): Config {
     if (origin === null) throw new ConfigError('POSTBOX_CORS_ORIGINS', `"${String(o)}" is not an origin such as https://app.example.com (scheme and host, no path), or *`)
     return origin
   })
-  return { ...c, corsOrigins: [...new Set(corsOrigins)] }
+  return { ...c, synchronous, logLevel, corsOrigins: [...new Set(corsOrigins)] }
+}
+
+/** Options in milliseconds, which library callers may also give as durations (`'20s'`). */
+const DURATION_OPTIONS = new Set<string>(BOUNDS.map(([field]) => field).filter((f) => f.endsWith('Ms')))
+
+/**
+ * Library options (`Postbox.open`) as Config fields: an unknown name is refused (with the
+ * option it most likely meant), durations may be given like the environment's (`'20s'`), and
+ * retry schedules as a comma list or an array of durations. Values are then checked by
+ * checkConfig like the environment's.
+ */
+export function configFromOptions(options: Record<string, unknown>, known: readonly string[]): Partial<Config> {
+  const out: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(options)) {
+    if (value === undefined) continue
+    if (!known.includes(name)) {
+      const guess = known.find((k) => k === `${name}Ms` || k.toLowerCase() === name.toLowerCase())
+      throw new ConfigError('options', `unknown option "${name}"${guess ? ` (did you mean ${guess}?)` : ''}`)
+    }
+    if (name === 'dataDir' && (typeof value !== 'string' || value === '')) throw new ConfigError('POSTBOX_DATA_DIR', 'expected a path (option dataDir)')
+    if (DURATION_OPTIONS.has(name) && typeof value === 'string') {
+      const ms = parseDuration(value.trim())
+      if (ms === null) throw new ConfigError('options', `${name}: expected milliseconds or a duration such as 500ms, 10s, 5m, 6h or 7d, got "${value}"`)
+      out[name] = ms
+    } else if ((name === 'retrySchedule' || name === 'notificationRetrySchedule') && (typeof value === 'string' || Array.isArray(value))) {
+      const list = typeof value === 'string' ? parseDurationList(value) : value.map((d: unknown) => (typeof d === 'string' ? parseDuration(d.trim()) : d))
+      if (list === null || list.includes(null)) throw new ConfigError('options', `${name}: expected delays in milliseconds or durations such as 500ms,2s,1m`)
+      out[name] = list
+    } else out[name] = value
+  }
+  return out as Partial<Config>
 }
 
 /** A configuration for tests and library mode: defaults, with overrides. */

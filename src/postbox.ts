@@ -4,7 +4,7 @@ import { ensureAdminKey, type AdminKeyBootstrap } from './admin-key.js'
 import { createApp } from './api/app.js'
 import { openProtectedStore } from './data-files.js'
 import type { ApiEnv } from './api/deps.js'
-import { checkConfig, loadConfig, type Config } from './config.js'
+import { checkConfig, ConfigError, configFromOptions, loadConfig, type Config } from './config.js'
 import { systemClock, type Clock, type Rng } from './lib/clock.js'
 import { silentLogger, type Log } from './log.js'
 import { createMetrics, type Metrics } from './metrics.js'
@@ -41,9 +41,10 @@ export const RETENTION_INTERVAL_MS = 3_600_000
 export function resolveConfig(opts: PostboxOptions): Config {
   const base = opts.config ?? loadConfig({})
   const { db, config: _c, clock: _k, rng: _r, log: _l, bootstrapAdminKey: _b, processMetrics: _p, ...fields } = opts
-  const dataDir = fields.dataDir ?? (db !== undefined && opts.config === undefined ? dirname(db) : base.dataDir)
-  const dbPath = db ?? (fields.dataDir !== undefined ? join(dataDir, 'postbox.db') : base.dbPath)
-  const defined = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined))
+  if (db !== undefined && (typeof db !== 'string' || db === '')) throw new ConfigError('POSTBOX_DB', 'expected a path (option db)')
+  const defined = configFromOptions(fields, Object.keys(base).filter((k) => k !== 'dbPath'))
+  const dataDir = defined.dataDir ?? (db !== undefined && opts.config === undefined ? dirname(db) : base.dataDir)
+  const dbPath = db ?? (defined.dataDir !== undefined ? join(dataDir, 'postbox.db') : base.dbPath)
   return Object.freeze(checkConfig({ ...base, ...defined, dataDir, dbPath }))
 }
 
