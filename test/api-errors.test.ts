@@ -50,6 +50,11 @@ const SCENARIOS: Scenario[] = [
   { name: 'offset cursor on events', method: 'GET', path: '/v1/events?cursor=bzUw', status: 400, code: 'validation_failed' },
   { name: 'inbox position on endpoints', method: 'GET', path: '/v1/endpoints?cursor=MTI', status: 400, code: 'validation_failed' },
   { name: 'subscription cursor on keys', method: 'GET', path: '/v1/keys?cursor=c3ViLzE3MDAwMDAwMDAwMDAvdG9waWMvdXNlcjp1MQ', status: 400, code: 'validation_failed' },
+  // Another id-ordered list's cursor would otherwise read as an empty last page.
+  { name: 'delivery cursor on events', method: 'GET', path: '/v1/events?cursor=ZGx2XzAxamFiY2RlZmdoamttbnBxcnN0dnd4eXow', status: 400, code: 'validation_failed' },
+  { name: 'event cursor on deliveries', method: 'GET', path: '/v1/deliveries?cursor=ZXZ0XzAxamFiY2RlZmdoamttbnBxcnN0dnd4eXow', status: 400, code: 'validation_failed' },
+  { name: 'key cursor on endpoints', method: 'GET', path: '/v1/endpoints?cursor=a2V5XzAxamFiY2RlZmdoamttbnBxcnN0dnd4eXow', status: 400, code: 'validation_failed' },
+  { name: 'endpoint cursor on keys', method: 'GET', path: '/v1/keys?cursor=ZXBfMDFqYWJjZGVmZ2hqa21ucHFyc3R2d3h5ejA', status: 400, code: 'validation_failed' },
   { name: 'delivery cursor on subscriptions', method: 'GET', path: '/v1/subscriptions?cursor=ZGx2XzAxamFiY2RlZmdoamttbnBxcnN0dnd4eXow', status: 400, code: 'validation_failed' },
   // Receivers act on these as coming from Postbox itself.
   { name: 'reserved postbox. event type', method: 'POST', path: '/v1/events', req: { body: { type: 'postbox.endpoint.disabled', data: {} } }, status: 400, code: 'validation_failed' },

@@ -53,8 +53,8 @@ export const cursorParam = (decode: (cursor: string) => unknown) =>
 
 /** Any cursor this API hands out; the list itself refuses another list's kind (400). */
 export const CursorParam = cursorParam(decodeCursor)
-/** The cursor of a list read by id (deliveries, events, endpoints, keys). */
-export const IdCursorParam = cursorParam(decodeIdCursor)
+/** The cursor of a list read by the ids of `prefix` (deliveries, events, endpoints, keys). */
+export const idCursorParam = (prefix: string) => cursorParam((c) => decodeIdCursor(c, prefix))
 
 /** `?limit=&cursor=` of every list. */
 export const PageQuery = z.object({

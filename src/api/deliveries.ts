@@ -34,7 +34,7 @@ export function deliveryRoutes() {
   const r = newRouter()
   r.openapi(routes.list, (c) => {
     const q = c.req.valid('query')
-    if (q.cursor !== undefined && decodeIdCursor(q.cursor) === null) {
+    if (q.cursor !== undefined && decodeIdCursor(q.cursor, 'dlv') === null) {
       throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
     }
     return c.json(c.var.deps.webhooks.deliveries.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }), 200)

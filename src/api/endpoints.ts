@@ -11,7 +11,7 @@ import {
   SecretOut,
 } from '../webhooks/schemas.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, DEFAULT_LIMIT, IdCursorParam, ErrorBody, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
+import { bearerSecurity, DEFAULT_LIMIT, idCursorParam, ErrorBody, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 
 const admin = requireRole('admin')
 const viewer = requireRole('viewer')
@@ -27,7 +27,7 @@ const routes = {
   }),
   list: createRoute({
     ...base, method: 'get', path: '/v1/endpoints', summary: 'List endpoints with health', middleware: [viewer] as const,
-    request: { query: PageQuery.extend({ cursor: IdCursorParam }) },
+    request: { query: PageQuery.extend({ cursor: idCursorParam('ep') }) },
     responses: { 200: jsonResponse(EndpointList, 'newest first'), ...errorResponses },
   }),
   get: createRoute({

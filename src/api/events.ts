@@ -3,7 +3,7 @@ import { errors } from '../errors.js'
 import { EventAccepted, EventBatchAccepted, EventBatchIn, EventIn, EventList, EventOut, EventQuery } from '../webhooks/schemas.js'
 import type { EventAcceptedOutput, EventInput } from '../webhooks/types.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, IdCursorParam, DEFAULT_LIMIT, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
+import { bearerSecurity, idCursorParam, DEFAULT_LIMIT, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
 import type { ApiDeps } from './deps.js'
 import { createGroupCommit } from './group-commit.js'
 
@@ -46,7 +46,7 @@ const routes = {
   }),
   list: createRoute({
     ...base, method: 'get', path: '/v1/events', summary: 'List events newest first, optionally of one type', middleware: [viewer] as const,
-    request: { query: EventQuery.extend({ cursor: IdCursorParam }) },
+    request: { query: EventQuery.extend({ cursor: idCursorParam('evt') }) },
     responses: { 200: jsonResponse(EventList, 'newest first'), ...errorResponses },
   }),
   get: createRoute({

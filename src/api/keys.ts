@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { AppError, errors } from '../errors.js'
 import { createApiKey, forgetCachedKeys, keyJson, requireRole } from './auth.js'
-import { bearerSecurity, DEFAULT_LIMIT, IdCursorParam, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
+import { bearerSecurity, DEFAULT_LIMIT, idCursorParam, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 
 const Role = z.enum(['admin', 'publisher', 'viewer'])
 
@@ -47,7 +47,7 @@ const list = createRoute({
   summary: 'List API keys (viewer; hashes and keys are never returned)',
   security: bearerSecurity,
   middleware: [requireRole('viewer')] as const,
-  request: { query: PageQuery.extend({ cursor: IdCursorParam }) },
+  request: { query: PageQuery.extend({ cursor: idCursorParam('key') }) },
   responses: { 200: jsonResponse(KeyList, 'newest first'), ...errorResponses },
 })
 

@@ -24,10 +24,14 @@ export function decodeCursor(cursor: string | undefined | null): string | null {
   return CURSOR_KEY.test(key) ? key : null
 }
 
-/** The id in a cursor of a list read by id (deliveries, events, endpoints, keys); null for any other cursor. */
-export function decodeIdCursor(cursor: string | undefined | null): string | null {
+/**
+ * The id in a cursor of a list read by id (deliveries, events, endpoints, keys); null for any
+ * other cursor, and with `prefix` (`dlv`, `evt`…) for another list's id: a delivery cursor
+ * given to the events list would otherwise read as an empty last page.
+ */
+export function decodeIdCursor(cursor: string | undefined | null, prefix?: string): string | null {
   const key = decodeCursor(cursor)
-  return key !== null && ID_KEY.test(key) ? key : null
+  return key !== null && ID_KEY.test(key) && (prefix === undefined || key.startsWith(`${prefix}_`)) ? key : null
 }
 
 /** The key in an inbox cursor: a position (digits), or a message id (cursors made before v3); null for any other cursor. */
