@@ -51,6 +51,7 @@ export function createEngine(deps: EngineDeps): Engine {
     rng,
     log,
     tokenKey: loadTokenKey(config.tokenSecret, config.dataDir),
+    observer: deps.observer,
     publishEvent: (type, data, id) => {
       webhooks.publish(type, data, id === undefined ? undefined : { id })
     },

@@ -36,7 +36,7 @@ describe('directory and notification routes', () => {
     expect((await call('PUT', '/v1/users/u3', admin, { timezone: 'Mars/Base' })).body.error.code).toBe('validation_failed')
     const sent = await call('POST', '/v1/notifications', publisher, { topic: 'deploy.done', recipients: ['role:ops'] })
     expect(sent).toMatchObject({ status: 202, body: { deduplicated: false, recipients: 1, deliveries: 1 } })
-    expect((await call('GET', `/v1/notifications/${sent.body.id}`, viewer)).body.deliveries).toMatchObject([{ recipient: 'u1', channel: 'inbox', status: 'pending' }])
+    expect((await call('GET', `/v1/notifications/${sent.body.id}`, viewer)).body.deliveries).toMatchObject([{ recipient: 'u1', channel: 'inbox', status: 'success', attempts: 1 }])
     expect((await call('GET', '/v1/notifications/ntf_nope', viewer)).status).toBe(404)
     expect((await call('POST', '/v1/notifications', publisher, { topic: 'Bad Topic' })).status).toBe(400)
     expect((await call('PUT', '/v1/subscriptions', publisher, { topic: 'x', principal: 'role:ops' })).status).toBe(403)

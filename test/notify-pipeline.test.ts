@@ -161,6 +161,8 @@ describe('notification pipeline (real SQLite)', () => {
   it('writes an inbox message once even when its delivery is sent twice', async () => {
     h = notifyHarness()
     const r = h.notify.notifications.send({ topic: 't', recipients: ['u1'] })
+    // Written at accept; a redeliver hands the row to the inbox sender, twice here.
+    expect(h.store.deliveries.redeliver(h.store.deliveries.byNotification(r.id)[0]!.id, h.clock.now())).toBe('ok')
     const [d] = h.store.deliveries.claimDue({ limit: 10, now: h.clock.now(), defaultTimeoutMs: 1000 })
     const signal = new AbortController().signal
     expect((await h.notify.channels.inbox.send(d!, signal)).outcome.kind).toBe('success')

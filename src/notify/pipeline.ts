@@ -4,13 +4,16 @@ import type { PreferenceRow, TemplateRow } from '../store/directory.js'
 import type { Config } from '../config.js'
 import type { Clock } from '../lib/clock.js'
 import type { Log } from '../log.js'
+import type { DispatchObserver } from '../delivery/channel.js'
 import { newId } from '../lib/ids.js'
 import { maxAttemptsFor } from '../delivery/retry-policy.js'
 import { resolveRecipients, type Recipient } from './recipients.js'
 import { decideChannel, type ChannelDecision, type NotifyChannel } from './preferences.js'
 import { isValidTimeZone, planSend } from './schedule.js'
 import { chooseTemplate, createRenderer, dependsOnRecipient, type RenderContext, type Rendered } from './render.js'
-import { encodePayload } from './delivery-payload.js'
+import { encodePayload, type DeliveryPayload } from './delivery-payload.js'
+import type { InboxStreamHub } from './inbox-stream.js'
+import { publishInboxEvents, writeInboxMessages, type InboxWrite, type WrittenInbox } from './inbox-write.js'
 
 /** The accepted request of POST /v1/notifications (SPEC §7), after validation and defaults. */
 export interface NotificationRequest {
@@ -51,23 +54,44 @@ export interface PipelineDeps {
   clock: Clock
   /** Receives a warning when a template fails at render time. */
   log: Log
+  /** The live SSE streams the inbox messages written at accept are pushed to after commit. */
+  hub: InboxStreamHub
+  /** Counts the inbox deliveries written at accept, as the dispatcher counts the attempts it settles. */
+  observer?: DispatchObserver
+}
+
+/** What the accept transaction hands to the after-commit step. */
+interface Accepted {
+  result: SendResult
+  /** Stream events of the inbox messages written, per user. */
+  written: WrittenInbox | null
+  /** Inbox deliveries written as delivered, and how long writing their messages took. */
+  delivered: number
+  durationMs: number
 }
 
 /**
  * Builds `send`: one IMMEDIATE transaction per notification covering dedup, recipients,
  * preferences, schedule, rendering and one delivery per (notification, recipient, channel).
+ * The inbox is written in that transaction too (SPEC §7: it is written at once): each inbox
+ * delivery is inserted already delivered with its message, unread counter and stream ids, so no
+ * claim or settle ever touches it; after commit the messages go to the live streams. Email and
+ * webhook deliveries are enqueued for the dispatcher.
  */
 export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) => SendResult {
-  const { store, config, clock, log } = deps
+  const { store, config, clock, log, hub, observer } = deps
   const render = createRenderer()
   const maxAttempts = maxAttemptsFor(config.notificationRetrySchedule)
 
-  return (req) =>
+  const accept = (req: NotificationRequest): Accepted =>
     store.tx(() => {
       const now = clock.now()
       if (req.dedup_key !== null) {
         const prior = store.notifications.byDedupKey(req.dedup_key)
-        if (prior) return { id: prior.id, deduplicated: true, recipients: prior.recipients, deliveries: prior.deliveries }
+        if (prior) {
+          const result = { id: prior.id, deduplicated: true, recipients: prior.recipients, deliveries: prior.deliveries }
+          return { result, written: null, delivered: 0, durationMs: 0 }
+        }
       }
       const id = newId('ntf', now)
       const recipients = resolveRecipients(req.recipients, req.topic, store.directory)
@@ -76,6 +100,7 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       const prefsOf = store.directory.preferencesForTopic(req.topic, recipients.map((r) => r.id))
       const cache = fanoutCache(req, render, templates, config.mandatoryTopics, log)
       let deliveries = 0
+      const inbox: InboxWrite[] = []
       for (const r of recipients) {
         const prefs = prefsOf(r.id)
         for (const channel of req.channels) {
@@ -86,22 +111,33 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
           const plan =
             channel === 'inbox' ? null : planSend({ now, channel, severity: req.severity, ...decision, tz: pickZone(r, decision.quietHours?.tz) })
           const ch = queueChannel(channel)
-          const { created } = store.deliveries.enqueue(
-            {
-              channel: ch,
-              notificationId: id,
-              recipient: r.id,
-              eventType: req.topic,
-              payload: cache.payload(r, channel),
-              groupKey: plan === null || plan.windowEnd === null ? null : `${r.id}|${ch}|${plan.windowEnd}`,
-              maxAttempts,
-              nextAttemptAt: plan === null ? now : plan.at,
-            },
-            now,
-          )
-          if (created) deliveries++
+          const { json, rendered } = cache.payload(r, channel)
+          const row = {
+            channel: ch,
+            notificationId: id,
+            recipient: r.id,
+            eventType: req.topic,
+            payload: json,
+            groupKey: plan === null || plan.windowEnd === null ? null : `${r.id}|${ch}|${plan.windowEnd}`,
+            maxAttempts,
+            nextAttemptAt: plan === null ? now : plan.at,
+          }
+          if (channel === 'inbox') {
+            const d = store.deliveries.insertDelivered(row, now)
+            if (d.created) {
+              inbox.push({ deliveryId: d.id, payload: inboxPayload(req, id, r, rendered) })
+              deliveries++
+            }
+            continue
+          }
+          if (store.deliveries.enqueue(row, now).created) deliveries++
         }
       }
+      // The inbox deliveries' one attempt each: writing their messages (as the sender logs it).
+      const started = clock.now()
+      const written = writeInboxMessages(store, inbox, started)
+      const durationMs = clock.now() - started
+      store.deliveries.logDelivered(inbox.map((w) => w.deliveryId), { startedAt: started, durationMs })
       store.notifications.insert({
         id,
         topic: req.topic,
@@ -111,8 +147,31 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
         deliveries,
         createdAt: now,
       })
-      return { id, deduplicated: false, recipients: recipients.length, deliveries }
+      const result = { id, deduplicated: false, recipients: recipients.length, deliveries }
+      return { result, written, delivered: inbox.length, durationMs }
     })
+
+  return (req) => {
+    const a = accept(req)
+    if (a.written !== null) publishInboxEvents(hub, a.written)
+    if (observer) for (let i = 0; i < a.delivered; i++) observer.attempt('inbox', 'success', a.durationMs)
+    return a.result
+  }
+}
+
+/** The inbox message's content for one recipient: what the sender reads back from the stored payload. */
+function inboxPayload(req: NotificationRequest, notificationId: string, r: Recipient, rendered: Rendered): DeliveryPayload {
+  return {
+    notification_id: notificationId,
+    topic: req.topic,
+    title: rendered.title,
+    body: rendered.body,
+    format: rendered.format,
+    severity: req.severity,
+    action_url: req.action_url,
+    payload: req.payload,
+    recipient: { id: r.id, email: r.email, name: r.user?.name ?? null, locale: r.user?.locale ?? null, external: r.kind === 'external' },
+  }
 }
 
 /**
@@ -155,7 +214,8 @@ function fanoutCache(
       if (!d) byChannel.set(channel, (d = decideChannel(prefs, userId, req.topic, channel, mandatoryTopics)))
       return d
     },
-    payload(r: Recipient, channel: NotifyChannel): string {
+    /** The stored payload of a delivery, and the rendering it holds. */
+    payload(r: Recipient, channel: NotifyChannel): { json: string; rendered: Rendered } {
       const locale = r.user?.locale ?? null
       const key = `${channel}|${locale ?? ''}`
       let template = chosen.get(key)
@@ -169,7 +229,7 @@ function fanoutCache(
       const name = r.user?.name ?? null
       const plain = r.email === null && name === null && locale === null && r.kind !== 'external'
       const cached = plain ? bare.get(rendered) : undefined
-      if (cached !== undefined) return cached
+      if (cached !== undefined) return { json: cached, rendered }
       const json = encodePayload({
         title: rendered.title,
         body: rendered.body,
@@ -180,7 +240,7 @@ function fanoutCache(
         recipient: { email: r.email, name, locale, external: r.kind === 'external' },
       })
       if (plain) bare.set(rendered, json)
-      return json
+      return { json, rendered }
     },
   }
 }

@@ -3,7 +3,7 @@ import type { InboxStateChange, StreamEvent } from '../store/inbox.js'
 import { messageJson, STREAM_LOG_SIZE } from '../store/inbox.js'
 import type { KeySlice, ListSlice, PreferenceRow, SubscriptionRow, TemplateRow, UserRow } from '../store/directory.js'
 import { subscriptionCursor, templateCursor } from '../store/directory.js'
-import type { ChannelSender } from '../delivery/channel.js'
+import type { ChannelSender, DispatchObserver } from '../delivery/channel.js'
 import type { Config } from '../config.js'
 import type { Log } from '../log.js'
 import { toIso, type Clock, type Rng } from '../lib/clock.js'
@@ -39,6 +39,8 @@ export interface NotifyDeps {
   streamKeepaliveMs?: number
   /** Live events one stream may hold unsent before it is cut off; the replay log's length by default. */
   streamMaxQueued?: number
+  /** The dispatcher's observer (metrics): also counts the inbox deliveries written at accept. */
+  observer?: DispatchObserver
 }
 
 /** `GET /v1/inbox` options; all optional. */
@@ -204,7 +206,7 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
   const { store, config, clock, rng, log, tokenKey } = deps
   const schedule = config.notificationRetrySchedule
   const hub = createInboxStreamHub()
-  const send = createPipeline({ store, config, clock, log })
+  const send = createPipeline({ store, config, clock, log, hub, observer: deps.observer })
   const email = createEmailChannel({ store, clock, rng, log, schedule, smtpUrl: config.smtpUrl, from: config.emailFrom })
 
   const inbox = (userId: string): UserInbox => {

@@ -35,6 +35,34 @@ describe('enqueue', () => {
   })
 })
 
+describe('insertDelivered', () => {
+  it('writes a finished row no claim takes, unique like enqueue, with one success attempt each', () => {
+    const inbox = { channel: 'inbox' as const, payload: '{"title":"t"}' }
+    const a = q.deliveries.insertDelivered(row('a', NOW, inbox), NOW)
+    const b = q.deliveries.insertDelivered(row('b', NOW, inbox), NOW)
+    expect(a.created && b.created).toBe(true)
+    expect(q.deliveries.insertDelivered(row('a', NOW, inbox), NOW)).toEqual({ id: a.id, created: false })
+    expect(q.deliveries.enqueue(row('a', NOW, inbox), NOW)).toEqual({ id: a.id, created: false })
+    expect(q.due.count).toBe(0) // nothing to wake the dispatcher for
+    expect(claim(NOW + 60_000)).toEqual([])
+    expect(q.deliveries.queueDepth()).toEqual({ pending: 0, in_flight: 0 })
+    expect(q.deliveries.get(a.id)).toMatchObject({
+      channel: 'inbox', status: 'success', attempts: 1, maxAttempts: 8, claimToken: null, leaseUntil: null,
+      lastStatusCode: null, lastError: null, completedAt: NOW, updatedAt: NOW, payload: '{"title":"t"}',
+    })
+    q.deliveries.logDelivered([a.id, b.id], { startedAt: NOW, durationMs: 2.6 })
+    q.deliveries.logDelivered([], { startedAt: NOW, durationMs: 0 })
+    for (const id of [a.id, b.id]) {
+      expect(q.deliveries.attempts(id)).toMatchObject([
+        { deliveryId: id, attempt: 1, startedAt: NOW, durationMs: 3, outcome: 'success', statusCode: null, error: null, responseBody: null },
+      ])
+    }
+    // A finished row like any other: an operator may redeliver it.
+    expect(q.deliveries.redeliver(a.id, NOW + 1)).toBe('ok')
+    expect(ids(claim(NOW + 1))).toEqual([a.id])
+  })
+})
+
 describe('claimDue', () => {
   it('two interleaved claimers on separate connections never get the same row', () => {
     const other = openDatabase(q.path)

@@ -50,6 +50,15 @@ const SQL = {
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)
     ON CONFLICT (event_id, endpoint_id) WHERE event_id IS NOT NULL DO NOTHING
     ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`,
+  // A notification row that is finished when it is written (an inbox message written in the same
+  // transaction): never due, never claimed; a repeat hits deliveries_notification, as insert's.
+  insertDelivered: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
+      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at)
+    VALUES (?, ?, NULL, NULL, ?, ?, ?, NULL, ?, ?, 'success', 1, ?, ?, ?, ?, ?)
+    ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`,
+  // Their one attempt each, as settleSuccessMany logs a success (attempt 1, no status code).
+  logDelivered: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    SELECT value, 1, ?, ?, 'success', NULL, NULL, NULL FROM json_each(?)`,
   // A new row of an ordered endpoint waits while an older row of its ordering key is unfinished.
   waitsInOrder: `SELECT 1 FROM endpoints e WHERE e.id = ? AND e.ordered = 1 AND EXISTS (SELECT 1 FROM deliveries o
       WHERE o.endpoint_id = e.id AND o.ordering_key = ? AND o.status IN ('pending', 'in_flight') AND o.id < ?)`,
@@ -278,6 +287,28 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         (row.eventId ? idByEvent.get(row.eventId, row.endpointId ?? null) : undefined) ??
         idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel)
       return { id: existing as string, created: false }
+    },
+    insertDelivered(row, now) {
+      const id = newId('dlv', now)
+      const inserted = s.insertDelivered.run(
+        id,
+        row.channel,
+        row.notificationId ?? null,
+        row.recipient ?? null,
+        row.eventType,
+        row.payload ?? null,
+        row.groupKey ?? null,
+        row.maxAttempts,
+        row.nextAttemptAt,
+        now,
+        now,
+        now,
+      ).changes
+      if (inserted > 0) return { id, created: true }
+      return { id: idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel) as string, created: false }
+    },
+    logDelivered(ids, attempt) {
+      if (ids.length > 0) s.logDelivered.run(attempt.startedAt, Math.max(0, Math.round(attempt.durationMs)), JSON.stringify(ids))
     },
     claimDue: claimer.claimDue,
     releaseOrphanedClaims: claimer.releaseOrphanedClaims,

@@ -148,6 +148,15 @@ export interface DeliveryFilter {
 /** The delivery queue: enqueue, claim, settle and the operator actions, as plain functions. */
 export interface DeliveriesStore {
   enqueue(row: NewDelivery, now: number): { id: string; created: boolean }
+  /**
+   * Inserts a notification row (no event, no endpoint) already delivered: status `success`,
+   * attempts 1, completed at `now`, never claimed or settled. For a channel whose work is done in
+   * the same transaction (the inbox). Unique per (notificationId, recipient, channel) as enqueue;
+   * log its attempt with `logDelivered`.
+   */
+  insertDelivered(row: NewDelivery, now: number): { id: string; created: boolean }
+  /** Logs the one success attempt (attempt 1, no status code) of rows inserted by `insertDelivered`, in one statement. */
+  logDelivered(ids: readonly string[], attempt: AttemptRecord): void
   claimDue(opts: ClaimOptions): ClaimedDelivery[]
   /**
    * Treats the in-flight rows whose claim token `orphaned` says belongs to a process that is

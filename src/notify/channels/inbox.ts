@@ -1,10 +1,10 @@
 import type { Store } from '../../store/index.js'
 import type { ClaimedDelivery } from '../../store/deliveries.js'
-import type { NewInboxMessage, StreamEvent } from '../../store/inbox.js'
 import type { ChannelResult, ChannelSender } from '../../delivery/channel.js'
 import type { Clock, Rng } from '../../lib/clock.js'
 import type { Log } from '../../log.js'
 import type { InboxStreamHub } from '../inbox-stream.js'
+import { publishInboxEvents, writeInboxMessages, type InboxWrite, type WrittenInbox } from '../inbox-write.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
 
 /** Dependencies of the inbox channel. */
@@ -19,15 +19,17 @@ export interface InboxChannelDeps {
 
 interface Waiting {
   delivery: ClaimedDelivery
-  message: NewInboxMessage
+  write: InboxWrite
   resolve: (r: ChannelResult) => void
 }
 
 /**
- * The inbox channel: writes the message (idempotent on the delivery id), then pushes its
- * stream events to the user's live streams after commit. Group commit: every inbox send
- * started in the same event-loop turn is written in one transaction, which is what makes a
- * 1,000-recipient fan-out one fsync instead of a thousand.
+ * The inbox channel sender, for the inbox rows the dispatcher claims: a redelivered row, and rows
+ * enqueued pending (or left in flight) by versions before the accept transaction wrote the inbox
+ * itself (pipeline.ts), with their retries. Writes the message through writeInboxMessages, as the
+ * accept does (idempotent on the delivery id, so a redeliver writes nothing new), then pushes its
+ * stream events to the user's live streams after commit. Group commit: every inbox send started
+ * in the same event-loop turn is written in one transaction.
  */
 export function createInboxChannel(deps: InboxChannelDeps): ChannelSender {
   const { store, hub, clock, rng, log, schedule } = deps
@@ -37,9 +39,9 @@ export function createInboxChannel(deps: InboxChannelDeps): ChannelSender {
     const items = batch
     batch = []
     const started = clock.now()
-    let written: Map<string, StreamEvent[]>
+    let written: WrittenInbox
     try {
-      written = store.tx(() => store.inbox.insertMessages(items.map((w) => w.message), started))
+      written = store.tx(() => writeInboxMessages(store, items.map((w) => w.write), started))
     } catch (err) {
       log.warn({ err, n: items.length }, 'inbox write failed')
       const now = clock.now()
@@ -48,7 +50,7 @@ export function createInboxChannel(deps: InboxChannelDeps): ChannelSender {
       return
     }
     const durationMs = clock.now() - started
-    for (const [userId, events] of written) hub.publish(userId, events)
+    publishInboxEvents(hub, written)
     for (const w of items) w.resolve({ outcome: { kind: 'success' }, attempt: { startedAt: started, durationMs } })
   }
 
@@ -59,20 +61,9 @@ export function createInboxChannel(deps: InboxChannelDeps): ChannelSender {
       const p = readPayload(delivery)
       if (!p) return Promise.resolve(deadWith('invalid_payload', clock.now()))
       if (p.recipient.external) return Promise.resolve(deadWith('no_inbox', clock.now()))
-      const message: NewInboxMessage = {
-        userId: p.recipient.id,
-        notificationId: p.notification_id,
-        deliveryId: delivery.id,
-        topic: p.topic,
-        title: p.title,
-        body: p.body,
-        severity: p.severity,
-        actionUrl: p.action_url,
-        payload: p.payload,
-      }
       return new Promise<ChannelResult>((resolve) => {
         if (batch.length === 0) setImmediate(flush)
-        batch.push({ delivery, message, resolve })
+        batch.push({ delivery, write: { deliveryId: delivery.id, payload: p }, resolve })
       })
     },
   }
