@@ -35,6 +35,14 @@ export function checkAdminKeySetting(config: Config): void {
 export function ensureAdminKey(store: Store, config: Config, log: Log, now: number): AdminKeyBootstrap {
   if (store.keys.countActiveAdmins() > 0) {
     narrowToOwner(join(config.dataDir, ADMIN_KEY_FILE))
+    if (config.adminKey !== null) {
+      const row = store.keys.byHash(hashKey(config.adminKey))
+      // The same key set on every start is the normal case; a different one (an attempt to
+      // replace the admin key through the environment) would otherwise be ignored silently.
+      if (!row || row.role !== 'admin' || row.revokedAt !== null) {
+        log.warn('POSTBOX_ADMIN_KEY is set but is not an active admin key here, and was ignored: it only creates the first admin key; use `postbox keys create --role admin` to add one')
+      }
+    }
     return { action: 'none' }
   }
   if (config.adminKey !== null) {

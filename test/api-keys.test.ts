@@ -6,6 +6,7 @@ import { hashKey } from '../src/api/auth.js'
 import { Postbox } from '../src/postbox.js'
 import { tempDir } from './helpers.js'
 import { apiFixture, ADMIN_KEY, type ApiFixture } from './support/api.js'
+import { createLogger } from '../src/log.js'
 
 type Role = 'admin' | 'publisher' | 'viewer'
 const ROLES: Role[] = ['admin', 'publisher', 'viewer']
@@ -182,16 +183,23 @@ describe('first start (SPEC §6)', () => {
     await again.close()
   })
 
-  it('uses POSTBOX_ADMIN_KEY when no admin exists yet, and only then', async () => {
-    const pb = await Postbox.open({ dataDir: dir, adminKey: ADMIN_KEY })
+  it('uses POSTBOX_ADMIN_KEY when no admin exists yet, and only then (warning when another one is ignored)', async () => {
+    let logged = ''
+    const log = createLogger('info', { write: (line: string) => void (logged += line) })
+    const pb = await Postbox.open({ dataDir: dir, adminKey: ADMIN_KEY, log })
     expect(pb.adminKey.action).toBe('from_env')
     expect((await pb.app.request('/v1/keys', { headers: { authorization: `Bearer ${ADMIN_KEY}` } })).status).toBe(200)
     await pb.close()
+    // The same key on the next start: the normal case, nothing to say.
+    await (await Postbox.open({ dataDir: dir, adminKey: ADMIN_KEY, log })).close()
+    expect(logged).not.toContain('was ignored')
     const other = 'pbk_' + 'B'.repeat(43)
-    const pb2 = await Postbox.open({ dataDir: dir, adminKey: other })
+    const pb2 = await Postbox.open({ dataDir: dir, adminKey: other, log })
     expect(pb2.adminKey.action).toBe('none')
     expect((await pb2.app.request('/v1/keys', { headers: { authorization: `Bearer ${other}` } })).status).toBe(401)
     await pb2.close()
+    expect(logged).toContain('POSTBOX_ADMIN_KEY is set but is not an active admin key here, and was ignored')
+    expect(logged).not.toContain(other)
   })
 
   it('refuses a POSTBOX_ADMIN_KEY that is not a pbk_ key, naming the variable', async () => {
