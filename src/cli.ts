@@ -115,14 +115,17 @@ async function run(command: string, rest: string[], flags: Record<string, string
       requireDatabase(config, 'stats')
       const store = openProtectedStore(config, { schema: 'current' })
       try {
-        const oldest = store.deliveries.oldestPendingAt()
+        const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString())
         const lock = store.locks.get(DISPATCHER_LOCK)
         out({
           database: config.dbPath,
           // The process claiming deliveries from this file (`<pid>.<process start>.`), if any.
           dispatcher: lock && { owner: lock.owner, pid: Number(lock.owner.split('.')[0]), since: new Date(lock.acquiredAt).toISOString() },
           deliveries: store.deliveries.countByStatus(),
-          oldest_pending_at: oldest === null ? null : new Date(oldest).toISOString(),
+          // When the oldest pending delivery was accepted, and the earliest time one is due (in the
+          // past: how far the queue is behind; in the future: only retries and held rows wait).
+          oldest_pending_at: iso(store.stats.oldestPendingCreatedAt()),
+          next_due_at: iso(store.deliveries.oldestPendingAt()),
           endpoints: store.stats.endpointHealth(1000).map((e) => ({
             id: e.id,
             url: e.url,

@@ -27,6 +27,8 @@ const SQL = {
   // The metrics' view: no pending count per endpoint (one more index walk each).
   endpointStates: `SELECT id, disabled, disabled_reason AS disabledReason, paused_until AS pausedUntil,
       pause_count AS pauseCount FROM endpoints WHERE deleted_at IS NULL ORDER BY id LIMIT ?`,
+  // Every pending row's creation time: fine for `postbox stats`, too slow for every metrics scrape.
+  oldestPendingCreated: `SELECT min(created_at) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending'`,
   quickCheck: `PRAGMA quick_check`,
   begin: `BEGIN IMMEDIATE`,
   rollback: `ROLLBACK`,
@@ -48,6 +50,8 @@ export interface StatsStore {
   probeWritable(): void
   /** SQLite's quick_check; an empty list means the file is sound. */
   integrityCheck(): string[]
+  /** When the oldest pending delivery was created (retries and held rows included); null when none. Reads every pending row. */
+  oldestPendingCreatedAt(): number | null
 }
 
 /** Creates the stats store over a connection. */
@@ -57,7 +61,9 @@ export function createStatsStore(db: Db): StatsStore {
   const begin = db.prepare(SQL.begin)
   const rollback = db.prepare(SQL.rollback)
   const quickCheck = db.prepare(SQL.quickCheck).pluck()
+  const oldestPendingCreated = db.prepare(SQL.oldestPendingCreated).pluck()
   return {
+    oldestPendingCreatedAt: () => (oldestPendingCreated.get() as number | null) ?? null,
     integrityCheck() {
       const rows = quickCheck.all() as string[]
       return rows.length === 1 && rows[0] === 'ok' ? [] : rows
