@@ -284,11 +284,13 @@ CREATE TABLE inbox_stream (
 -- ───────────────────────── locks ─────────────────────────
 -- v8: who may claim deliveries from this file. One dispatcher at a time, so per-endpoint limits,
 -- ordering and breaker state are one process's; another process on the file serves the API and
--- takes over when the holder stops or its process is gone (owner = `<pid>.<process start>.`).
+-- takes over when the holder stops or its process is gone (owner = `<pid>.<process start>.n<pid
+-- namespace>.`; a holder in another PID namespace is judged by its heartbeat, seen_at).
 CREATE TABLE locks (
   name         TEXT PRIMARY KEY,
   owner        TEXT NOT NULL,
-  acquired_at  INTEGER NOT NULL
+  acquired_at  INTEGER NOT NULL,
+  seen_at      INTEGER NOT NULL             -- the holder's heartbeat
 ) WITHOUT ROWID;
 
 PRAGMA user_version = 8;

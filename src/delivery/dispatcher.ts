@@ -56,6 +56,8 @@ const SETTLE_BATCH = 128
  * the event loop (each such claim costs up to ~0.7 ms).
  */
 const CUT_SHORT_RETRY_MS = 5
+/** A standby asks for the lock, and the holder renews it, this often (well within LOCK_BEAT_MS). */
+const LOCK_CHECK_MS = 1_000
 /** After aborting at the deadline, how long stop() waits for senders to report. */
 const ABORT_GRACE_MS = 1000
 /** A settle that failed (disk full, database locked past busy_timeout) is tried again this often. */
@@ -80,11 +82,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let stopping = false
   let haveLock = false
   let acquiring = false
-  // Refused until the next poll tick: a standby process asks once a tick, not on every enqueue.
+  // Refused until the next lock check: a standby process asks once a check, not on every enqueue.
   let refused = false
   let wakeScheduled = false
   let flushScheduled = false
   let timer: NodeJS.Timeout | null = null
+  let lockTimer: NodeJS.Timeout | null = null
   let refillTimer: NodeJS.Timeout | null = null
   let cutShortTimer: NodeJS.Timeout | null = null
   let unsubscribe: (() => void) | null = null
@@ -167,9 +170,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
   }
 
-  // The poll tick also checks that the lock is still this process's: if another process took it
-  // over (it judged this one gone), that one claims from now on and this one stops claiming.
-  function tick(): void {
+  // Every LOCK_CHECK_MS (or poll, if sooner): a standby asks again, and the holder checks that the
+  // lock is still its own (which is its heartbeat): if another process took it over (it judged
+  // this one gone), that one claims from now on and this one stops claiming.
+  function checkLock(): void {
     refused = false
     if (haveLock) {
       void askLock().then((ok) => {
@@ -177,7 +181,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         haveLock = false
         // Only a process that judged this one gone takes a held lock: with both alive, they cannot
         // see each other's PIDs (separate PID namespaces on one volume), which is not supported.
-        log.error({ lock: DISPATCHER_LOCK }, 'another process took the dispatcher lock; no longer claiming (processes sharing a file must share a PID namespace)')
+        log.error({ lock: DISPATCHER_LOCK }, 'another process took the dispatcher lock (it judged this one gone: hung for 30 s, or a PID it could not see); no longer claiming')
       })
     }
     wake()
@@ -360,8 +364,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       stopping = false
       if (abortAll.signal.aborted) abortAll = new AbortController()
       unsubscribe = store.onDue(wake)
-      timer = setInterval(tick, config.pollIntervalMs)
+      timer = setInterval(wake, config.pollIntervalMs)
       timer.unref()
+      lockTimer = setInterval(checkLock, Math.min(config.pollIntervalMs, LOCK_CHECK_MS))
+      lockTimer.unref()
       wake()
     },
     wake,
@@ -370,6 +376,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       stopping = true
       unsubscribe?.()
       if (timer) clearInterval(timer)
+      if (lockTimer) clearInterval(lockTimer)
+      lockTimer = null
       if (refillTimer) clearTimeout(refillTimer)
       if (soonTimer) clearTimeout(soonTimer)
       if (cutShortTimer) clearTimeout(cutShortTimer)

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { afterEach, describe, expect, it } from 'vitest'
 import { testConfig } from '../config.js'
 import { systemClock } from '../lib/clock.js'
@@ -8,7 +8,9 @@ import { tempStore } from '../../test/helpers.js'
 import type { ChannelSender } from './channel.js'
 import { createDispatcher, type Dispatcher } from './dispatcher.js'
 import type { Lock } from './lock.js'
-import { createStoreLock } from './store-lock.js'
+import { createStoreLock, LOCK_BEAT_MS, LOCK_OWNER, LOCK_STALE_MS, lockHolderGone } from './store-lock.js'
+import { ManualClock } from '../lib/clock.js'
+import { processStart } from './claim-owner.js'
 
 const stops: (() => Promise<void> | void)[] = []
 afterEach(async () => {
@@ -44,7 +46,7 @@ describe('the dispatcher lock', () => {
   it('is held by one owner at a time; a live holder keeps it, a gone one is replaced', async () => {
     const store = temp()
     const gone = new Set<string>()
-    const lockOf = (owner: string): Lock => createStoreLock(store, { owner, isGone: (h) => gone.has(h) })
+    const lockOf = (owner: string): Lock => createStoreLock(store, { owner, isGone: (h) => gone.has(h.owner) })
     const a = lockOf('1.1.')
     const b = lockOf('2.2.')
     expect(await a.acquire('deliveries')).toBe(true)
@@ -61,6 +63,49 @@ describe('the dispatcher lock', () => {
     gone.add('2.2.')
     expect(await a.acquire('deliveries')).toBe(true)
     expect(store.locks.get('deliveries')?.owner).toBe('1.1.')
+  })
+
+  it('judges a holder in this PID namespace by its PID, one in another namespace by its heartbeat', () => {
+    const row = (owner: string, seenAt: number) => ({ name: 'deliveries', owner, acquiredAt: 0, seenAt })
+    const ns = /\.n(\d+)\.$/.exec(LOCK_OWNER)![1]!
+    const parent = `${process.ppid}.${processStart(process.ppid)}.n${ns}.`
+    const gone = `${spawnSync(process.execPath, ['-e', '']).pid}.1.n${ns}.`
+    const now = 1_000_000
+    expect(lockHolderGone(row(parent, 0), now)).toBe(false)
+    expect(lockHolderGone(row(gone, now), now)).toBe(true)
+    // Another namespace (another container on the volume, or this one before a restart): PID 1
+    // there may be anything here, so only a heartbeat that stopped counts.
+    const elsewhere = `1.5.n${ns}9.`
+    expect(lockHolderGone(row(elsewhere, now - LOCK_STALE_MS), now)).toBe(false)
+    expect(lockHolderGone(row(elsewhere, now - LOCK_STALE_MS - 1), now)).toBe(true)
+    expect(lockHolderGone(row(`${process.pid}.1.n${ns}9.`, now), now)).toBe(false)
+  })
+
+  it('the holder renews its heartbeat when it asks again after LOCK_BEAT_MS', async () => {
+    const store = temp()
+    const clock = new ManualClock(1_000_000)
+    const lock = createStoreLock(store, { owner: '1.1.n1.', isGone: () => false, clock })
+    expect(await lock.acquire('deliveries')).toBe(true)
+    clock.advance(LOCK_BEAT_MS - 1)
+    expect(await lock.acquire('deliveries')).toBe(true)
+    expect(store.locks.get('deliveries')).toMatchObject({ acquiredAt: 1_000_000, seenAt: 1_000_000 })
+    clock.advance(1)
+    expect(await lock.acquire('deliveries')).toBe(true)
+    expect(store.locks.get('deliveries')).toMatchObject({ acquiredAt: 1_000_000, seenAt: 1_000_000 + LOCK_BEAT_MS })
+  })
+
+  it('several dispatchers of one process share the lock: it is released only when the last one releases', async () => {
+    const store = temp()
+    const one = createStoreLock(store, { owner: '1.1.n1.', isGone: () => false })
+    const two = createStoreLock(store, { owner: '1.1.n1.', isGone: () => false })
+    const other = createStoreLock(store, { owner: '2.2.n1.', isGone: () => false })
+    expect(await one.acquire('deliveries')).toBe(true)
+    expect(await two.acquire('deliveries')).toBe(true)
+    await one.release('deliveries')
+    await one.release('deliveries')
+    expect(await other.acquire('deliveries')).toBe(false)
+    await two.release('deliveries')
+    expect(await other.acquire('deliveries')).toBe(true)
   })
 
   it('lets one of two processes on a file claim; the other stands by and takes over when the first stops', async () => {
@@ -112,8 +157,9 @@ describe('the dispatcher lock', () => {
       const db = new Database(${JSON.stringify(store.path)})
       db.pragma('busy_timeout = 5000')
       const s = require('node:fs').readFileSync('/proc/self/stat', 'utf8')
-      const owner = process.pid + '.' + s.slice(s.lastIndexOf(')') + 2).split(' ')[19] + '.'
-      db.prepare('INSERT INTO locks (name, owner, acquired_at) VALUES (?, ?, ?)').run('deliveries', owner, Date.now())
+      const ns = /\\[(\\d+)\\]/.exec(require('node:fs').readlinkSync('/proc/self/ns/pid'))[1]
+      const owner = process.pid + '.' + s.slice(s.lastIndexOf(')') + 2).split(' ')[19] + '.n' + ns + '.'
+      db.prepare('INSERT INTO locks (name, owner, acquired_at, seen_at) VALUES (?, ?, ?, ?)').run('deliveries', owner, Date.now(), Date.now())
       process.stdout.write('ready')
       setInterval(() => {}, 1000)`], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] })
     stops.push(() => void holder.kill('SIGKILL'))

@@ -348,7 +348,8 @@ CREATE INDEX deliveries_endpoint_due ON deliveries (coalesce(endpoint_id, '#' ||
 CREATE TABLE locks (
   name         TEXT PRIMARY KEY,
   owner        TEXT NOT NULL,
-  acquired_at  INTEGER NOT NULL
+  acquired_at  INTEGER NOT NULL,
+  seen_at      INTEGER NOT NULL             -- the holder's heartbeat
 ) WITHOUT ROWID;
 `,
 ]
