@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseArgs, usage, UsageError } from './cli-args.js'
+import { checkArity, parseArgs, usage, UsageError } from './cli-args.js'
 import { SETTINGS } from './config.js'
 
 describe('parseArgs', () => {
@@ -24,5 +24,26 @@ describe('parseArgs', () => {
   it('usage lists every setting', () => {
     const text = usage()
     for (const s of SETTINGS) expect(text).toContain(s.env)
+  })
+})
+
+describe('checkArity', () => {
+  it.each([
+    [['serve'], null],
+    [['serve', 'x'], 'serve takes no arguments; unexpected "x"'],
+    [['stats', 'a', 'b'], 'stats takes no arguments; unexpected "a" "b"'],
+    [['backup', 'f'], null],
+    [['backup'], 'backup needs <file>'],
+    [['send', 't', '{}'], null],
+    [['send', 't', '{}', 'x'], 'send takes only <type> <json>; unexpected "x"'],
+    [['keys', 'revoke', 'key_1'], null],
+    [['keys', 'create', 'x'], 'keys create takes no arguments; unexpected "x"'],
+    // Unknown commands and subcommands are named by the command itself.
+    [['frobnicate', 'x'], null],
+    [['keys'], null],
+    [['keys', 'rotate', 'x', 'y'], null],
+  ])('%j → %s', (positionals, message) => {
+    if (message === null) expect(() => checkArity(positionals)).not.toThrow()
+    else expect(() => checkArity(positionals)).toThrow(new UsageError(message))
   })
 })

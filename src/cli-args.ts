@@ -40,6 +40,38 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   return { positionals, flags, help }
 }
 
+/** The positional words each command takes after its name (and `keys` after its subcommand). */
+const ARGUMENTS: Record<string, readonly string[]> = {
+  serve: [],
+  migrate: [],
+  backup: ['<file>'],
+  'keys create': [],
+  'keys list': [],
+  'keys revoke': ['<id>'],
+  send: ['<type>', '<json>'],
+  stats: [],
+  check: [],
+}
+
+/**
+ * Throws a UsageError when a known command gets more or fewer positional words than it takes
+ * (`postbox stats extra` must not run `stats` as if the word were not there). Unknown commands
+ * and subcommands are left to the command itself, which names them.
+ */
+export function checkArity(positionals: readonly string[]): void {
+  const [command = '', sub] = positionals
+  const name = command === 'keys' && sub !== undefined ? `keys ${sub}` : command
+  const wanted = ARGUMENTS[name]
+  if (wanted === undefined) return
+  const given = positionals.slice(name.split(' ').length)
+  if (given.length === wanted.length) return
+  if (given.length > wanted.length) {
+    const extra = given.slice(wanted.length).map((w) => JSON.stringify(w)).join(' ')
+    throw new UsageError(`${name} ${wanted.length === 0 ? 'takes no arguments' : `takes only ${wanted.join(' ')}`}; unexpected ${extra}`)
+  }
+  throw new UsageError(`${name} needs ${wanted.join(' ')}`)
+}
+
 /** A command-line mistake; the CLI prints it with the usage and exits 2. */
 export class UsageError extends Error {
   constructor(message: string) {

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { AppError } from './errors.js'
 import { checkAdminKeySetting } from './admin-key.js'
 import { createApiKey, keyJson } from './api/auth.js'
-import { parseArgs, usage, UsageError, type ParsedArgs } from './cli-args.js'
+import { checkArity, parseArgs, usage, UsageError, type ParsedArgs } from './cli-args.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { createLogger, silentLogger } from './log.js'
 import { BackupTargetError, backupDatabase } from './store/backup.js'
@@ -27,6 +27,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       out(usage())
       return args.help || args.positionals[0] === 'help' ? 0 : 2
     }
+    checkArity(args.positionals)
     config = loadConfig(env, argv)
   } catch (err) {
     if (err instanceof ConfigError || err instanceof UsageError) {

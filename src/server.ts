@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net'
-import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http'
+import { createServer, maxHeaderSize, STATUS_CODES, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { serve } from '@hono/node-server'
+import { getRequestListener } from '@hono/node-server'
+import { adapterErrorResponse } from './api/app.js'
 import { ConfigError, type Config } from './config.js'
 import { createLogger, type Log } from './log.js'
 import { Postbox } from './postbox.js'
@@ -19,8 +20,11 @@ export interface RunningServer {
 export async function listen(postbox: Postbox, log: Log): Promise<RunningServer> {
   const { port, host } = postbox.config
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: postbox.app.fetch, port, hostname: host }, () => resolve(s as Server)) as Server
+    // getRequestListener rather than serve(): only it passes an errorHandler to the adapter, so a
+    // request it cannot turn into a URL (`GET *`) gets the JSON error shape too.
+    const s = createServer(getRequestListener(postbox.app.fetch, { hostname: host, errorHandler: adapterErrorResponse }))
     s.once('error', (err) => reject(listenError(err, host, port)))
+    s.listen(port, host, () => resolve(s))
   })
   server.on('clientError', answerClientError)
   // Longer than common proxy idle timeouts, so pooled client connections are not cut mid-request.

@@ -62,6 +62,28 @@ describe('/v1/endpoints', () => {
     expect((await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/hook', headers: big } })).status).toBe(201)
   })
 
+  it('refuses port 0 in a URL (create and update) like any other malformed URL; ports 1 and 65535 are fine', async () => {
+    for (const url of ['http://example.com:0/', 'https://example.com:00/hook', 'http://[2001:db8::1]:0/']) {
+      const res = await f.json('POST', '/v1/endpoints', { body: { url } })
+      expect(res, url).toMatchObject({ status: 400, body: { error: { code: 'validation_failed', details: [{ field: 'url', message: 'port must be from 1 to 65535' }] } } })
+    }
+    const ep = await create({ url: 'http://example.com:1/' })
+    expect(ep.url).toBe('http://example.com:1/')
+    expect((await f.json('PATCH', `/v1/endpoints/${ep.id}`, { body: { url: 'http://example.com:0/x' } })).status).toBe(400)
+    expect((await f.json('PATCH', `/v1/endpoints/${ep.id}`, { body: { url: 'http://example.com:65535/x' } })).status).toBe(200)
+    expect((await f.json('GET', '/v1/endpoints')).body.data.map((e: { url: string }) => e.url)).toEqual(['http://example.com:65535/x'])
+  })
+
+  it('a deleted endpoint is named as deleted (404) by enable, recover and the other endpoint routes', async () => {
+    const ep = await create()
+    await f.json('DELETE', `/v1/endpoints/${ep.id}`)
+    for (const [method, path, body] of [['POST', 'enable'], ['POST', 'recover', { since: '2020-01-01T00:00:00Z' }], ['POST', 'test'], ['GET', ''], ['PATCH', '', {}]] as const) {
+      const res = await f.json(method, `/v1/endpoints/${ep.id}${path ? `/${path}` : ''}`, body ? { body } : {})
+      expect(res, `${method} ${path}`).toEqual({ status: 404, body: { error: { code: 'not_found', message: `Endpoint ${ep.id} was deleted` } } })
+    }
+    expect((await f.json('POST', '/v1/endpoints/ep_never/enable')).body.error.message).toBe('Endpoint not found')
+  })
+
   it('lists newest first with limit and an opaque cursor', async () => {
     const ids: string[] = []
     for (let i = 0; i < 5; i++) ids.push((await create({ description: `e${i}` })).id)
@@ -122,5 +144,22 @@ describe('/v1/deliveries', () => {
     const after = await f.json('GET', `/v1/deliveries/${claimed!.id}`)
     expect(after.body).toMatchObject({ status: 'pending', attempt_count: 0 })
     expect(after.body.attempts).toHaveLength(1)
+  })
+
+  it('redeliver says whether the endpoint was deleted (never) or is disabled (enable it first)', async () => {
+    const gone = (await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/gone' } })).body
+    const off = (await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/off' } })).body
+    await f.json('POST', '/v1/events', { body: { type: 'x.one', data: {} } })
+    const byEndpoint = async (id: string) => (await f.json('GET', `/v1/deliveries?endpoint_id=${id}`)).body.data[0].id as string
+    const [toGone, toOff] = [await byEndpoint(gone.id), await byEndpoint(off.id)]
+    await f.json('DELETE', `/v1/endpoints/${gone.id}`)
+    await f.json('PATCH', `/v1/endpoints/${off.id}`, { body: { disabled: true } })
+    const a = await f.json('POST', `/v1/deliveries/${toGone}/redeliver`)
+    expect(a).toMatchObject({ status: 409, body: { error: { code: 'not_eligible', message: `Its endpoint ${gone.id} was deleted; a delivery to a deleted endpoint cannot be redelivered` } } })
+    expect(a.body.error.message).not.toMatch(/enable/)
+    const b = await f.json('POST', `/v1/deliveries/${toOff}/redeliver`)
+    expect(b).toMatchObject({ status: 409, body: { error: { code: 'not_eligible', message: `Its endpoint ${off.id} is disabled; enable it first (POST /v1/endpoints/${off.id}/enable)` } } })
+    expect((await f.json('POST', `/v1/endpoints/${off.id}/enable`)).status).toBe(200)
+    expect((await f.json('POST', `/v1/deliveries/${toOff}/redeliver`)).status).toBe(202)
   })
 })

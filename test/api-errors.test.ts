@@ -177,3 +177,62 @@ describe('error catalogue (SPEC §6)', () => {
     }
   })
 })
+
+describe('query parameters given more than once', () => {
+  let f: ApiFixture
+  beforeEach(async () => {
+    f = await apiFixture()
+  })
+  afterEach(async () => f.close())
+
+  it('every list answers 400 naming the repeated parameter, not a type error about an array', async () => {
+    const token = (await f.json('POST', '/v1/users/u1/tokens', { body: {} })).body.token as string
+    const lists: [string, string?][] = [
+      ['/v1/keys'], ['/v1/endpoints'], ['/v1/events'], ['/v1/deliveries'], ['/v1/subscriptions'], ['/v1/templates'],
+      ['/v1/users/u1/preferences'], ['/v1/inbox', token],
+    ]
+    for (const [path, key] of lists) {
+      const res = await f.json('GET', `${path}?limit=1&limit=2`, key ? { key } : {})
+      expect(res, path).toMatchObject({ status: 400, body: { error: { code: 'validation_failed', details: [{ field: 'limit', message: 'given more than once; give limit once', in: 'query' }] } } })
+    }
+  })
+
+  it('names each repeated filter and keeps the other problems; a single value still works', async () => {
+    const res = await f.json('GET', '/v1/deliveries?status=pending&status=dead&event_type=a&event_type=a&limit=0')
+    expect(res.status).toBe(400)
+    expect(res.body.error.details).toEqual([
+      { field: 'status', message: 'given more than once; give status once', in: 'query' },
+      { field: 'event_type', message: 'given more than once; give event_type once', in: 'query' },
+      { field: 'limit', message: expect.any(String), in: 'query' },
+    ])
+    expect((await f.json('GET', '/v1/deliveries?status=pending&limit=2')).status).toBe(200)
+    // A parameter no list reads is ignored, once or twice.
+    expect((await f.json('GET', '/v1/deliveries?unknown=1&unknown=2')).status).toBe(200)
+  })
+})
+
+describe('Content-Type is parsed as a media type (RFC 9110)', () => {
+  let f: ApiFixture
+  beforeEach(async () => {
+    f = await apiFixture()
+  })
+  afterEach(async () => f.close())
+
+  it.each(['application/json ; charset=utf-8', 'Application/JSON;Charset=UTF-8', 'application/json\t;charset=utf-8', ' application/json', 'application/vnd.api.v2+json', 'application/json;'])(
+    '%j is JSON on validated routes and raw ones',
+    async (type) => {
+      const headers = { 'content-type': type }
+      const ep = await f.json('POST', '/v1/endpoints', { raw: JSON.stringify({ url: 'http://127.0.0.1:9/h' }), headers })
+      expect(ep.status, JSON.stringify(ep.body)).toBe(201)
+      expect((await f.json('POST', '/v1/events', { raw: JSON.stringify({ type: 'a.b', data: {} }), headers })).status).toBe(202)
+      expect((await f.json('POST', '/v1/events/batch', { raw: JSON.stringify({ events: [{ type: 'a.b', data: {} }] }), headers })).status).toBe(202)
+      // An optional body, sent empty with the same type, still means "no fields".
+      expect((await f.json('POST', `/v1/endpoints/${ep.body.id}/secret/rotate`, { raw: '', headers })).status).toBe(200)
+    },
+  )
+
+  it.each(['application/jsonx', 'application/json-seq', 'text/json', 'application / json', 'application/x-json'])('%j is still 415', async (type) => {
+    const res = await f.json('POST', '/v1/events', { raw: JSON.stringify({ type: 'a.b', data: {} }), headers: { 'content-type': type } })
+    expect(res).toMatchObject({ status: 415, body: { error: { code: 'unsupported_media_type' } } })
+  })
+})

@@ -2,6 +2,7 @@ import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Context, MiddlewareHandler } from 'hono'
 import { cors } from 'hono/cors'
 import { HTTPException } from 'hono/http-exception'
+import { matchedRoutes } from 'hono/route'
 import { ZodError } from 'zod'
 import { AppError, errors, isStorageUnavailable, type ErrorStatus } from '../errors.js'
 import { authenticate } from './auth.js'
@@ -44,6 +45,28 @@ export function corsMiddleware(origins: readonly string[]): MiddlewareHandler<Ap
   }
 }
 
+/** The POST routes that honour `Idempotency-Key` (as their body's own dedup field). */
+const IDEMPOTENT_POSTS = new Set(['/v1/events', '/v1/notifications'])
+
+/**
+ * 400 `validation_failed` for an `Idempotency-Key` on any other POST, rather than ignoring it:
+ * a client that relies on it for a safe retry must learn that this route will not dedupe.
+ * PUT, PATCH and DELETE are idempotent already (a repeat leaves the same state), so they let it
+ * pass. Unknown routes stay 404: only a matched POST route is checked.
+ */
+export function idempotencyKeyGuard(): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    if (c.req.method === 'POST' && c.req.header('idempotency-key') !== undefined) {
+      const route = matchedRoutes(c).at(-1)
+      if (route?.method === 'POST' && !IDEMPOTENT_POSTS.has(route.path)) {
+        const hint = route.path === '/v1/events/batch' ? 'give each event its own `id` instead' : 'only POST /v1/events and POST /v1/notifications honour it'
+        throw errors.validation([{ field: 'idempotency-key', message: `is not supported on POST ${route.path}: ${hint}`, in: 'header' }])
+      }
+    }
+    await next()
+  }
+}
+
 /**
  * Builds the HTTP API: one body guard (limit before parsing, JSON only), API-key auth on /v1,
  * the resource routers, /openapi.json from the same zod schemas, and ONE error handler that
@@ -62,6 +85,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const auth = authenticate()
   // The inbox authenticates with user tokens, also before the body guard.
   app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? (deps.notify ? userToken(c, next) : next()) : auth(c, next)))
+  app.use('*', idempotencyKeyGuard())
   app.use('*', jsonBodyGuard(deps.config.maxBody))
 
   app.route('/', opsRoutes())
@@ -115,6 +139,22 @@ function toAppError(err: unknown): AppError {
     if (status >= 400 && status < 500) return new AppError('bad_request', status as ErrorStatus, err.message || 'Bad request')
   }
   return new AppError('internal', 500, 'Internal error')
+}
+
+/**
+ * The `errorHandler` option of @hono/node-server's request listener. Requests it cannot turn
+ * into a URL before any route runs (`GET *`, `OPTIONS *`, a Host header with a space, a
+ * backslash in the path: its RequestError) get the error JSON, 400 `bad_request`, with the
+ * connection closed as for the parser's refusals, instead of the adapter's empty text/plain 400.
+ * `serve()` does not pass this option on: build the listener with `getRequestListener(fetch,
+ * { hostname, errorHandler: adapterErrorResponse })`.
+ */
+export function adapterErrorResponse(err: unknown): Response {
+  const bad = err instanceof Error && err.name === 'RequestError'
+  const [status, code, message] = bad
+    ? [400, 'bad_request', 'Malformed HTTP request: the request target and Host header do not form a URL']
+    : [500, 'internal', 'Internal error']
+  return new Response(JSON.stringify({ error: { code, message } }), { status, headers: { 'content-type': 'application/json', connection: 'close' } })
 }
 
 /** Error codes whose `details` list field issues (a refused URL names its field too). */

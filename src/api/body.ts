@@ -16,11 +16,22 @@ export function isEncodedBody(header: string | undefined): boolean {
   })
 }
 
-/** True when a Content-Type header names JSON (`application/json`, `application/*+json`). */
+/**
+ * True when a Content-Type header names JSON (`application/json`, `application/*+json`): the
+ * media type before any `;` parameters, case-insensitive, with optional whitespace around it
+ * (RFC 9110 §8.3.1), so `Application/JSON ; charset=utf-8` is JSON.
+ */
 export function isJsonContentType(header: string | undefined): boolean {
   if (!header) return false
   return JSON_TYPE.test(header.split(';')[0]!.trim())
 }
+
+/**
+ * The Content-Type the route validators see once the guard has accepted a JSON body. Why: the
+ * zod-openapi media-type gate matches the raw header with a stricter pattern than RFC 9110
+ * (no space before `;`, no digits or `_` in a `+json` subtype) and answered 415 to valid JSON.
+ */
+const CANONICAL_JSON = 'application/json'
 
 /**
  * Reads the request body before any route sees it: 413 `payload_too_large` over `limit` bytes
@@ -41,6 +52,7 @@ export function jsonBodyGuard(limit: number): MiddlewareHandler<ApiEnv> {
     const cache = c.req.bodyCache as Record<string, unknown>
     const contentType = c.req.header('content-type')
     const json = isJsonContentType(contentType)
+    if (json && contentType !== CANONICAL_JSON) canonicalContentType(c.req)
     if (bytes.byteLength === 0) {
       // An empty body with a JSON type means "no fields", so optional-body routes just work.
       if (json) cache.text = Promise.resolve('{}')
@@ -79,6 +91,12 @@ export function jsonBodyGuard(limit: number): MiddlewareHandler<ApiEnv> {
     c.req.json = <T>() => Promise.resolve(parsed as T)
     return next()
   }
+}
+
+/** Makes `req.header('content-type')` answer CANONICAL_JSON (the body is already known to be JSON). */
+function canonicalContentType(req: { header: (name?: string) => unknown }): void {
+  const original = req.header.bind(req)
+  req.header = ((name?: string) => (name !== undefined && name.toLowerCase() === 'content-type' ? CANONICAL_JSON : original(name))) as typeof req.header
 }
 
 /** True when any number in a parsed JSON value is not finite. */

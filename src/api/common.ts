@@ -20,10 +20,22 @@ export function zodDetails(err: ZodError, target?: string): FieldIssue[] {
   }))
 }
 
-/** The OpenAPIHono `defaultHook`: every failed zod validation becomes 400 `validation_failed`. */
+/**
+ * The OpenAPIHono `defaultHook`: every failed zod validation becomes 400 `validation_failed`.
+ * No query parameter takes a list, so one given twice (`?limit=1&limit=2`, which the validator
+ * sees as an array) is named as such instead of a type error about the array.
+ */
 export const validationHook: Hook<unknown, ApiEnv, string, undefined> = (result) => {
-  if (!result.success) throw errors.validation(zodDetails(result.error, result.target === 'json' ? 'body' : result.target))
-  return undefined
+  if (result.success) return undefined
+  const details = zodDetails(result.error, result.target === 'json' ? 'body' : result.target)
+  if (result.target !== 'query') throw errors.validation(details)
+  const input = (result as { data?: unknown }).data
+  const values = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>
+  const top = (field: string): string => field.split('.')[0]!
+  const repeated = [...new Set(details.map((d) => top(d.field)))].filter((k) => Array.isArray(values[k]))
+  if (repeated.length === 0) throw errors.validation(details)
+  const others = details.filter((d) => !repeated.includes(top(d.field)))
+  throw errors.validation([...repeated.map((field) => ({ field, message: `given more than once; give ${field} once`, in: 'query' })), ...others])
 }
 
 /** A router for one resource family; mount it with `app.route('/', router)`. */
@@ -61,6 +73,32 @@ export const PageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' }, example: DEFAULT_PAGE_SIZE }),
   cursor: CursorParam,
 })
+
+/**
+ * The `Idempotency-Key` header of the two routes that honour it (POST /v1/events and
+ * /v1/notifications), where it stands for the body's own dedup field; `description` says which.
+ */
+export const IdempotencyHeader = (description: string) =>
+  z.object({
+    'idempotency-key': z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+      .optional()
+      .openapi({ param: { name: 'idempotency-key', in: 'header' }, description }),
+  })
+
+/**
+ * The key of a request that sent both the header and the body field: the same value twice is
+ * one key, different values are 400 `validation_failed` naming the body field.
+ */
+export function idempotencyKey(header: string | undefined, body: string | undefined, field: string): string | undefined {
+  if (header !== undefined && body !== undefined && header !== body) {
+    throw errors.validation([{ field, message: 'differs from the Idempotency-Key header', in: 'body' }])
+  }
+  return body ?? header
+}
 
 /** A `:id` path parameter. */
 export const IdParam = z.object({

@@ -3,7 +3,7 @@ import { errors } from '../errors.js'
 import { EventAccepted, EventBatchAccepted, EventBatchIn, EventIn, EventList, EventOut, EventQuery } from '../webhooks/schemas.js'
 import type { EventAcceptedOutput, EventInput } from '../webhooks/types.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, idCursorParam, DEFAULT_LIMIT, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
+import { bearerSecurity, idCursorParam, DEFAULT_LIMIT, errorResponses, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
 import type { ApiDeps } from './deps.js'
 import { createGroupCommit } from './group-commit.js'
 
@@ -13,20 +13,10 @@ const BatchShape = z.object({ events: z.array(z.unknown()).min(1).max(1000) })
 const viewer = requireRole('viewer')
 const base = { security: bearerSecurity, tags: ['events'] }
 
-const IdempotencyHeader = z.object({
-  'idempotency-key': z
-    .string()
-    .min(1)
-    .max(200)
-    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
-    .optional()
-    .openapi({ param: { name: 'idempotency-key', in: 'header' }, description: 'The client event id, when the body has no `id`' }),
-})
-
 const routes = {
   send: createRoute({
     ...base, method: 'post', path: '/v1/events', summary: 'Publish one event (publisher)', middleware: [publisher] as const,
-    request: { headers: IdempotencyHeader, body: jsonBody(EventIn) },
+    request: { headers: IdempotencyHeader('The client event id, when the body has no `id`'), body: jsonBody(EventIn) },
     responses: {
       202: jsonResponse(EventAccepted, 'accepted and committed'),
       200: jsonResponse(EventAccepted, 'a repeat of an accepted id: the original, deduplicated'),
@@ -66,11 +56,8 @@ export function eventRoutes(deps: ApiDeps) {
   const r = newRouter()
   r.openapi(routes.send, async (c) => {
     const body = c.req.valid('json')
-    const key = c.req.valid('header')['idempotency-key']
-    if (key !== undefined && body.id !== undefined && key !== body.id) {
-      throw errors.validation([{ field: 'id', message: 'differs from the Idempotency-Key header', in: 'body' }])
-    }
-    const input: EventInput = key !== undefined && body.id === undefined ? { ...body, id: key } : body
+    const id = idempotencyKey(c.req.valid('header')['idempotency-key'], body.id, 'id')
+    const input: EventInput = id !== body.id ? { ...body, id } : body
     const result = await ingest.submit(input)
     return c.json(result, result.deduplicated ? 200 : 202)
   })

@@ -1,7 +1,7 @@
 import { createRoute, type z } from '@hono/zod-openapi'
 import { NotificationAccepted, NotificationIn, NotificationOut } from '../notify/schemas.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, errorResponses, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
+import { bearerSecurity, errorResponses, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
 import { notifyOf } from './directory.js'
 
 const publisher = requireRole('publisher')
@@ -11,8 +11,12 @@ const base = { security: bearerSecurity, tags: ['notifications'] }
 const routes = {
   send: createRoute({
     ...base, method: 'post', path: '/v1/notifications', summary: 'Send a notification (publisher)', middleware: [publisher] as const,
-    request: { body: jsonBody(NotificationIn) },
-    responses: { 202: jsonResponse(NotificationAccepted, 'accepted and committed (also for a repeated dedup_key)'), ...errorResponses },
+    request: { headers: IdempotencyHeader('The `dedup_key`, when the body has none'), body: jsonBody(NotificationIn) },
+    responses: {
+      202: jsonResponse(NotificationAccepted, 'accepted and committed'),
+      200: jsonResponse(NotificationAccepted, 'a repeat of an accepted dedup_key (or Idempotency-Key): the original, deduplicated'),
+      ...errorResponses,
+    },
   }),
   get: createRoute({
     ...base, method: 'get', path: '/v1/notifications/{id}', summary: 'A notification with per-recipient, per-channel delivery states',
@@ -25,7 +29,13 @@ const routes = {
 /** POST /v1/notifications and GET /v1/notifications/:id (SPEC §7). */
 export function notificationRoutes() {
   const r = newRouter()
-  r.openapi(routes.send, (c) => c.json(notifyOf(c).notifications.send(c.req.valid('json')), 202))
+  r.openapi(routes.send, (c) => {
+    const body = c.req.valid('json')
+    // As POST /v1/events: the header is the dedup key when the body has none, and a repeat is 200.
+    const key = idempotencyKey(c.req.valid('header')['idempotency-key'], body.dedup_key, 'dedup_key')
+    const result = notifyOf(c).notifications.send(key !== body.dedup_key ? { ...body, dedup_key: key } : body)
+    return c.json(result, result.deduplicated ? 200 : 202)
+  })
   r.openapi(routes.get, (c) =>
     c.json(notifyOf(c).notifications.get(c.req.valid('param').id) as z.infer<typeof NotificationOut>, 200),
   )

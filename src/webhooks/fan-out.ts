@@ -1,5 +1,5 @@
 import type { Config } from '../config.js'
-import { errors } from '../errors.js'
+import { AppError, errors } from '../errors.js'
 import { toIso, type Clock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
 import type { Store } from '../store/index.js'
@@ -95,11 +95,12 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
       }
       return accepted(row, n, false)
     },
-    /** Throws 404 unless the endpoint exists. */
+    /** Throws 404 unless the endpoint exists; the message says when it was deleted (so enable or recover cannot help). */
     endpointOr404(id: string): EndpointRow {
       const ep = store.endpoints.get(id)
-      if (!ep) throw errors.notFound('Endpoint')
-      return ep
+      if (ep) return ep
+      if (store.endpoints.getAny(id)) throw new AppError('not_found', 404, `Endpoint ${id} was deleted`)
+      throw errors.notFound('Endpoint')
     },
   }
 }

@@ -73,8 +73,9 @@ export function headerIssues(headers: Record<string, string>): Issue[] {
 }
 
 /**
- * Checks an endpoint URL (SPEC §4): http or https, no credentials, a host; a literal IP that
- * the SSRF policy refuses gives 422 destination_not_allowed. Returns the normalised URL.
+ * Checks an endpoint URL (SPEC §4): http or https, no credentials, a host, a port other than 0;
+ * a literal IP that the SSRF policy refuses gives 422 destination_not_allowed. Returns the
+ * normalised URL.
  */
 export function checkUrl(raw: string, policy: AddressPolicy): string {
   let url: URL
@@ -90,6 +91,8 @@ export function checkUrl(raw: string, policy: AddressPolicy): string {
     throw errors.validation([{ path: 'url', message: 'must not contain credentials' }])
   }
   if (url.hostname === '') throw errors.validation([{ path: 'url', message: 'must have a host' }])
+  // Port 0 is not a destination (connect would fail on every attempt); other ports are 1–65535 by URL parsing.
+  if (url.port === '0') throw errors.validation([{ path: 'url', message: 'port must be from 1 to 65535' }])
   const ip = literalIp(url.hostname)
   if (ip !== null && !policy.isAllowed(ip)) {
     throw new AppError('destination_not_allowed', 422, `Destination ${ip} is not a public address`, [{ path: 'url', message: 'non-public address' }])

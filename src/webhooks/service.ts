@@ -78,7 +78,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         const r = store.tx(() => store.deliveries.redeliver(id, clock.now()))
         if (r === 'not_found') throw errors.notFound('Delivery')
         if (r === 'not_eligible') throw errors.notEligible('Only a delivery in success, dead or cancelled can be redelivered')
-        if (r === 'endpoint_unavailable') throw errors.notEligible('Its endpoint is disabled or deleted; enable the endpoint first')
+        if (r === 'endpoint_unavailable') throw endpointUnavailable(store, id)
         return { id, status: 'pending' }
       },
     },
@@ -87,4 +87,14 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
       return store.tx(() => fanOut.store({ type: t, data, clientId: opts.id ?? null, orderingKey: opts.orderingKey ?? null }))
     },
   }
+}
+
+/** The 409 for a delivery whose endpoint cannot take it: a deleted one never can, a disabled one after enable. */
+function endpointUnavailable(store: Store, deliveryId: string): Error {
+  const endpointId = store.deliveries.get(deliveryId)?.endpointId ?? null
+  const ep = endpointId === null ? null : store.endpoints.getAny(endpointId)
+  if (ep === null || ep.deletedAt !== null) {
+    return errors.notEligible(`Its endpoint${endpointId === null ? '' : ` ${endpointId}`} was deleted; a delivery to a deleted endpoint cannot be redelivered`)
+  }
+  return errors.notEligible(`Its endpoint ${ep.id} is disabled; enable it first (POST /v1/endpoints/${ep.id}/enable)`)
 }
