@@ -218,6 +218,43 @@ describe('email channel over a real SMTP sink', () => {
     expect(rows.map((d) => d.nextAttemptAt)).toEqual([start + 1000, start + 1000])
   })
 
+  it('each member a digest message carries gets its attempt, naming the delivery that carried it', async () => {
+    const counted: [string, string][] = []
+    h = notifyHarness({ smtpUrl }, { observer: { attempt: (channel, outcome) => void counted.push([channel, outcome]) } })
+    h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'daily' })
+    const to = ['ok@example.com', 'perm@example.com', 'temp@example.com']
+    for (const title of ['A', 'B', 'C']) h.notify.notifications.send({ topic: 'c', recipients: to, channels: ['email'], title })
+    h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
+    const now = h.clock.now()
+    const signal = new AbortController().signal
+    // One member of each group claimed alone: the other two go out in its message.
+    const carriers = h.store.deliveries.claimDue({ limit: 3, now, defaultTimeoutMs: 30_000 })
+    expect(new Set(carriers.map((d) => d.groupKey)).size).toBe(3)
+    for (const d of carriers) {
+      const res = await h.notify.channels.email.send(d, signal)
+      h.store.deliveries.settle([{ id: d.id, claimToken: d.claimToken, outcome: res.outcome, attempt: res.attempt }], now)
+    }
+    const rows = h.store.deliveries.list({ limit: 100 }).data
+    expect(rows).toHaveLength(9)
+    const carrierIds = new Set(carriers.map((d) => d.id))
+    const carriedBy = new Map(carriers.map((d) => [d.groupKey, d.id]))
+    for (const row of rows.filter((r) => !carrierIds.has(r.id))) {
+      const carrier = carriedBy.get(row.groupKey)!
+      const who = row.groupKey!.split('|')[0]
+      const expected = { ok: ['success', 'success'], perm: ['dead', 'dead'], temp: ['pending', 'retry'] }[who!.split('@')[0] as 'ok' | 'perm' | 'temp']
+      expect([who, row.status, row.attempts]).toEqual([who, expected[0], 1])
+      expect(h.store.deliveries.attempts(row.id)).toEqual([
+        expect.objectContaining({ attempt: 1, outcome: expected[1], responseBody: expect.stringContaining(`sent in the message of ${carrier}`) }),
+      ])
+      const attempt = h.store.deliveries.attempts(row.id)[0]!
+      const own = h.store.deliveries.attempts(carrier)[0]!
+      expect([attempt.startedAt, attempt.durationMs, attempt.statusCode, attempt.error]).toEqual([own.startedAt, own.durationMs, own.statusCode, own.error])
+      if (who === 'temp@example.com') expect(row.nextAttemptAt).toBe(h.store.deliveries.get(carrier)!.nextAttemptAt)
+    }
+    // The carried members' attempts are counted like the claimed ones' (here by the channel, two per group).
+    expect(counted.sort()).toEqual([...Array(2).fill(['email', 'dead']), ...Array(2).fill(['email', 'retry']), ...Array(2).fill(['email', 'success'])].sort())
+  })
+
   it('a digest leaves out members still inside their quiet hours (critical ones skip quiet hours, not the digest)', async () => {
     h = notifyHarness({ smtpUrl })
     h.notify.users.put('u1', { email: 'ann@example.com' })

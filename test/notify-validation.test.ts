@@ -74,6 +74,41 @@ describe('preference rows refuse settings that would never take effect', () => {
   })
 })
 
+describe('validation messages name what is accepted', () => {
+  it('a preference channel, topic or user_id that is wrong or missing lists the accepted values', async () => {
+    f = await apiFixture()
+    const put = (body: Record<string, unknown>) => f!.json('PUT', '/v1/preferences', { body })
+    const sms = await put({ user_id: 'u_1', topic: '*', channel: 'sms', enabled: false })
+    expect(sms.status).toBe(400)
+    expect(sms.body.error.details).toEqual([{ field: 'channel', message: 'expected one of inbox, email, webhook, *', in: 'body' }])
+    const empty = await put({})
+    expect(empty.status).toBe(400)
+    expect(empty.body.error.details).toEqual([
+      { field: 'user_id', message: expect.stringMatching(/^is required: "\*" or a user id of 1–200 characters/), in: 'body' },
+      { field: 'topic', message: 'is required: "*" or a topic matching [a-z0-9_.:-]{1,200}', in: 'body' },
+      { field: 'channel', message: 'is required: one of inbox, email, webhook, *', in: 'body' },
+    ])
+    const tpl = await f.json('PUT', '/v1/templates', { body: { topic: 't', channel: 'sms', locale: 'en', subject: 's', body: 'b' } })
+    expect(tpl.body.error.details).toEqual([{ field: 'channel', message: 'expected one of inbox, email, webhook', in: 'body' }])
+  })
+})
+
+describe('subscriptions can be turned off and on', () => {
+  it('PUT with enabled: false keeps the row, answers enabled: false, and the topic\'s subscribers skip it', async () => {
+    f = await apiFixture()
+    const sub = (body: Record<string, unknown>) => f!.json('PUT', '/v1/subscriptions', { body: { topic: 'del.t', principal: 'user:u_del', ...body } })
+    expect((await sub({})).body).toMatchObject({ topic: 'del.t', principal: 'user:u_del', enabled: true })
+    const off = await sub({ enabled: false })
+    expect([off.status, off.body.enabled]).toEqual([200, false])
+    expect((await f.json('GET', '/v1/subscriptions?topic=del.t')).body.data).toMatchObject([{ principal: 'user:u_del', enabled: false }])
+    expect((await send(f, { topic: 'del.t' })).body).toMatchObject({ recipients: 0, deliveries: 0 })
+    // A PUT without `enabled` subscribes again, as it creates.
+    expect((await sub({})).body.enabled).toBe(true)
+    expect((await send(f, { topic: 'del.t' })).body).toMatchObject({ recipients: 1, deliveries: 1 })
+    expect((await sub({ enabled: 'no' })).status).toBe(400)
+  })
+})
+
 describe('one user-id rule everywhere', () => {
   it('path ids: NUL and other control characters are refused like a newline', async () => {
     f = await apiFixture()

@@ -10,7 +10,17 @@ import { maxAttemptsFor } from '../delivery/retry-policy.js'
 import { resolveRecipients, type Recipient } from './recipients.js'
 import { decideChannel, type ChannelDecision, type NotifyChannel } from './preferences.js'
 import { isValidTimeZone, planSend } from './schedule.js'
-import { chooseTemplate, createRenderer, dependsOnRecipient, type RenderContext, type Rendered } from './render.js'
+import {
+  chooseTemplate,
+  createRenderer,
+  dependsOnRecipient,
+  RENDER_BUDGET_MS,
+  RENDER_LIMIT_MS,
+  renderFallback,
+  type RenderContext,
+  type Rendered,
+  type Renderer,
+} from './render.js'
 import { encodePayload, type DeliveryPayload } from './delivery-payload.js'
 import type { InboxStreamHub } from './inbox-stream.js'
 import { publishInboxEvents, writeInboxMessages, type InboxWrite, type WrittenInbox } from './inbox-write.js'
@@ -58,6 +68,14 @@ export interface PipelineDeps {
   hub: InboxStreamHub
   /** Counts the inbox deliveries written at accept, as the dispatcher counts the attempts it settles. */
   observer?: DispatchObserver
+  /** Tests replace the renderer and the timer of the render budget (default `performance.now`). */
+  rendering?: RenderingDeps
+}
+
+/** What renders a notification's templates, and the monotonic milliseconds its budget is counted in. */
+export interface RenderingDeps {
+  render?: Renderer
+  now?: () => number
 }
 
 /** What the accept transaction hands to the after-commit step. */
@@ -80,7 +98,8 @@ interface Accepted {
  */
 export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) => SendResult {
   const { store, config, clock, log, hub, observer } = deps
-  const render = createRenderer()
+  const render = deps.rendering?.render ?? createRenderer()
+  const timer = deps.rendering?.now ?? (() => performance.now())
   const maxAttempts = maxAttemptsFor(config.notificationRetrySchedule)
 
   const accept = (req: NotificationRequest): Accepted =>
@@ -98,7 +117,7 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       const templates = new Map<NotifyChannel, TemplateRow[]>()
       for (const ch of req.channels) templates.set(ch, store.directory.activeTemplates(req.topic, ch))
       const prefsOf = store.directory.preferencesForTopic(req.topic, recipients.map((r) => r.id))
-      const cache = fanoutCache(req, render, templates, config.mandatoryTopics, log)
+      const cache = fanoutCache(req, { render, timer }, templates, config.mandatoryTopics, log)
       let deliveries = 0
       const inbox: InboxWrite[] = []
       for (const r of recipients) {
@@ -182,17 +201,40 @@ function inboxPayload(req: NotificationRequest, notificationId: string, r: Recip
  */
 function fanoutCache(
   req: NotificationRequest,
-  render: ReturnType<typeof createRenderer>,
+  { render, timer }: { render: Renderer; timer: () => number },
   templates: ReadonlyMap<NotifyChannel, TemplateRow[]>,
   mandatoryTopics: readonly string[],
   log: Log,
 ) {
-  const failed = new Set<number>()
-  /** Renders, and logs a template's render failure once per notification (never the payload). */
+  // The accept transaction blocks the process while it renders, so a template gets one chance
+  // per notification (a failure, or its time or memory limit, sends every later recipient the
+  // fallback at once) and all renders share RENDER_BUDGET_MS; only a template that names the
+  // recipient renders more than once per channel and locale.
+  const failed = new Map<number, string>()
+  let spentMs = 0
+  let budgetSpent = false
+  /** Renders within the budget, and logs a template's failure once per notification (never the payload). */
   const renderLogged = (template: TemplateRow | null, r: Recipient): Rendered => {
-    const rendered = render(template, context(req, r))
-    if (rendered.error !== undefined && template !== null && !failed.has(template.id)) {
-      failed.add(template.id)
+    const ctx = context(req, r)
+    if (template === null) return renderFallback(ctx)
+    const error = failed.get(template.id)
+    if (error !== undefined) return renderFallback(ctx, error)
+    const left = RENDER_BUDGET_MS - spentMs
+    if (left <= 0) {
+      if (!budgetSpent) {
+        budgetSpent = true
+        log.warn(
+          { topic: req.topic, channel: template.channel, locale: template.locale, template_version: template.version, budget_ms: RENDER_BUDGET_MS },
+          'notification render budget spent; sent the title and body as given to the remaining recipients',
+        )
+      }
+      return renderFallback(ctx, 'render_budget_exhausted')
+    }
+    const started = timer()
+    const rendered = render(template, ctx, Math.min(RENDER_LIMIT_MS, left))
+    spentMs += timer() - started
+    if (rendered.error !== undefined) {
+      failed.set(template.id, rendered.error)
       log.warn(
         { topic: req.topic, channel: template.channel, locale: template.locale, template_version: template.version, error: rendered.error },
         'notification template failed to render; sent the title and body as given',

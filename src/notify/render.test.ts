@@ -21,6 +21,11 @@ describe('template choice', () => {
   it('falls back fr-CA → fr → en', () => {
     expect(localeChain('fr-CA')).toEqual(['fr-CA', 'fr', 'en'])
     expect(localeChain(null)).toEqual(['en'])
+    // One subtag at a time: a script-tagged locale finds its script before the bare language.
+    expect(localeChain('zh-Hant-TW')).toEqual(['zh-Hant-TW', 'zh-Hant', 'zh', 'en'])
+    expect(localeChain('sr_Latn_RS')).toEqual(['sr_Latn_RS', 'sr-Latn', 'sr', 'en'])
+    expect(chooseTemplate([tpl('zh', 1), tpl('zh-Hans', 1), tpl('zh-Hant', 1), tpl('en', 1)], 'zh-Hant-TW')!.subject).toBe('zh-Hant v1')
+    expect(chooseTemplate([tpl('zh', 1), tpl('zh-Hans', 1)], 'zh-Hant-TW')!.subject).toBe('zh v1')
     const all = [tpl('en', 1), tpl('fr', 1), tpl('fr-CA', 1)]
     expect(chooseTemplate(all, 'fr-CA')!.subject).toBe('fr-CA v1')
     expect(chooseTemplate(all.slice(0, 2), 'fr-CA')!.subject).toBe('fr v1')

@@ -23,7 +23,10 @@ export interface RenderContext {
   recipient: { id: string; name: string | null; email: string | null; locale: string | null }
 }
 
-/** The locales to try, most specific first: `fr-CA` → `fr` → `en`. */
+/**
+ * The locales to try, most specific first, dropping one subtag at a time: `fr-CA` → `fr` → `en`,
+ * `zh-Hant-TW` → `zh-Hant` → `zh` → `en`.
+ */
 export function localeChain(locale: string | null | undefined): string[] {
   const out: string[] = []
   const push = (l: string): void => {
@@ -31,8 +34,8 @@ export function localeChain(locale: string | null | undefined): string[] {
   }
   if (locale) {
     push(locale)
-    const lang = locale.split(/[-_]/)[0]!
-    push(lang)
+    const parts = locale.split(/[-_]/)
+    for (let n = parts.length - 1; n >= 1; n--) push(parts.slice(0, n).join('-'))
   }
   push('en')
   return out
@@ -65,6 +68,21 @@ export function dependsOnRecipient(template: TemplateRow | null): boolean {
   return template !== null && /recipient|\[/.test(`${template.subject}\n${template.body}`)
 }
 
+/** Render time of one template (subject and body together); past it the template falls back. */
+export const RENDER_LIMIT_MS = 200
+/** Render time of one notification's templates in all; past it every further render falls back. */
+export const RENDER_BUDGET_MS = 1000
+
+/** Renders a template for one recipient; `limitMs` (at most RENDER_LIMIT_MS) caps this render's time. */
+export type Renderer = (template: TemplateRow | null, ctx: RenderContext, limitMs?: number) => Rendered
+
+/** The request's title (defaulting to the topic) and body as given: no template, or its fallback. */
+export function renderFallback(ctx: RenderContext, error?: string): Rendered {
+  const r: Rendered = { title: ctx.title ?? ctx.topic, body: ctx.body ?? '', format: 'text', templateId: null }
+  if (error !== undefined) r.error = error
+  return r
+}
+
 const MAX_CACHED = 500
 /**
  * Templates are stored in the database, never on disk: an empty in-memory file map makes
@@ -87,9 +105,9 @@ export function templateSyntaxError(text: string): string | null {
  * Renders with liquidjs, synchronously (the pipeline runs inside one SQLite transaction).
  * Parsed templates are cached by source text; html templates escape every output value.
  */
-export function createRenderer(): (template: TemplateRow | null, ctx: RenderContext) => Rendered {
+export function createRenderer(): Renderer {
   // Limits keep a runaway admin template (a huge range loop) from stalling the pipeline transaction.
-  const limits = { ...NO_FILES, renderLimit: 200, memoryLimit: 16e6 }
+  const limits = { ...NO_FILES, renderLimit: RENDER_LIMIT_MS, memoryLimit: 16e6 }
   const plain = new Liquid(limits)
   const html = new Liquid({ ...limits, outputEscape: 'escape' })
   const cache = new Map<string, Template[]>()
@@ -102,17 +120,18 @@ export function createRenderer(): (template: TemplateRow | null, ctx: RenderCont
     }
     return parsed
   }
-  return (template, ctx) => {
-    if (!template) {
-      return { title: ctx.title ?? ctx.topic, body: ctx.body ?? '', format: 'text', templateId: null }
-    }
+  return (template, ctx, limitMs = RENDER_LIMIT_MS) => {
+    if (!template) return renderFallback(ctx)
     const engine = template.format === 'html' ? html : plain
     const scope = { ...ctx, title: ctx.title ?? ctx.topic, body: ctx.body ?? '' }
+    // Subject and body share one time limit: liquidjs's renderLimit counts per renderSync call.
+    const deadline = performance.now() + Math.max(0, Math.min(RENDER_LIMIT_MS, limitMs))
     const run = (text: string, escaped: boolean): string => {
       if (text === '') return ''
       // The subject is never HTML, so it is rendered without escaping.
       const e = escaped ? engine : plain
-      return e.renderSync(parse(e, `${escaped ? 'h' : 'p'}:${text}`, text), scope) as string
+      const renderLimit = Math.max(0, deadline - performance.now())
+      return e.renderSync(parse(e, `${escaped ? 'h' : 'p'}:${text}`, text), scope, { renderLimit }) as string
     }
     try {
       return {
@@ -123,8 +142,7 @@ export function createRenderer(): (template: TemplateRow | null, ctx: RenderCont
       }
     } catch (err) {
       // A template that fails at render time (checked for syntax at PUT) falls back to the raw text.
-      const error = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300)
-      return { title: scope.title, body: scope.body, format: 'text', templateId: null, error }
+      return renderFallback(ctx, (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300))
     }
   }
 }

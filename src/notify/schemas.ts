@@ -11,8 +11,15 @@ import { decodeInboxCursor, MAX_PAGE_SIZE } from '../lib/cursor.js'
 
 /** A notification topic: `[a-z0-9_.:-]{1,200}`. */
 export const Topic = z.string().regex(/^[a-z0-9_.:-]{1,200}$/, 'must match [a-z0-9_.:-]{1,200}')
-const TopicOrStar = z.union([z.literal('*'), Topic])
-const Channel = z.enum(['inbox', 'email', 'webhook'])
+/**
+ * The message of a field that takes a fixed set of forms: zod's own for a union is only
+ * "Invalid input", which does not say what would have been accepted.
+ */
+const expected = (what: string) => ({
+  error: (issue: { input?: unknown }) => (issue.input === undefined ? `is required: ${what}` : `expected ${what}`),
+})
+const TopicOrStar = z.union([z.literal('*'), Topic], expected('"*" or a topic matching [a-z0-9_.:-]{1,200}'))
+const Channel = z.enum(['inbox', 'email', 'webhook'], expected('one of inbox, email, webhook'))
 const TimeZone = z.string().min(1).max(100).refine(isValidTimeZone, 'must be an IANA time zone such as Europe/Paris')
 const Locale = z.string().regex(/^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$/, 'must be a locale such as en, fr or fr-CA')
 /** A user id: what preferences and `user:<id>` selectors can name, so every user is reachable. */
@@ -120,6 +127,7 @@ export const SubscriptionIn = z
       .max(210)
       .regex(PRINCIPAL_PATTERN, 'must be user:<id>, role:<r>, team:<t> or a bare id, without spaces, control characters, ":" or "*"')
       .openapi({ example: 'role:admin' }),
+    enabled: z.boolean().optional().openapi({ description: 'Default true; false keeps the subscription but sends it nothing (PUT only)' }),
   })
   .openapi('SubscriptionIn')
 
@@ -134,9 +142,9 @@ export const QuietHoursIn = z.object({ tz: TimeZone, start: Clock, end: Clock })
 /** `PUT /v1/preferences` body. */
 export const PreferenceIn = z
   .object({
-    user_id: z.union([z.literal('*'), UserId]),
+    user_id: z.union([z.literal('*'), UserId], expected(`"*" or a user id of ${USER_ID_RULE.replace(/^must be /, '')}`)),
     topic: TopicOrStar,
-    channel: z.union([z.literal('*'), Channel]),
+    channel: z.union([z.literal('*'), Channel], expected('one of inbox, email, webhook, *')),
     enabled: z.boolean().optional(),
     digest: z.enum(['none', 'daily', 'weekly']).optional(),
     quiet_hours: QuietHoursIn.nullable().optional(),

@@ -10,7 +10,7 @@ import { toIso, type Clock, type Rng } from '../lib/clock.js'
 import { parseJsonOr } from '../lib/json.js'
 import { decodeOffsetCursor, encodeOffsetCursor, pageSize, type Page } from '../lib/cursor.js'
 import { errors } from '../errors.js'
-import { createPipeline, type SendResult } from './pipeline.js'
+import { createPipeline, type RenderingDeps, type SendResult } from './pipeline.js'
 import { templateSyntaxError } from './render.js'
 import { createInboxStreamHub, type InboxStreamHub } from './inbox-stream.js'
 import { issueUserToken, verifyUserToken, type UserTokenClaims } from './tokens.js'
@@ -39,8 +39,10 @@ export interface NotifyDeps {
   streamKeepaliveMs?: number
   /** Live events one stream may hold unsent before it is cut off; the replay log's length by default. */
   streamMaxQueued?: number
-  /** The dispatcher's observer (metrics): also counts the inbox deliveries written at accept. */
+  /** The dispatcher's observer (metrics): also counts the inbox deliveries written at accept and digest members. */
   observer?: DispatchObserver
+  /** Tests replace the template renderer and the render budget's timer. */
+  rendering?: RenderingDeps
 }
 
 /** `GET /v1/inbox` options; all optional. */
@@ -122,7 +124,8 @@ export interface NotifyService {
     delete(id: string): void
   }
   subscriptions: {
-    put(input: { topic: string; principal: string }): Record<string, unknown>
+    /** Subscribes (`enabled` defaults to true); `enabled: false` keeps the row but stops its notifications. */
+    put(input: { topic: string; principal: string; enabled?: boolean }): Record<string, unknown>
     delete(input: { topic: string; principal: string }): void
     list(topic?: string, page?: PageRequest): Page<Record<string, unknown>>
   }
@@ -206,8 +209,8 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
   const { store, config, clock, rng, log, tokenKey } = deps
   const schedule = config.notificationRetrySchedule
   const hub = createInboxStreamHub()
-  const send = createPipeline({ store, config, clock, log, hub, observer: deps.observer })
-  const email = createEmailChannel({ store, clock, rng, log, schedule, smtpUrl: config.smtpUrl, from: config.emailFrom })
+  const send = createPipeline({ store, config, clock, log, hub, observer: deps.observer, rendering: deps.rendering })
+  const email = createEmailChannel({ store, clock, rng, log, schedule, smtpUrl: config.smtpUrl, from: config.emailFrom, observer: deps.observer })
 
   const inbox = (userId: string): UserInbox => {
     const publish = (r: { updated: number; events: StreamEvent[] }) => {
@@ -306,9 +309,9 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
       },
     },
     subscriptions: {
-      put({ topic, principal }) {
+      put({ topic, principal, enabled }) {
         assertPrincipal(principal)
-        return subscriptionJson(store.directory.putSubscription(topic, normalizePrincipal(principal), clock.now()))
+        return subscriptionJson(store.directory.putSubscription(topic, normalizePrincipal(principal), clock.now(), enabled ?? true))
       },
       delete({ topic, principal }) {
         assertPrincipal(principal)

@@ -139,9 +139,15 @@ const SQL = {
   byGroup: `SELECT ${COLUMNS} FROM deliveries WHERE group_key = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY id`,
   holdPending: `UPDATE deliveries SET next_attempt_at = @until, updated_at = @now
     WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
-  finishGroupMember: `UPDATE deliveries SET status = @status, last_error = @error, claim_token = NULL,
-      completed_at = @now, updated_at = @now
-    WHERE id = @id AND status = 'pending'`,
+  // A digest member that went out in another delivery's message takes that attempt as its own,
+  // as settle would: a retry that spends its last attempt is dead.
+  carryGroupMember: `UPDATE deliveries SET attempts = attempts + 1,
+      status = CASE WHEN @kind <> 'retry' THEN @kind WHEN attempts + 1 >= max_attempts THEN 'dead' ELSE 'pending' END,
+      next_attempt_at = CASE WHEN @kind = 'retry' THEN @at ELSE next_attempt_at END,
+      last_status_code = CASE WHEN @kind = 'success' THEN @statusCode ELSE COALESCE(@statusCode, last_status_code) END,
+      last_error = @error, claim_token = NULL,
+      completed_at = CASE WHEN @kind = 'retry' AND attempts + 1 < max_attempts THEN NULL ELSE @now END, updated_at = @now
+    WHERE id = @id AND status = 'pending' RETURNING status, attempts`,
 } as const
 
 /** Counts of `status, n` rows as one number per status, zero for those absent. */
@@ -322,7 +328,16 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     countsByNotification: (id) => byStatus(s.countsByNotification.all(id)),
     pendingInGroup: (groupKey, now) => s.byGroup.all(groupKey, now) as Delivery[],
     holdPending: (ids, until, now) => (ids.length === 0 ? 0 : s.holdPending.run({ ids: JSON.stringify(ids), until, now }).changes),
-    finishGroupMember: (id, status, error, now) => s.finishGroupMember.run({ id, status, error, now }).changes > 0,
+    carryGroupMember(id, outcome, a, now) {
+      const statusCode = a.statusCode ?? null
+      const error = outcome.kind === 'success' ? null : (a.error ?? null)
+      const at = outcome.kind === 'retry' ? outcome.at : null
+      const row = s.carryGroupMember.get({ id, kind: outcome.kind, at, statusCode, error, now }) as { status: DeliveryStatus; attempts: number } | undefined
+      if (!row) return null
+      const logged = outcome.kind === 'retry' && row.status === 'dead' ? 'dead' : outcome.kind
+      s.insertAttempt.run(id, row.attempts, a.startedAt, Math.max(0, Math.round(a.durationMs)), logged, statusCode, error, truncateBody(a.responseBody))
+      return row.status
+    },
     redeliver(id, now) {
       if (s.redeliver.run({ id, now }).changes > 0) {
         claimer.noteDue()

@@ -187,7 +187,17 @@ export interface DeliveriesStore {
    * that already includes them is being sent; returns how many were moved.
    */
   holdPending(ids: readonly string[], until: number, now: number): number
-  finishGroupMember(id: string, status: 'success' | 'dead', error: string | null, now: number): boolean
+  /**
+   * Settles a pending digest member that went out in another delivery's message: counts and logs
+   * `attempt` as its own, then ends it (success, dead) or keeps it pending until the retry's `at`
+   * (dead when that was its last attempt). Returns the new status, or null when it was not pending.
+   */
+  carryGroupMember(
+    id: string,
+    outcome: { kind: 'success' } | { kind: 'dead' } | { kind: 'retry'; at: number },
+    attempt: AttemptRecord,
+    now: number,
+  ): DeliveryStatus | null
   /** Back to pending with attempts reset; `endpoint_unavailable` when its endpoint is disabled or deleted. */
   redeliver(id: string, now: number): 'ok' | 'not_found' | 'not_eligible' | 'endpoint_unavailable'
   recover(endpointId: string, since: number, until: number, now: number): number

@@ -101,8 +101,8 @@ export const DIRECTORY_SQL = {
   globalPreferencesFor: `SELECT ${PREF_COLUMNS} FROM preferences WHERE user_id = '*' AND topic IN (?, '*')`,
   deleteUserSubscriptions: `DELETE FROM subscriptions WHERE principal = ?`,
   deleteUserPreferences: `DELETE FROM preferences WHERE user_id = ?`,
-  putSubscription: `INSERT INTO subscriptions (topic, principal, enabled, created_at) VALUES (?, ?, 1, ?)
-    ON CONFLICT (topic, principal) DO UPDATE SET enabled = 1`,
+  putSubscription: `INSERT INTO subscriptions (topic, principal, enabled, created_at) VALUES (?, ?, ?, ?)
+    ON CONFLICT (topic, principal) DO UPDATE SET enabled = excluded.enabled`,
   deleteSubscription: `DELETE FROM subscriptions WHERE topic = ? AND principal = ?`,
   subscription: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions WHERE topic = ? AND principal = ?`,
   // Lists are newest first (SPEC §6), rows of the same millisecond in key order, and a page starts
@@ -158,7 +158,8 @@ export interface DirectoryStore {
   deleteUser(id: string): boolean
   /** Users holding a role or team, in id order (without roles and teams: a fan-out does not read them). */
   members(kind: 'role' | 'team', name: string): MemberRow[]
-  putSubscription(topic: string, principal: string, now: number): SubscriptionRow
+  /** Creates or updates a subscription; a disabled one stays listed but `subscribers` skips it. */
+  putSubscription(topic: string, principal: string, now: number, enabled?: boolean): SubscriptionRow
   deleteSubscription(topic: string, principal: string): boolean
   /**
    * Subscriptions (of one topic, or all) newest first, then by topic and principal; `slice.limit`
@@ -281,8 +282,8 @@ export function createDirectoryStore(db: Db): DirectoryStore {
       (members.all(kind, name) as [string, string | null, string | null, string | null, string | null][]).map(
         ([id, email, name, locale, timezone]): MemberRow => ({ id, email, name, locale, timezone }),
       ),
-    putSubscription(topic, principal, now) {
-      s.putSubscription.run(topic, principal, now)
+    putSubscription(topic, principal, now, enabled = true) {
+      s.putSubscription.run(topic, principal, enabled ? 1 : 0, now)
       const row = s.subscription.get(topic, principal) as Parameters<typeof mapSub>[0]
       return mapSub(row)
     },

@@ -3,7 +3,7 @@ import shared from 'nodemailer/lib/shared/index.js'
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js'
 import type { Store } from '../../store/index.js'
 import type { ClaimedDelivery } from '../../store/deliveries.js'
-import type { ChannelResult, ChannelSender } from '../../delivery/channel.js'
+import type { ChannelResult, ChannelSender, DispatchObserver } from '../../delivery/channel.js'
 import type { Clock, Rng } from '../../lib/clock.js'
 import type { Log } from '../../log.js'
 import { parseJsonOr } from '../../lib/json.js'
@@ -11,6 +11,7 @@ import type { DeliveryPayload } from '../pipeline.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
 import { markdownToHtml } from '../markdown.js'
 import { htmlToText } from '../html-text.js'
+import { smtpError } from './smtp-errors.js'
 
 /** Dependencies of the email channel. */
 export interface EmailChannelDeps {
@@ -21,6 +22,8 @@ export interface EmailChannelDeps {
   schedule: readonly number[]
   smtpUrl: string | null
   from: string
+  /** Counts the attempts of digest members that went out in another delivery's message. */
+  observer?: DispatchObserver
   /** Tests shrink the connection count and the time limits. */
   limits?: Partial<{ connections: number; queueWaitMs: number; exchangeMs: number }>
 }
@@ -64,7 +67,8 @@ export function digestMessage(titles: readonly string[]): { subject: string; tex
  * `channel_not_configured`; a 5xx reply → dead; a 4xx reply or a transport error → retry.
  * A digest group (same group_key) goes out as ONE message: the members claimed in the same
  * batch are collected for one event-loop turn, the still-pending ones are read from the store,
- * and on success those are finished too.
+ * and those take the message's attempt as their own. Transport errors are logged with the
+ * webhook channel's stable codes (smtpError).
  */
 export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
   const { store, clock, rng, log, schedule, from } = deps
@@ -102,7 +106,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
           // in flight, which retry); a new pool opens on the next send.
           transport?.close()
           transport = null
-          reject(new Error(`SMTP exchange exceeded ${exchangeMs} ms`))
+          reject(Object.assign(new Error(`SMTP exchange exceeded ${exchangeMs} ms`), { code: 'ETIMEDOUT' }))
         }, exchangeMs)
       })
       const info = (await Promise.race([sending, expired])) as { response?: string }
@@ -114,7 +118,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
         startedAt: started,
         durationMs: now - started,
         statusCode: e.responseCode ?? null,
-        error: e.message.slice(0, 500),
+        error: smtpError(e),
         responseBody: e.response ?? null,
       }
       if (e.responseCode !== undefined && e.responseCode >= 500) return { outcome: { kind: 'dead' }, attempt } as ChannelResult
@@ -148,13 +152,16 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     const result = await deliver(first.delivery, first.payload.recipient.email!, digestMessage(titles))
     const o = result.outcome
     const now = clock.now()
-    if (o.kind === 'success' || o.kind === 'dead') {
-      const error = o.kind === 'dead' ? (result.attempt?.error ?? 'smtp_rejected') : null
-      store.tx(() => {
-        for (const d of pending) store.deliveries.finishGroupMember(d.id, o.kind, error, now)
-      })
-    } else if (o.kind === 'retry' || o.kind === 'snooze') {
-      // The group stays together: the held members become due with the claimed ones.
+    if (o.kind === 'success' || o.kind === 'dead' || o.kind === 'retry') {
+      const a = result.attempt ?? { startedAt: now, durationMs: 0 }
+      // Each member carried by this message gets the attempt too (SPEC §2: each attempt is kept),
+      // naming the delivery whose message it went out in. On a retry the group stays together:
+      // the members become due with the claimed ones.
+      const carried = { ...a, responseBody: `sent in the message of ${first.delivery.id}${a.responseBody ? `: ${a.responseBody}` : ''}` }
+      const ended = store.tx(() => pending.map((d) => store.deliveries.carryGroupMember(d.id, o, carried, now)))
+      for (const status of ended) if (status !== null) deps.observer?.attempt('email', status === 'dead' ? 'dead' : o.kind, a.durationMs)
+    } else if (o.kind === 'snooze') {
+      // Nothing was sent: the held members become due with the claimed ones.
       store.tx(() => store.deliveries.holdPending(pending.map((d) => d.id), o.at, now))
     }
     for (const w of claimed) w.resolve(result)
