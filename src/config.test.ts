@@ -163,6 +163,7 @@ describe('loadConfig', () => {
     expect(() => opts({ requestTimeout: '20s' })).toThrow('unknown option "requestTimeout" (did you mean requestTimeoutMs?)')
     expect(() => opts({ maxbody: 2048 })).toThrow('unknown option "maxbody" (did you mean maxBody?)')
     expect(() => opts({ colour: 'red' })).toThrow(/^options: unknown option "colour"$/)
+    expect(() => opts({ dbPath: '/tmp/x.db' })).toThrow('unknown option "dbPath" (did you mean db?)')
     expect(opts({ requestTimeoutMs: '20s', retentionSuccessMs: '1d', pollIntervalMs: 50 })).toMatchObject({ requestTimeoutMs: 20_000, retentionSuccessMs: 86_400_000, pollIntervalMs: 50 })
     expect(() => opts({ requestTimeoutMs: 'soon' })).toThrow(/requestTimeoutMs: expected milliseconds or a duration/)
     expect(opts({ retrySchedule: '1s,2s' }).retrySchedule).toEqual([1000, 2000])

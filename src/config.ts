@@ -375,7 +375,7 @@ export function configFromOptions(options: Record<string, unknown>, known: reado
   for (const [name, value] of Object.entries(options)) {
     if (value === undefined) continue
     if (!known.includes(name)) {
-      const guess = known.find((k) => k === `${name}Ms` || k.toLowerCase() === name.toLowerCase())
+      const guess = name === 'dbPath' ? 'db' : known.find((k) => k === `${name}Ms` || k.toLowerCase() === name.toLowerCase())
       throw new ConfigError('options', `unknown option "${name}"${guess ? ` (did you mean ${guess}?)` : ''}`)
     }
     if (name === 'dataDir' && (typeof value !== 'string' || value === '')) throw new ConfigError('POSTBOX_DATA_DIR', 'expected a path (option dataDir)')

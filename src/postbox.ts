@@ -160,20 +160,37 @@ export class Postbox {
     this.started = true
     this.checkpointer = startCheckpointer(this.store, this.log)
     this.engine.dispatcher.start()
-    this.sweep()
-    this.retentionTimer = setInterval(() => this.sweep(), RETENTION_INTERVAL_MS)
+    this.sweep(false)
+    this.retentionTimer = setInterval(() => this.sweep(true), RETENTION_INTERVAL_MS)
     this.retentionTimer.unref()
     return this
   }
 
-  /** Runs one retention sweep (after the clock repair) unless one is already running. */
-  private sweep(): void {
+  /**
+   * Runs the hourly maintenance now (clock repair, then a retention sweep) and resolves when it is
+   * done; for embedded hosts that suspend or schedule work themselves. A sweep already running
+   * finishes first.
+   */
+  async maintain(): Promise<void> {
+    await this.sweeping
+    this.sweep(true)
+    await this.sweeping
+  }
+
+  /**
+   * Runs one retention sweep unless one is already running; the hourly ones first repair times a
+   * clock that ran ahead left in the file. Not the one at start: a machine that boots with its
+   * clock behind (no RTC, NTP not synced yet) would see every held row as written ahead.
+   */
+  private sweep(repairClock: boolean): void {
     if (this.sweeping || this.closed) return
     const c = this.config
-    try {
-      repairFutureTimes(this.store, c, this.clock.now(), this.log)
-    } catch (err) {
-      this.log.warn({ err }, 'clock repair failed')
+    if (repairClock) {
+      try {
+        repairFutureTimes(this.store, c, this.clock.now(), this.log)
+      } catch (err) {
+        this.log.warn({ err }, 'clock repair failed')
+      }
     }
     this.sweeping = this.retention.sweepAsync({
       now: this.clock.now(),

@@ -95,8 +95,8 @@ describe('repairFutureTimes', () => {
 
   const NOW = Date.UTC(2026, 10, 30, 12)
   const YEAR = 365 * DAY
-  const enqueue = (key: string, at: number, channel: 'webhook' | 'inbox', endpointId: string | null): string => {
-    const { id } = t.store.deliveries.enqueue({ channel, endpointId, notificationId: 'ntf_1', recipient: key, eventType: 't', maxAttempts: 8, nextAttemptAt: at }, NOW)
+  const enqueue = (key: string, at: number, channel: 'webhook' | 'inbox', endpointId: string | null, writtenAt = NOW): string => {
+    const { id } = t.store.deliveries.enqueue({ channel, endpointId, notificationId: 'ntf_1', recipient: key, eventType: 't', maxAttempts: 8, nextAttemptAt: at }, writtenAt)
     return id
   }
 
@@ -115,7 +115,7 @@ describe('repairFutureTimes', () => {
     t.store.endpoints.pause('ep_1', NOW + 5 * YEAR)
     const deferred = enqueue('a', NOW + 5 * YEAR, 'webhook', 'ep_1')
     const weekRetry = enqueue('b', NOW + 8 * DAY, 'webhook', 'ep_1')
-    const inbox = enqueue('c', NOW + 5 * YEAR, 'inbox', null)
+    const inbox = enqueue('c', NOW + 5 * YEAR, 'inbox', null, NOW + 5 * YEAR)
     const version = t.store.endpoints.version()
 
     expect(repairFutureTimes(t.store, schedules, NOW, log)).toEqual({ webhookRows: 1, notificationRows: 1, pausedEndpoints: 1, furthest: NOW + 5 * YEAR })

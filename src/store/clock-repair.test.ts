@@ -58,6 +58,8 @@ describe('clampFutureTimes', () => {
       inbox: pending('i-over', NOW + 2 * HOUR, 'inbox', null),
       notifyWebhook: pending('n-over', NOW + 30 * HOUR, 'notify-webhook', null),
     }
+    // Written while the clock read those times (a retry or hold is scheduled from its write).
+    for (const id of Object.values(far)) store.db.prepare(`UPDATE deliveries SET updated_at = next_attempt_at WHERE id = ?`).run(id)
     const legit = {
       dayRetry: pending('w-day', NOW + 28 * HOUR),
       // A legitimate long custom schedule: 7 d jittered up to 8.4 d, far beyond the global 28.8 h.
@@ -67,9 +69,12 @@ describe('clampFutureTimes', () => {
       inboxRetry: pending('i-ok', NOW + HOUR, 'inbox', null),
       quietHours: pending('n-ok', NOW + 25 * HOUR, 'notify-webhook', null),
       due: pending('w-now', NOW),
+      // Far out but written with this clock (a schedule shortened since, a clock now behind).
+      writtenNow: pending('w-written-now', NOW + 5 * DAY),
     }
     // Waiting for its ordering key's turn (the largest date): not a time, never touched.
-    pending('o-1', NOW + 5 * YEAR, 'webhook', 'ep_ordered', 'k')
+    const head = pending('o-1', NOW + 5 * YEAR, 'webhook', 'ep_ordered', 'k')
+    store.db.prepare(`UPDATE deliveries SET updated_at = next_attempt_at WHERE id = ?`).run(head)
     const waiting = pending('o-2', NOW, 'webhook', 'ep_ordered', 'k')
     expect(nextAt(waiting)).toBe(WAITING_IN_ORDER)
     // A finished row keeps its last schedule: only pending rows are times still to come.
@@ -89,7 +94,7 @@ describe('clampFutureTimes', () => {
     expect([nextAt(deferred), nextAt(nearRetry), pausedUntil('ep_near')]).toEqual([NOW, NOW + 2 * HOUR, NOW])
     for (const [name, id] of Object.entries(far)) expect([name, nextAt(id)]).toEqual([name, NOW])
     expect(nextAt(far.webhook) === NOW && store.deliveries.get(far.webhook)!.updatedAt).toBe(NOW)
-    const before = { dayRetry: NOW + 28 * HOUR, longRetry: NOW + 8 * DAY, weeklyDigest: NOW + 7 * DAY + 12 * HOUR, inboxRetry: NOW + HOUR, quietHours: NOW + 25 * HOUR, due: NOW }
+    const before = { dayRetry: NOW + 28 * HOUR, longRetry: NOW + 8 * DAY, weeklyDigest: NOW + 7 * DAY + 12 * HOUR, inboxRetry: NOW + HOUR, quietHours: NOW + 25 * HOUR, due: NOW, writtenNow: NOW + 5 * DAY }
     for (const [name, id] of Object.entries(legit)) expect([name, nextAt(id)]).toEqual([name, before[name as keyof typeof before]])
     expect(nextAt(waiting)).toBe(WAITING_IN_ORDER)
     expect(store.deliveries.get(done)!.nextAttemptAt).toBe(NOW + 4 * YEAR)

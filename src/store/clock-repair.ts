@@ -36,19 +36,21 @@ export interface ClockRepairCounts {
 }
 
 // Each statement reads only the far tail of a partial index (status = 'pending'): rows due
-// before their limit are never visited, so the hourly run costs index seeks, not a queue scan.
-// Rows waiting for their ordering key's turn (WAITING_IN_ORDER, the largest date) are not times.
+// before their limit are never visited, so the hourly run costs index seeks plus the rows held
+// legitimately far ahead (a weekly digest's emails). Rows waiting for their ordering key's turn
+// (WAITING_IN_ORDER, the largest date) are not times. Only rows last written "after now" move:
+// a row scheduled far out with a correct clock (a shortened schedule, a long hold) stays.
 /** The statements of the repair (exported for the query-plan test). */
 export const CLOCK_REPAIR_SQL = {
   // deliveries_endpoint_due, one key at a time: a channel's rows without an endpoint (`#inbox`,
   // `#email`, `#notify-webhook`), or an endpoint with its own retry schedule.
   keyRows: `UPDATE deliveries INDEXED BY deliveries_endpoint_due SET next_attempt_at = @now, updated_at = @now
-    WHERE status = 'pending' AND ${DUE_KEY()} = @key AND next_attempt_at > @limit AND next_attempt_at < ${WAITING_IN_ORDER}`,
+    WHERE status = 'pending' AND ${DUE_KEY()} = @key AND next_attempt_at > @limit AND next_attempt_at < ${WAITING_IN_ORDER} AND updated_at > @now`,
   // deliveries_due, for the rows of endpoints on the global schedule (the NOT IN list, the
   // endpoints with their own, is built once per statement).
   webhookRows: `UPDATE deliveries INDEXED BY deliveries_due SET next_attempt_at = @now, updated_at = @now
     WHERE status = 'pending' AND next_attempt_at > @limit AND next_attempt_at < ${WAITING_IN_ORDER}
-      AND endpoint_id IS NOT NULL AND endpoint_id NOT IN (SELECT value FROM json_each(@custom))`,
+      AND endpoint_id IS NOT NULL AND endpoint_id NOT IN (SELECT value FROM json_each(@custom)) AND updated_at > @now`,
   // The endpoints table is small (one row per receiver) and has no index on the pause.
   farPauses: `SELECT id, paused_until AS until FROM endpoints WHERE paused_until > @limit`,
   endPause: `UPDATE endpoints SET paused_until = @now WHERE id = @id`,
