@@ -20,6 +20,8 @@ export interface DispatcherDeps {
   channels: ChannelRegistry
   /** Who may claim; default the file's dispatcher lock (one claiming process per file). */
   lock?: Lock
+  /** The prefix of this dispatcher's claim tokens; default this process's (tests name another). */
+  claimOwner?: string
   observer?: DispatchObserver
 }
 
@@ -72,6 +74,7 @@ const SETTLE_RETRY_MS = 1000
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { store, config, clock, log, channels, observer } = deps
   const lock = deps.lock ?? createStoreLock(store, { clock, log })
+  const owner = deps.claimOwner ?? CLAIM_OWNER
   const limits = createEndpointLimits(store, new Map([...channels].map(([name, sender]) => [channelKey(name), sender.maxInFlight ?? Infinity])))
   const running = new Set<string>()
   // Only shutdown aborts sends, and it aborts all of them: one controller per run, not per send.
@@ -130,6 +133,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         } catch (err) {
           log.error({ err }, 'releasing orphaned claims failed')
         }
+        countForeign()
         wake()
       })
       return
@@ -170,11 +174,29 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
   }
 
+  /**
+   * Counts the rows another process still has in flight (the previous holder draining after it
+   * handed the lock over) against their endpoints' limits; while there are any, they are counted
+   * again at every lock check, and those of a process that died meanwhile are offered again.
+   */
+  let foreignInFlight = false
+  function countForeign(): void {
+    try {
+      if (foreignInFlight) store.deliveries.releaseOrphanedClaims(clock.now(), isOrphanedClaim)
+      const counts = store.deliveries.inFlightByOthers(owner)
+      limits.setForeign(counts)
+      foreignInFlight = counts.size > 0
+    } catch (err) {
+      log.error({ err }, 'counting the rows other processes have in flight failed')
+    }
+  }
+
   // Every LOCK_CHECK_MS (or poll, if sooner): a standby asks again, and the holder checks that the
   // lock is still its own (which is its heartbeat): if another process took it over (it judged
   // this one gone), that one claims from now on and this one stops claiming.
   function checkLock(): void {
     refused = false
+    if (haveLock && foreignInFlight) countForeign()
     if (haveLock) {
       void askLock().then((ok) => {
         if (ok !== false || !haveLock) return
@@ -207,7 +229,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         now,
         defaultTimeoutMs,
         onCutShort,
-        owner: CLAIM_OWNER,
+        owner,
         ...(general > 0
           ? { capacity: (key: string) => limits.capacity(key, now), excludeEndpoints: limits.saturated(now) }
           : {
@@ -383,6 +405,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (cutShortTimer) clearTimeout(cutShortTimer)
       timer = refillTimer = soonTimer = cutShortTimer = null
       soonAt = Infinity
+      // Another process may claim from now on: this one only finishes what it has in flight, and
+      // the next holder counts those rows against their endpoints' limits until they settle.
+      if (haveLock) {
+        haveLock = false
+        await lock.release(DISPATCHER_LOCK).catch((err: unknown) => log.error({ err }, 'releasing the dispatcher lock failed'))
+      }
       if (running.size > 0) {
         let expire: NodeJS.Timeout | undefined
         await Promise.race([
@@ -408,8 +436,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (settleRetryTimer) clearTimeout(settleRetryTimer)
       settleRetryTimer = null
       started = false
-      if (haveLock) await lock.release(DISPATCHER_LOCK)
-      haveLock = false
     },
     inFlight: () => running.size,
   }

@@ -12,6 +12,10 @@ import { createEndpointCache } from './endpoint-cache.js'
  */
 export function createEndpointLimits(store: Store, channelLimits: ReadonlyMap<string, number> = new Map()) {
   const inflight = new Map<string, number>()
+  // Rows another process still has in flight (the previous lock holder draining): they use
+  // their endpoints' slots too until they settle.
+  let foreign: ReadonlyMap<string, number> = new Map()
+  const used = (id: string): number => (inflight.get(id) ?? 0) + (foreign.get(id) ?? 0)
   const buckets = new Map<string, TokenBucket>()
   const info = createEndpointCache(store)
 
@@ -23,13 +27,12 @@ export function createEndpointLimits(store: Store, channelLimits: ReadonlyMap<st
   }
 
   const capacity = (id: string, now: number): number => {
-    if (id.startsWith('#')) return Math.max(0, (channelLimits.get(id) ?? Infinity) - (inflight.get(id) ?? 0))
+    if (id.startsWith('#')) return Math.max(0, (channelLimits.get(id) ?? Infinity) - used(id))
     const l = info(id)
     if (!l) return 0
-    const used = inflight.get(id) ?? 0
     const state = circuitState(l, now)
     if (state === 'open') return 0
-    let cap = (state === 'half_open' ? 1 : l.maxConcurrency) - used
+    let cap = (state === 'half_open' ? 1 : l.maxConcurrency) - used(id)
     if (l.rateLimit !== null) cap = Math.min(cap, bucketFor(id, l.rateLimit, now).available(now))
     return Math.max(0, cap)
   }
@@ -37,16 +40,20 @@ export function createEndpointLimits(store: Store, channelLimits: ReadonlyMap<st
   return {
     /** Slots the endpoint has free now. */
     capacity,
-    /** Requests in flight to the endpoint. */
-    inFlight: (id: string): number => inflight.get(id) ?? 0,
+    /** Requests in flight to the endpoint (another process's counted by setForeign included). */
+    inFlight: used,
+    /** Replaces the counts of rows another process has in flight, by key. */
+    setForeign(counts: ReadonlyMap<string, number>): void {
+      foreign = counts
+    },
     /**
      * Endpoints the claim skips entirely: those with no free slot, and (with `atMost`) those
      * already holding `atMost` requests or more.
      */
     saturated(now: number, atMost = Infinity): string[] {
       const out: string[] = []
-      for (const id of new Set([...inflight.keys(), ...buckets.keys()])) {
-        if ((inflight.get(id) ?? 0) >= atMost || capacity(id, now) === 0) out.push(id)
+      for (const id of new Set([...inflight.keys(), ...buckets.keys(), ...foreign.keys()])) {
+        if (used(id) >= atMost || capacity(id, now) === 0) out.push(id)
       }
       return out
     },

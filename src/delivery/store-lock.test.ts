@@ -5,6 +5,7 @@ import { systemClock } from '../lib/clock.js'
 import { silentLogger } from '../log.js'
 import { openStore, type Store } from '../store/index.js'
 import { tempStore } from '../../test/helpers.js'
+import { insertEndpoint } from '../../test/queue-helpers.js'
 import type { ChannelSender } from './channel.js'
 import { createDispatcher, type Dispatcher } from './dispatcher.js'
 import type { Lock } from './lock.js'
@@ -132,6 +133,51 @@ describe('the dispatcher lock', () => {
     expect(sentB).toEqual([later])
     expect(other.locks.get('deliveries')?.owner).toBe('2.2.')
     expect(sentA).toHaveLength(3)
+  })
+
+  it('hands over at stop without waiting for the drain, the rows still in flight counting against their limits', async () => {
+    const store = temp()
+    const other = openStore(store.path)
+    stops.push(() => other.close())
+    insertEndpoint(store.db, { id: 'ep_slow' })
+    store.db.prepare(`UPDATE endpoints SET max_concurrency = 1 WHERE id = 'ep_slow'`).run()
+    insertEndpoint(store.db, { id: 'ep_fast' })
+    const add = (endpointId: string, tag: string): string =>
+      store.tx(() => store.deliveries.enqueue({ channel: 'webhook', endpointId, notificationId: `ntf_${tag}`, recipient: 'u', eventType: 't', maxAttempts: 3, nextAttemptAt: Date.now() }, Date.now())).id
+    let finish: () => void = () => {}
+    const sentA: string[] = []
+    const sentB: string[] = []
+    const slow: ChannelSender = {
+      send: async (row) => {
+        sentA.push(row.id)
+        await new Promise<void>((resolve) => (finish = resolve))
+        return { outcome: { kind: 'success' } }
+      },
+    }
+    const fast: ChannelSender = { send: async (row) => (sentB.push(row.id), { outcome: { kind: 'success' } }) }
+    const config = testConfig({ concurrency: 8, pollIntervalMs: 20 })
+    const deps = { config, clock: systemClock, rng: () => 0.5, log: silentLogger() }
+    // The first holder runs as another (live) process would: its claims name the test's parent.
+    const a = createDispatcher({ ...deps, store, channels: new Map([['webhook', slow]]), lock: createStoreLock(store, { owner: 'A', isGone: () => false }), claimOwner: `${process.ppid}.${processStart(process.ppid)}.` })
+    const b = createDispatcher({ ...deps, store: other, channels: new Map([['webhook', fast]]), lock: createStoreLock(other, { owner: 'B', isGone: () => false }) })
+    stops.push(() => a.stop(50), () => b.stop(50))
+    const first = add('ep_slow', 's1')
+    a.start()
+    await waitFor(() => sentA.length === 1)
+    b.start()
+    const draining = a.stop(10_000)
+    const second = add('ep_slow', 's2')
+    const quick = add('ep_fast', 'f1')
+    // The standby delivers at once, while the first holder still drains its slow request…
+    await waitFor(() => sentB.includes(quick))
+    await new Promise((r) => setTimeout(r, 100))
+    // …but not to the endpoint whose one slot that request still holds.
+    expect(sentB).not.toContain(second)
+    expect(store.deliveries.get(first)!.status).toBe('in_flight')
+    finish()
+    await draining
+    await waitFor(() => sentB.includes(second))
+    expect(sentA).toEqual([first])
   })
 
   it('stops claiming when another process has taken the lock over', async () => {

@@ -318,6 +318,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     },
     claimDue: claimer.claimDue,
     releaseOrphanedClaims: claimer.releaseOrphanedClaims,
+    inFlightByOthers: claimer.inFlightByOthers,
     releaseWaitingInOrder: claimer.releaseWaitingInOrder,
     settle: (results, now) => (results.length === 0 ? [] : settleTx.immediate(results, now)),
     get: (id) => (s.get.get(id) as Delivery | undefined) ?? null,
