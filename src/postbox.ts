@@ -207,6 +207,11 @@ export class Postbox {
       })
   }
 
+  /** Ends every live inbox stream cleanly (clients reconnect with Last-Event-ID); `close()` does it first. */
+  endStreams(): void {
+    this.engine.notify.stream.endAll()
+  }
+
   /**
    * Graceful stop: the dispatcher stops claiming and drains in-flight requests within
    * `config.shutdownTimeoutMs`, unsent claims are released, the sender's connections close,
@@ -215,6 +220,7 @@ export class Postbox {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    this.endStreams()
     if (this.retentionTimer) clearInterval(this.retentionTimer)
     try {
       await this.engine.stop(this.config.shutdownTimeoutMs)

@@ -39,8 +39,11 @@ export async function listen(postbox: Postbox, log: Log): Promise<RunningServer>
     close() {
       closing ??= (async () => {
         // 1. Stop accepting and let API requests in progress finish (each is short: the
-        //    group commit answers within a turn); long-lived SSE streams are cut after a grace.
+        //    group commit answers within a turn); live inbox streams end first, and anything still
+        //    open is cut after a grace.
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
+        // Live inbox streams end cleanly now instead of holding the grace below.
+        postbox.endStreams()
         server.closeIdleConnections()
         const grace = Math.min(2_000, postbox.config.shutdownTimeoutMs)
         await Promise.race([stopped, new Promise((r) => setTimeout(r, grace).unref())])

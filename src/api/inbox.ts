@@ -149,13 +149,17 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
       closed = true
       notifyLoop()
     }
-    const unsubscribe = notify.stream.subscribe(userId, (e) => {
-      // A client too slow to take its events is cut off rather than buffered without bound; it
-      // reconnects with Last-Event-ID and the durable log replays what it missed.
-      if (queue.length >= notify.streamMaxQueued) return end()
-      queue.push(e)
-      notifyLoop()
-    })
+    const unsubscribe = notify.stream.subscribe(
+      userId,
+      (e) => {
+        // A client too slow to take its events is cut off rather than buffered without bound; it
+        // reconnects with Last-Event-ID and the durable log replays what it missed.
+        if (queue.length >= notify.streamMaxQueued) return end()
+        queue.push(e)
+        notifyLoop()
+      },
+      end,
+    )
     const expires = c.get('inboxTokenExpires')
     const { clock } = c.get('deps')
     // The token was checked at connect; the stream ends when it expires.
