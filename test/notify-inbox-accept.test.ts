@@ -5,6 +5,7 @@ import { apiFixture, type ApiFixture } from './support/api.js'
 import { encodePayload } from '../src/notify/delivery-payload.js'
 import { newId } from '../src/lib/ids.js'
 import { notifyHarness, type NotifyHarness } from './notify-harness.js'
+import { sseReader } from './support/sse.js'
 
 // The inbox is written by the accept transaction of POST /v1/notifications (SPEC §7: "written at
 // once"): these tests never start the dispatcher unless they test the paths that still use it.
@@ -27,44 +28,13 @@ async function listen(fx: ApiFixture): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
-interface Sse {
-  id?: string
-  event?: string
-  data?: string
-}
-
 /** Opens a user's SSE stream and returns a reader of its id-carrying events. */
 async function openStream(base: string, token: string) {
   const ac = new AbortController()
   aborts.push(ac)
   const res = await fetch(`${base}/v1/inbox/stream?token=${token}`, { signal: ac.signal })
   expect(res.status).toBe(200)
-  const reader = res.body!.getReader()
-  const decoder = new TextDecoder()
-  let buffer = ''
-  const queue: Sse[] = []
-  return {
-    async next(): Promise<Sse> {
-      for (;;) {
-        const i = queue.findIndex((m) => m.id !== undefined)
-        if (i >= 0) return queue.splice(0, i + 1).pop()!
-        queue.length = 0
-        const { value, done } = await reader.read()
-        if (done) throw new Error('stream ended')
-        buffer += decoder.decode(value, { stream: true })
-        let cut: number
-        while ((cut = buffer.indexOf('\n\n')) >= 0) {
-          const msg: Sse = {}
-          for (const line of buffer.slice(0, cut).split('\n')) {
-            const m = /^(id|event|data): ?(.*)$/.exec(line)
-            if (m) msg[m[1] as keyof Sse] = m[2]
-          }
-          queue.push(msg)
-          buffer = buffer.slice(cut + 2)
-        }
-      }
-    },
-  }
+  return sseReader(res)
 }
 
 const waitFor = async (what: string, cond: () => boolean): Promise<void> => {

@@ -21,7 +21,7 @@ import {
   type Rendered,
   type Renderer,
 } from './render.js'
-import { encodePayload, type DeliveryPayload } from './delivery-payload.js'
+import { encodePayload, type DeliveryPayload, type StoredPayload } from './delivery-payload.js'
 import type { InboxStreamHub } from './inbox-stream.js'
 import { publishInboxEvents, writeInboxMessages, type InboxWrite, type WrittenInbox } from './inbox-write.js'
 
@@ -178,19 +178,23 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
   }
 }
 
-/** The inbox message's content for one recipient: what the sender reads back from the stored payload. */
-function inboxPayload(req: NotificationRequest, notificationId: string, r: Recipient, rendered: Rendered): DeliveryPayload {
+/** A delivery's payload as stored (without the row's own fields) for one recipient. */
+function storedPayload(req: NotificationRequest, r: Recipient, rendered: Rendered): StoredPayload {
   return {
-    notification_id: notificationId,
-    topic: req.topic,
     title: rendered.title,
     body: rendered.body,
     format: rendered.format,
     severity: req.severity,
     action_url: req.action_url,
     payload: req.payload,
-    recipient: { id: r.id, email: r.email, name: r.user?.name ?? null, locale: r.user?.locale ?? null, external: r.kind === 'external' },
+    recipient: { email: r.email, name: r.user?.name ?? null, locale: r.user?.locale ?? null, external: r.kind === 'external' },
   }
+}
+
+/** The inbox message's content for one recipient: what the sender reads back (decodePayload) from the stored payload and its row. */
+function inboxPayload(req: NotificationRequest, notificationId: string, r: Recipient, rendered: Rendered): DeliveryPayload {
+  const stored = storedPayload(req, r, rendered)
+  return { ...stored, notification_id: notificationId, topic: req.topic, recipient: { id: r.id, ...stored.recipient } }
 }
 
 /**
@@ -268,19 +272,10 @@ function fanoutCache(
         rendered = renders.get(template) ?? renderLogged(template, r)
         renders.set(template, rendered)
       }
-      const name = r.user?.name ?? null
-      const plain = r.email === null && name === null && locale === null && r.kind !== 'external'
+      const plain = r.email === null && (r.user?.name ?? null) === null && locale === null && r.kind !== 'external'
       const cached = plain ? bare.get(rendered) : undefined
       if (cached !== undefined) return { json: cached, rendered }
-      const json = encodePayload({
-        title: rendered.title,
-        body: rendered.body,
-        format: rendered.format,
-        severity: req.severity,
-        action_url: req.action_url,
-        payload: req.payload,
-        recipient: { email: r.email, name, locale, external: r.kind === 'external' },
-      })
+      const json = encodePayload(storedPayload(req, r, rendered))
       if (plain) bare.set(rendered, json)
       return { json, rendered }
     },
