@@ -45,22 +45,18 @@ export function corsMiddleware(origins: readonly string[]): MiddlewareHandler<Ap
   }
 }
 
-/** The POST routes that honour `Idempotency-Key` (as their body's own dedup field). */
-const IDEMPOTENT_POSTS = new Set(['/v1/events', '/v1/notifications'])
-
 /**
- * 400 `validation_failed` for an `Idempotency-Key` on any other POST, rather than ignoring it:
- * a client that relies on it for a safe retry must learn that this route will not dedupe.
- * PUT, PATCH and DELETE are idempotent already (a repeat leaves the same state), so they let it
- * pass. Unknown routes stay 404: only a matched POST route is checked.
+ * `Idempotency-Key` on POST /v1/events/batch is 400 `validation_failed`: a client retrying a
+ * batch with it would expect deduplication, which each event's own `id` gives. Other POSTs
+ * ignore it, as before: SDKs and fetch wrappers add it to every POST, and those routes either
+ * repeat harmlessly (inbox state, tests, enable) or are operator actions. Unknown routes stay 404.
  */
 export function idempotencyKeyGuard(): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
     if (c.req.method === 'POST' && c.req.header('idempotency-key') !== undefined) {
       const route = matchedRoutes(c).at(-1)
-      if (route?.method === 'POST' && !IDEMPOTENT_POSTS.has(route.path)) {
-        const hint = route.path === '/v1/events/batch' ? 'give each event its own `id` instead' : 'only POST /v1/events and POST /v1/notifications honour it'
-        throw errors.validation([{ field: 'idempotency-key', message: `is not supported on POST ${route.path}: ${hint}`, in: 'header' }])
+      if (route?.method === 'POST' && route.path === '/v1/events/batch') {
+        throw errors.validation([{ field: 'idempotency-key', message: 'is not supported on POST /v1/events/batch: give each event its own `id` instead', in: 'header' }])
       }
     }
     await next()

@@ -13,8 +13,7 @@ const routes = {
     ...base, method: 'post', path: '/v1/notifications', summary: 'Send a notification (publisher)', middleware: [publisher] as const,
     request: { headers: IdempotencyHeader('The `dedup_key`, when the body has none'), body: jsonBody(NotificationIn) },
     responses: {
-      202: jsonResponse(NotificationAccepted, 'accepted and committed'),
-      200: jsonResponse(NotificationAccepted, 'a repeat of an accepted dedup_key (or Idempotency-Key): the original, deduplicated'),
+      202: jsonResponse(NotificationAccepted, 'accepted and committed; also a repeat of an accepted dedup_key (or Idempotency-Key), answered with the original and deduplicated: true (SPEC §7)'),
       ...errorResponses,
     },
   }),
@@ -31,10 +30,11 @@ export function notificationRoutes() {
   const r = newRouter()
   r.openapi(routes.send, (c) => {
     const body = c.req.valid('json')
-    // As POST /v1/events: the header is the dedup key when the body has none, and a repeat is 200.
+    // As POST /v1/events, the header is the dedup key when the body has none; unlike events, a
+    // repeat answers 202 too (SPEC §7: the route returns 202 {id, deduplicated, …}).
     const key = idempotencyKey(c.req.valid('header')['idempotency-key'], body.dedup_key, 'dedup_key')
     const result = notifyOf(c).notifications.send(key !== body.dedup_key ? { ...body, dedup_key: key } : body)
-    return c.json(result, result.deduplicated ? 200 : 202)
+    return c.json(result, 202)
   })
   r.openapi(routes.get, (c) =>
     c.json(notifyOf(c).notifications.get(c.req.valid('param').id) as z.infer<typeof NotificationOut>, 200),

@@ -2,14 +2,15 @@ import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import { describe, expect, it } from 'vitest'
-import { CLAIM_OWNER, isOrphanedClaim, processExited, processStart, type ProcessView } from './claim-owner.js'
+import { CLAIM_OWNER, isOrphanedClaim, PID_NAMESPACE, processExited, processStart, type ProcessView } from './claim-owner.js'
 import { processAlive } from '../lib/process.js'
 
 describe('claim owners', () => {
-  const view: ProcessView = { pid: 4242, start: '100', alive: (pid) => pid === 7, startOf: (pid) => (pid === 7 ? '70' : null) }
+  const view: ProcessView = { pid: 4242, start: '100', ns: '9', alive: (pid) => pid === 7, startOf: (pid) => (pid === 7 ? '70' : null) }
 
   it('names this process and its start in every claim token prefix', () => {
-    expect(CLAIM_OWNER).toBe(`${process.pid}.${processStart(process.pid)}.`)
+    expect(CLAIM_OWNER).toBe(`${process.pid}.${processStart(process.pid)}.n${PID_NAMESPACE}.`)
+    expect(PID_NAMESPACE).toMatch(/^\d+$/)
     expect(isOrphanedClaim(`${CLAIM_OWNER}0123456789abcdef01234567`)).toBe(false)
   })
 
@@ -21,6 +22,12 @@ describe('claim owners', () => {
     expect(isOrphanedClaim('8.70.00ff', view)).toBe(true)
     // Written before owners were recorded: unknown, so it waits for its lease.
     expect(isOrphanedClaim('0123456789abcdef01234567', view)).toBe(false)
+    // The namespace, when named: the same one is checked by PID; another one's PIDs mean
+    // nothing here (two containers on a volume are both PID 1), so its rows wait for their leases.
+    expect(isOrphanedClaim('4242.99.n9.00ff', view)).toBe(true)
+    expect(isOrphanedClaim('8.70.n9.00ff', view)).toBe(true)
+    expect(isOrphanedClaim('4242.99.n8.00ff', view)).toBe(false)
+    expect(isOrphanedClaim('8.70.n8.00ff', view)).toBe(false)
   })
 
   it('checks real processes by default, and a worker thread of this process is this process', async () => {
@@ -34,7 +41,7 @@ describe('claim owners', () => {
     )
     const seen = await new Promise<string>((resolve) => worker.once('message', resolve))
     await worker.terminate()
-    expect(`${seen}.`).toBe(CLAIM_OWNER)
+    expect(CLAIM_OWNER.startsWith(`${seen}.n`)).toBe(true)
   })
 
   it('counts a killed process that was not reaped yet (a zombie) as gone', async () => {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, readlinkSync } from 'node:fs'
 import { processAlive } from '../lib/process.js'
 
 /**
@@ -34,35 +34,58 @@ export function processExited(pid: number): boolean {
 /** This process's start: the kernel's, else the wall clock's in seconds (other systems). */
 const START = processStart(process.pid) ?? String(Math.round(Date.now() / 1000 - process.uptime()))
 
-/**
- * The prefix of every claim token this process writes, `<pid>.<start>.`: a dispatcher starting
- * later can tell whose claims are still in flight, and release at once only those of processes
- * that are gone.
- */
-export const CLAIM_OWNER = `${process.pid}.${START}.`
+/** This process's PID namespace (Linux: the inode of /proc/self/ns/pid); '0' where there is none. */
+function pidNamespace(): string {
+  try {
+    return /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? '0'
+  } catch {
+    return '0'
+  }
+}
 
-const OWNER = /^(\d{1,10})\.(\d{1,20})\./
+/** This process's PID namespace, as claim tokens and lock owners name it. */
+export const PID_NAMESPACE = pidNamespace()
+
+/**
+ * The prefix of every claim token this process writes, `<pid>.<start>.n<PID namespace>.`: a
+ * dispatcher starting later can tell whose claims are still in flight, and release at once only
+ * those of processes that are gone. The namespace matters because a PID means nothing in another
+ * one (two containers on a volume are both PID 1).
+ */
+export const CLAIM_OWNER = `${process.pid}.${START}.n${PID_NAMESPACE}.`
+
+const OWNER = /^(\d{1,10})\.(\d{1,20})\.(?:n(\d{1,20})\.)?/
 
 /** How `isOrphanedClaim` sees processes (injected by tests). */
 export interface ProcessView {
   pid: number
   start: string
+  /** The PID namespace the view's PIDs belong to. */
+  ns: string
   alive(pid: number): boolean
   startOf(pid: number): string | null
 }
 
-const THIS_HOST: ProcessView = { pid: process.pid, start: START, alive: (pid) => processAlive(pid) && !processExited(pid), startOf: processStart }
+const THIS_HOST: ProcessView = {
+  pid: process.pid,
+  start: START,
+  ns: PID_NAMESPACE,
+  alive: (pid) => processAlive(pid) && !processExited(pid),
+  startOf: processStart,
+}
 
 /**
  * True when the claim `token` was written by a process that no longer runs: its PID is not
  * alive, or runs a process that started at another time (this one after a restart with the same
  * PID, or another program that reused it). False when its owner may be alive or is unknown (a
- * token without an owner, written before owners were recorded): such a row waits for its lease,
- * slower after a crash but never sent twice while it is in flight.
+ * token without an owner, written before owners were recorded; a token of another PID
+ * namespace, whose PIDs cannot be checked here): such a row waits for its lease, slower after a
+ * crash but never sent twice while it is in flight.
  */
 export function isOrphanedClaim(token: string, view: ProcessView = THIS_HOST): boolean {
   const m = OWNER.exec(token)
   if (!m) return false
+  if (m[3] !== undefined && m[3] !== view.ns) return false
   const pid = Number(m[1])
   if (pid === view.pid) return m[2] !== view.start
   if (!view.alive(pid)) return true

@@ -1,4 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { rmSync, symlinkSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { testConfig } from '../config.js'
 import { systemClock } from '../lib/clock.js'
@@ -66,33 +68,63 @@ describe('the dispatcher lock', () => {
     expect(store.locks.get('deliveries')?.owner).toBe('1.1.')
   })
 
-  it('judges a holder in this PID namespace by its PID, one in another namespace by its heartbeat', () => {
+  it('judges a holder in this PID namespace by its PID, one in another namespace by its heartbeat while this one waited', () => {
     const row = (owner: string, seenAt: number) => ({ name: 'deliveries', owner, acquiredAt: 0, seenAt })
     const ns = /\.n(\d+)\.$/.exec(LOCK_OWNER)![1]!
     const parent = `${process.ppid}.${processStart(process.ppid)}.n${ns}.`
     const gone = `${spawnSync(process.execPath, ['-e', '']).pid}.1.n${ns}.`
     const now = 1_000_000
-    expect(lockHolderGone(row(parent, 0), now)).toBe(false)
-    expect(lockHolderGone(row(gone, now), now)).toBe(true)
+    const longAgo = now - 2 * LOCK_STALE_MS
+    expect(lockHolderGone(row(parent, 0), now, longAgo)).toBe(false)
+    expect(lockHolderGone(row(gone, now), now, now)).toBe(true)
     // Another namespace (another container on the volume, or this one before a restart): PID 1
-    // there may be anything here, so only a heartbeat that stopped counts.
+    // there may be anything here, so only a heartbeat that stopped while this one waited counts.
     const elsewhere = `1.5.n${ns}9.`
-    expect(lockHolderGone(row(elsewhere, now - LOCK_STALE_MS), now)).toBe(false)
-    expect(lockHolderGone(row(elsewhere, now - LOCK_STALE_MS - 1), now)).toBe(true)
-    expect(lockHolderGone(row(`${process.pid}.1.n${ns}9.`, now), now)).toBe(false)
+    expect(lockHolderGone(row(elsewhere, now - LOCK_STALE_MS), now, longAgo)).toBe(false)
+    expect(lockHolderGone(row(elsewhere, now - LOCK_STALE_MS - 1), now, longAgo)).toBe(true)
+    // An old heartbeat means nothing until this process has waited (and said so) long enough:
+    // a holder alone on its file writes no heartbeat.
+    expect(lockHolderGone(row(elsewhere, 0), now, now - LOCK_STALE_MS)).toBe(false)
+    expect(lockHolderGone(row(`${process.pid}.1.n${ns}9.`, now), now, longAgo)).toBe(false)
   })
 
-  it('the holder renews its heartbeat when it asks again after LOCK_BEAT_MS', async () => {
+  it('a holder alone writes no heartbeat; once a standby waits, it renews one every LOCK_BEAT_MS', async () => {
     const store = temp()
     const clock = new ManualClock(1_000_000)
     const lock = createStoreLock(store, { owner: '1.1.n1.', isGone: () => false, clock })
+    const standby = createStoreLock(store, { owner: '2.2.n2.', clock })
     expect(await lock.acquire('deliveries')).toBe(true)
-    clock.advance(LOCK_BEAT_MS - 1)
+    clock.advance(10 * LOCK_BEAT_MS)
     expect(await lock.acquire('deliveries')).toBe(true)
     expect(store.locks.get('deliveries')).toMatchObject({ acquiredAt: 1_000_000, seenAt: 1_000_000 })
+    // Another namespace waits: it says so, and the holder starts beating at its next check.
+    expect(await standby.acquire('deliveries')).toBe(false)
+    expect(store.locks.get('deliveries:standby')).toMatchObject({ owner: '2.2.n2.' })
+    clock.advance(1000)
+    expect(await lock.acquire('deliveries')).toBe(true)
+    const beat = clock.now()
+    expect(store.locks.get('deliveries')!.seenAt).toBe(beat)
+    clock.advance(LOCK_BEAT_MS - 1)
+    expect(await lock.acquire('deliveries')).toBe(true)
+    expect(store.locks.get('deliveries')!.seenAt).toBe(beat)
     clock.advance(1)
     expect(await lock.acquire('deliveries')).toBe(true)
-    expect(store.locks.get('deliveries')).toMatchObject({ acquiredAt: 1_000_000, seenAt: 1_000_000 + LOCK_BEAT_MS })
+    expect(store.locks.get('deliveries')!.seenAt).toBe(beat + LOCK_BEAT_MS)
+    // A live, beating holder is never taken over; one whose beats stop is, after LOCK_STALE_MS.
+    for (let i = 0; i < 40; i++) {
+      clock.advance(1000)
+      expect(await standby.acquire('deliveries')).toBe(false)
+      expect(await lock.acquire('deliveries')).toBe(true)
+    }
+    for (let i = 0; i < LOCK_STALE_MS / 1000; i++) {
+      clock.advance(1000)
+      expect(await standby.acquire('deliveries')).toBe(false)
+    }
+    clock.advance(1000)
+    expect(await standby.acquire('deliveries')).toBe(true)
+    expect(store.locks.get('deliveries')).toMatchObject({ owner: '2.2.n2.' })
+    expect(store.locks.get('deliveries:standby')).toBeNull()
+    expect(await lock.acquire('deliveries')).toBe(false)
   })
 
   it('several dispatchers of one process share the lock: it is released only when the last one releases', async () => {
@@ -107,6 +139,23 @@ describe('the dispatcher lock', () => {
     expect(await other.acquire('deliveries')).toBe(false)
     await two.release('deliveries')
     expect(await other.acquire('deliveries')).toBe(true)
+  })
+
+  it('counts the instances of one process per file, whatever path spelling opened it', async () => {
+    const store = temp()
+    const link = join(dirname(dirname(store.path)), `link-${Date.now()}`)
+    symlinkSync(dirname(store.path), link)
+    stops.push(() => rmSync(link, { force: true }))
+    const viaLink = openStore(join(link, basename(store.path)))
+    stops.push(() => viaLink.close())
+    const one = createStoreLock(store, { owner: '1.1.n1.', isGone: () => false })
+    const two = createStoreLock(viaLink, { owner: '1.1.n1.', isGone: () => false })
+    expect(await one.acquire('deliveries')).toBe(true)
+    expect(await two.acquire('deliveries')).toBe(true)
+    await one.release('deliveries')
+    expect(store.locks.get('deliveries')?.owner).toBe('1.1.n1.')
+    await two.release('deliveries')
+    expect(store.locks.get('deliveries')).toBeNull()
   })
 
   it('lets one of two processes on a file claim; the other stands by and takes over when the first stops', async () => {

@@ -1,4 +1,4 @@
-import { readlinkSync } from 'node:fs'
+import { realpathSync } from 'node:fs'
 import type { Clock } from '../lib/clock.js'
 import { systemClock } from '../lib/clock.js'
 import type { Log } from '../log.js'
@@ -7,35 +7,29 @@ import type { LockRow } from '../store/locks.js'
 import { CLAIM_OWNER, isOrphanedClaim } from './claim-owner.js'
 import type { Lock } from './lock.js'
 
-/** How often a holder refreshes its heartbeat (it asks for the lock at least this often). */
+/** How often a holder refreshes its heartbeat while a standby waits (it asks at least this often). */
 export const LOCK_BEAT_MS = 5_000
-/** A holder in another PID namespace without a heartbeat for this long is taken over. */
+/** A holder in another PID namespace without a heartbeat for this long, while a standby waited as long, is taken over. */
 export const LOCK_STALE_MS = 30_000
+/** The row a waiting process writes so the holder knows to keep a heartbeat: `<lock>:standby`. */
+const standbyOf = (name: string): string => `${name}:standby`
 
-/** This process's PID namespace (Linux: the inode of /proc/self/ns/pid); '0' where there is none. */
-function pidNamespace(): string {
-  try {
-    return /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? '0'
-  } catch {
-    return '0'
-  }
-}
-
-/** This process as a lock owner: `<pid>.<process start>.n<pid namespace>.`. */
-export const LOCK_OWNER = `${CLAIM_OWNER}n${pidNamespace()}.`
+/** This process as a lock owner: `<pid>.<process start>.n<PID namespace>.`, its claim tokens' prefix. */
+export const LOCK_OWNER = CLAIM_OWNER
 
 const OWNER = /^\d{1,10}\.\d{1,20}\.n(\d{1,20})\.$/
 
 /**
  * True when the holder of `row` is gone. In this PID namespace its PID says so (not running, or
  * running a process started at another time). In another namespace (two containers on one
- * volume, or this container after a restart) its PID means nothing here, so only a heartbeat
- * older than LOCK_STALE_MS does.
+ * volume, or this container after a restart) its PID means nothing here: it is gone when its
+ * heartbeat is older than LOCK_STALE_MS although this process has been waiting (and saying so,
+ * which makes a live holder beat) since `waitingSince`, at least as long.
  */
-export function lockHolderGone(row: LockRow, now: number, owner = LOCK_OWNER, orphaned: (token: string) => boolean = isOrphanedClaim): boolean {
+export function lockHolderGone(row: LockRow, now: number, waitingSince: number, owner = LOCK_OWNER, orphaned: (token: string) => boolean = isOrphanedClaim): boolean {
   const theirs = OWNER.exec(row.owner)?.[1]
   const ours = OWNER.exec(owner)?.[1]
-  if (theirs !== undefined && theirs !== ours) return now - row.seenAt > LOCK_STALE_MS
+  if (theirs !== undefined && theirs !== ours) return now - row.seenAt > LOCK_STALE_MS && now - waitingSince > LOCK_STALE_MS
   return orphaned(row.owner)
 }
 
@@ -48,8 +42,8 @@ const holders = new Map<string, number>()
 export interface StoreLockOptions {
   /** This holder's name; default LOCK_OWNER. */
   owner?: string
-  /** True when the holder of a row no longer runs; default `lockHolderGone`. */
-  isGone?: (row: LockRow, now: number) => boolean
+  /** True when the holder of a row no longer runs (this process waiting for it since `waitingSince`); default `lockHolderGone`. */
+  isGone?: (row: LockRow, now: number, waitingSince: number) => boolean
   clock?: Clock
   log?: Log
 }
@@ -65,20 +59,39 @@ export interface StoreLockOptions {
  */
 export function createStoreLock(store: Store, opts: StoreLockOptions = {}): Lock {
   const owner = opts.owner ?? LOCK_OWNER
-  const isGone = opts.isGone ?? ((row: LockRow, now: number) => lockHolderGone(row, now, owner))
+  const isGone = opts.isGone ?? ((row: LockRow, now: number, waitingSince: number) => lockHolderGone(row, now, waitingSince, owner))
   const clock = opts.clock ?? systemClock
   const mine = new Set<string>()
-  const key = (name: string): string => `${store.path}\0${owner}\0${name}`
+  // The file, whichever path spelling (relative, a symlink) each instance opened it by.
+  const file = ((): string => {
+    try {
+      return realpathSync(store.path)
+    } catch {
+      return store.path
+    }
+  })()
+  const key = (name: string): string => `${file}\0${owner}\0${name}`
   let waitingFor: string | null = null
+  let waitingSince = 0
   return {
     async acquire(name) {
       const now = clock.now()
-      const { holder, replaced } = store.locks.take(name, owner, now, (row) => isGone(row, now), LOCK_BEAT_MS)
+      // A holder writes a heartbeat only while someone waits: an idle server alone on its file
+      // writes nothing (each write would restart a running `postbox backup`).
+      const standby = store.locks.get(standbyOf(name))
+      const waited = standby !== null && standby.owner !== owner && now - standby.seenAt <= LOCK_STALE_MS
+      const since = (row: LockRow): number => (row.owner === waitingFor ? waitingSince : now)
+      const { holder, replaced } = store.locks.take(name, owner, now, (row) => isGone(row, now, since(row)), waited ? LOCK_BEAT_MS : Infinity)
       if (holder !== owner) {
-        if (waitingFor !== holder) opts.log?.info({ lock: name, holder }, 'another process holds the dispatcher lock; this one serves the API and stands by')
-        waitingFor = holder
+        if (waitingFor !== holder) {
+          opts.log?.info({ lock: name, holder }, 'another process holds the dispatcher lock; this one serves the API and stands by')
+          waitingFor = holder
+          waitingSince = now
+        }
+        if (standby?.owner !== owner || now - standby.seenAt >= LOCK_BEAT_MS) store.locks.put(standbyOf(name), owner, now)
         return false
       }
+      if (standby?.owner === owner) store.locks.release(standbyOf(name), owner)
       if (replaced !== null) opts.log?.info({ lock: name, previous: replaced }, 'took over the dispatcher lock of a process that is gone')
       else if (waitingFor !== null) opts.log?.info({ lock: name }, 'dispatcher lock taken; delivering')
       waitingFor = null

@@ -30,6 +30,8 @@ export interface LocksStore {
   take(name: string, owner: string, now: number, replaceable: (holder: LockRow) => boolean, beatEveryMs: number): { holder: string; replaced: string | null }
   /** Releases `name` if `owner` holds it. */
   release(name: string, owner: string): void
+  /** Writes `name` as `owner`'s, seen now, whoever had it (a standby's notice that it waits). */
+  put(name: string, owner: string, now: number): void
 }
 
 /** Creates the locks store over `db`. */
@@ -62,6 +64,9 @@ export function createLocksStore(db: Db): LocksStore {
     },
     release(name, owner) {
       s.release.run(name, owner)
+    },
+    put(name, owner, now) {
+      s.take.run({ name, owner, now })
     },
   }
 }
