@@ -183,7 +183,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   function countForeign(): void {
     try {
       if (foreignInFlight) store.deliveries.releaseOrphanedClaims(clock.now(), isOrphanedClaim)
-      const counts = store.deliveries.inFlightByOthers(owner)
+      const counts = store.deliveries.inFlightByOthers(owner, clock.now())
       limits.setForeign(counts)
       foreignInFlight = counts.size > 0
     } catch (err) {

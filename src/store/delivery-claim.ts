@@ -167,7 +167,7 @@ export const CLAIM_SQL = {
   expireLeases: `${EXPIRE_CLAIM} WHERE status = 'in_flight' AND lease_until <= @now`,
   inFlightClaims: `SELECT id, claim_token FROM deliveries INDEXED BY deliveries_leases WHERE status = 'in_flight'`,
   inFlightByOthers: `SELECT ${DUE_KEY()} AS key, count(*) AS n FROM deliveries INDEXED BY deliveries_leases
-    WHERE status = 'in_flight' AND substr(claim_token, 1, length(@owner)) <> @owner GROUP BY key`,
+    WHERE status = 'in_flight' AND lease_until > @now AND substr(claim_token, 1, length(@owner)) <> @owner GROUP BY key`,
   releaseClaims: `${EXPIRE_CLAIM} WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'in_flight'`,
   // A waiting row with no older unfinished row of its key left, or of an endpoint no longer
   // ordered, is due now; the trigger deliveries_next_in_order should leave none (a repair).
@@ -397,7 +397,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     // release (its fresh claim would be released).
     releaseOrphanedClaims: (now, orphaned = () => true) => madeDue(releaseOrphansTx.immediate(now, orphaned)),
     releaseWaitingInOrder: (now) => madeDue(s.releaseWaiting.run({ now }).changes),
-    inFlightByOthers: (owner) => new Map((s.inFlightByOthers.all({ owner }) as { key: string; n: number }[]).map((r) => [r.key, r.n])),
+    inFlightByOthers: (owner, now) => new Map((s.inFlightByOthers.all({ owner, now }) as { key: string; n: number }[]).map((r) => [r.key, r.n])),
     noteDue(key) {
       if (key !== undefined && key === stoppedBy) uncounted = key
       else generation++

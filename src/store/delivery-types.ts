@@ -166,10 +166,11 @@ export interface DeliveriesStore {
    */
   releaseOrphanedClaims(now: number, orphaned?: (claimToken: string) => boolean): number
   /**
-   * Rows in flight whose claim token does not start with `owner` (another process's, or from
-   * before owners were recorded), counted by claim key (an endpoint id or `#<channel>`).
+   * Rows in flight under a lease still running at `now` whose claim token does not start with
+   * `owner` (another process's, or from before owners were recorded), counted by claim key (an
+   * endpoint id or `#<channel>`). Rows whose lease ran out are claimable again, so not counted.
    */
-  inFlightByOthers(owner: string): Map<string, number>
+  inFlightByOthers(owner: string, now: number): Map<string, number>
   /**
    * Makes due every row waiting for its ordering key's turn (WAITING_IN_ORDER) that no longer
    * has an older unfinished row, or whose endpoint is no longer ordered; returns how many. A
