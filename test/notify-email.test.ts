@@ -218,6 +218,31 @@ describe('email channel over a real SMTP sink', () => {
     expect(rows.map((d) => d.nextAttemptAt)).toEqual([start + 1000, start + 1000])
   })
 
+  it('a digest whose message fails transiently on its carrier\'s last attempt ends only the carrier: the others keep their attempts', async () => {
+    h = notifyHarness({ smtpUrl })
+    h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'daily' })
+    const ids = ['A', 'B', 'C'].map((title) => h.notify.notifications.send({ topic: 'c', recipients: ['temp@example.com'], channels: ['email'], title }).id)
+    const [a, b, c] = ids.map((id) => h.store.deliveries.byNotification(id)[0]!)
+    // A has failed five times before (of six): this claim is its last attempt.
+    h.store.db.prepare(`UPDATE deliveries SET attempts = 5 WHERE id = ?`).run(a!.id)
+    h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
+    const start = h.clock.now()
+    // A carries the message, B is claimed with it, C is carried from the store; the server says 451.
+    const claimed = h.store.deliveries.claimDue({ limit: 2, now: start, defaultTimeoutMs: 30_000 })
+    expect(claimed.map((d) => [d.id, d.attempts])).toEqual([[a!.id, 6], [b!.id, 1]])
+    const signal = new AbortController().signal
+    const results = await Promise.all(claimed.map((d) => h.notify.channels.email.send(d, signal)))
+    h.store.deliveries.settle(claimed.map((d, i) => ({ id: d.id, claimToken: d.claimToken, outcome: results[i]!.outcome, attempt: results[i]!.attempt })), start)
+    expect(results.map((r) => r.outcome.kind)).toEqual(['dead', 'retry'])
+    // B and C retry together at the next step of their own schedule (the first: 1 s).
+    expect(ids.flatMap((id) => statusOf(h, id))).toEqual([
+      { status: 'dead', attempts: 6, error: expect.stringContaining('451'), next: expect.any(Number) },
+      { status: 'pending', attempts: 1, error: expect.stringContaining('451'), next: start + 1000 },
+      { status: 'pending', attempts: 1, error: expect.stringContaining('451'), next: start + 1000 },
+    ])
+    expect(h.store.deliveries.attempts(c!.id)).toEqual([expect.objectContaining({ attempt: 1, outcome: 'retry', statusCode: 451 })])
+  })
+
   it('each member a digest message carries gets its attempt, naming the delivery that carried it', async () => {
     const counted: [string, string][] = []
     h = notifyHarness({ smtpUrl }, { observer: { attempt: (channel, outcome) => void counted.push([channel, outcome]) } })

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger } from '../src/log.js'
-import { createRenderer, RENDER_BUDGET_MS, RENDER_LIMIT_MS, type Renderer } from '../src/notify/render.js'
+import { createRenderer, RENDER_LIMIT_MS, renderFallback, type Renderer } from '../src/notify/render.js'
+import { RENDER_BUDGET_MS } from '../src/notify/render-budget.js'
 import { decodePayload } from '../src/notify/delivery-payload.js'
 import { notifyHarness, type NotifyHarness } from './notify-harness.js'
 
@@ -53,27 +54,70 @@ describe('render limits per notification (the accept transaction blocks the proc
     expect(state.renders).toBe(2)
   })
 
-  it(`all renders of one notification share ${RENDER_BUDGET_MS} ms; after it the remaining recipients get the fallback`, () => {
-    const { state, rendering } = countedRenderer(300)
+  it(`a slow template to a small audience stops after its first render (${RENDER_BUDGET_MS} ms budget; QA: 200 ms x 20)`, () => {
+    const { state, rendering } = countedRenderer(RENDER_LIMIT_MS)
     const warnings = harnessWith(rendering)
     h.notify.templates.put({ topic: 'hi', channel: 'inbox', locale: 'en', subject: 'Hi {{ recipient.id }}', body: 'b' })
-    const r = h.notify.notifications.send({ topic: 'hi', recipients: users(10), title: 'Raw' })
-    // 0, 300, 600 and 900 ms spent before each of the first four renders; then 1,200 ≥ 1,000.
-    expect(state.renders).toBe(4)
-    expect(inboxTitles(h, r.id)).toEqual(['Hi u0', 'Hi u1', 'Hi u2', 'Hi u3', ...Array(6).fill('Raw')])
-    // Each render may use at most what is left of the budget, and never more than the per-render limit.
-    expect(state.limits).toEqual([RENDER_LIMIT_MS, RENDER_LIMIT_MS, RENDER_LIMIT_MS, 100])
+    const r = h.notify.notifications.send({ topic: 'hi', recipients: users(20), title: 'Raw' })
+    // 200 ms for one recipient says 4 s for twenty: the rest get the fallback at once.
+    expect(state.renders).toBe(1)
+    expect(inboxTitles(h, r.id)).toEqual(['Hi u0', ...Array(19).fill('Raw')])
     expect(warnings.filter((w) => /budget spent/.test(w.msg))).toHaveLength(1)
     expect(warnings.filter((w) => /failed to render/.test(w.msg))).toHaveLength(0)
   })
 
-  it('a template that does not name the recipient renders once per notification, within the budget', () => {
-    const { state, rendering } = countedRenderer(300)
+  it('the budget grows with the audience: a 0.9 ms template renders for all of 2,000 recipients', () => {
+    // 1.8 s in all: over the 1 s floor, within the 2 s that 2,000 recipients allow.
+    const { state, rendering } = countedRenderer(0.9)
+    const warnings = harnessWith(rendering)
+    h.notify.templates.put({ topic: 'hi', channel: 'inbox', locale: 'en', subject: 'Hi {{ recipient.id }}', body: 'b' })
+    const r = h.notify.notifications.send({ topic: 'hi', recipients: users(2000), title: 'Raw' })
+    expect(state.renders).toBe(2000)
+    expect(inboxTitles(h, r.id).filter((t) => t === 'Raw')).toHaveLength(0)
+    expect(warnings).toHaveLength(0)
+  })
+
+  it('a template whose average says the fan-out would overrun its budget stops once a tenth of it is spent', () => {
+    // 2 ms x 2,000 = 4 s > 2 s: judged after 200 ms (100 recipients), not after the whole 2 s.
+    const { state, rendering } = countedRenderer(2)
+    const warnings = harnessWith(rendering)
+    h.notify.templates.put({ topic: 'hi', channel: 'inbox', locale: 'en', subject: 'Hi {{ recipient.id }}', body: 'b' })
+    const r = h.notify.notifications.send({ topic: 'hi', recipients: users(2000), title: 'Raw' })
+    expect(state.renders).toBe(100)
+    expect(inboxTitles(h, r.id).filter((t) => t === 'Raw')).toHaveLength(1900)
+    expect(warnings.filter((w) => /budget spent/.test(w.msg))).toHaveLength(1)
+  })
+
+  it('a render cut short only because the budget left it little time is the budget\'s end, not a failed template', () => {
+    // 95 ms each with the full limit: after nine (855 ms, 950 projected for ten) the tenth may
+    // take only the 145 ms left, and this template needs more.
+    const real = createRenderer()
+    const state = { t: 0, limits: [] as number[] }
+    const render: Renderer = (template, ctx, limitMs = RENDER_LIMIT_MS) => {
+      state.limits.push(limitMs)
+      if (limitMs < RENDER_LIMIT_MS) {
+        state.t += limitMs
+        return { ...renderFallback(ctx, 'template render limit exceeded'), timedOut: true }
+      }
+      state.t += 95
+      return real(template, ctx, limitMs)
+    }
+    const warnings = harnessWith({ render, now: () => state.t })
+    h.notify.templates.put({ topic: 'hi', channel: 'inbox', locale: 'en', subject: 'Hi {{ recipient.id }}', body: 'b' })
+    const r = h.notify.notifications.send({ topic: 'hi', recipients: users(10), title: 'Raw' })
+    expect(state.limits).toEqual([...Array(9).fill(RENDER_LIMIT_MS), 145])
+    expect(inboxTitles(h, r.id)).toEqual([...users(9).map((u) => `Hi ${u}`), 'Raw'])
+    expect(warnings.filter((w) => /budget spent/.test(w.msg))).toHaveLength(1)
+    expect(warnings.filter((w) => /failed to render/.test(w.msg))).toHaveLength(0)
+  })
+
+  it('a template with a markdown link and no `recipient` renders once per notification', () => {
+    const { state, rendering } = countedRenderer(1)
     harnessWith(rendering)
-    h.notify.templates.put({ topic: 'hi', channel: 'inbox', locale: 'en', subject: 'Hello {{ title }}', body: 'b' })
-    const r = h.notify.notifications.send({ topic: 'hi', recipients: users(10), title: 'all' })
+    h.notify.templates.put({ topic: 'hi', channel: 'inbox', locale: 'en', subject: '{{ title }}', body: '[Open](https://x.example/{{ payload.id }})', format: 'markdown' })
+    const r = h.notify.notifications.send({ topic: 'hi', recipients: users(10), title: 'T', payload: { id: 7 } })
     expect(state.renders).toBe(1)
-    expect(inboxTitles(h, r.id)).toEqual(Array(10).fill('Hello all'))
+    expect(h.store.deliveries.byNotification(r.id).map((d) => decodePayload(d.payload, d)!.body)).toEqual(Array(10).fill('[Open](https://x.example/7)'))
   })
 
   it('a render gets at most the time it is given: with none left, the template falls back', () => {

@@ -10,17 +10,8 @@ import { maxAttemptsFor } from '../delivery/retry-policy.js'
 import { resolveRecipients, type Recipient } from './recipients.js'
 import { decideChannel, type ChannelDecision, type NotifyChannel } from './preferences.js'
 import { isValidTimeZone, planSend } from './schedule.js'
-import {
-  chooseTemplate,
-  createRenderer,
-  dependsOnRecipient,
-  RENDER_BUDGET_MS,
-  RENDER_LIMIT_MS,
-  renderFallback,
-  type RenderContext,
-  type Rendered,
-  type Renderer,
-} from './render.js'
+import { chooseTemplate, createRenderer, dependsOnRecipient, type RenderContext, type Rendered, type Renderer } from './render.js'
+import { createBudgetedRender } from './render-budget.js'
 import { encodePayload, type DeliveryPayload, type StoredPayload } from './delivery-payload.js'
 import type { InboxStreamHub } from './inbox-stream.js'
 import { publishInboxEvents, writeInboxMessages, type InboxWrite, type WrittenInbox } from './inbox-write.js'
@@ -117,10 +108,10 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       const templates = new Map<NotifyChannel, TemplateRow[]>()
       for (const ch of req.channels) templates.set(ch, store.directory.activeTemplates(req.topic, ch))
       const prefsOf = store.directory.preferencesForTopic(req.topic, recipients.map((r) => r.id))
-      const cache = fanoutCache(req, { render, timer }, templates, config.mandatoryTopics, log)
+      const cache = fanoutCache(req, createBudgetedRender({ render, timer, log, topic: req.topic, audience: recipients.length }), templates, config.mandatoryTopics)
       let deliveries = 0
       const inbox: InboxWrite[] = []
-      for (const r of recipients) {
+      for (const [i, r] of recipients.entries()) {
         const prefs = prefsOf(r.id)
         for (const channel of req.channels) {
           if (r.kind === 'external' && channel !== 'email') continue
@@ -130,7 +121,7 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
           const plan =
             channel === 'inbox' ? null : planSend({ now, channel, severity: req.severity, ...decision, tz: pickZone(r, decision.quietHours?.tz) })
           const ch = queueChannel(channel)
-          const { json, rendered } = cache.payload(r, channel)
+          const { json, rendered } = cache.payload(r, channel, i + 1)
           const row = {
             channel: ch,
             notificationId: id,
@@ -201,51 +192,15 @@ function inboxPayload(req: NotificationRequest, notificationId: string, r: Recip
  * Per-notification memo of what a fan-out would otherwise redo for every recipient: the
  * preference decision of users without rows of their own, the template per (channel, locale),
  * the rendering of a template that does not look at the recipient, and the stored payload of a
- * recipient with no details (a bare user id). Each is exactly what the uncached call returns.
+ * recipient with no details (a bare user id). Each is exactly what the uncached call returns,
+ * except that all renders share the notification's render budget (render-budget.ts).
  */
 function fanoutCache(
   req: NotificationRequest,
-  { render, timer }: { render: Renderer; timer: () => number },
+  render: ReturnType<typeof createBudgetedRender>,
   templates: ReadonlyMap<NotifyChannel, TemplateRow[]>,
   mandatoryTopics: readonly string[],
-  log: Log,
 ) {
-  // The accept transaction blocks the process while it renders, so a template gets one chance
-  // per notification (a failure, or its time or memory limit, sends every later recipient the
-  // fallback at once) and all renders share RENDER_BUDGET_MS; only a template that names the
-  // recipient renders more than once per channel and locale.
-  const failed = new Map<number, string>()
-  let spentMs = 0
-  let budgetSpent = false
-  /** Renders within the budget, and logs a template's failure once per notification (never the payload). */
-  const renderLogged = (template: TemplateRow | null, r: Recipient): Rendered => {
-    const ctx = context(req, r)
-    if (template === null) return renderFallback(ctx)
-    const error = failed.get(template.id)
-    if (error !== undefined) return renderFallback(ctx, error)
-    const left = RENDER_BUDGET_MS - spentMs
-    if (left <= 0) {
-      if (!budgetSpent) {
-        budgetSpent = true
-        log.warn(
-          { topic: req.topic, channel: template.channel, locale: template.locale, template_version: template.version, budget_ms: RENDER_BUDGET_MS },
-          'notification render budget spent; sent the title and body as given to the remaining recipients',
-        )
-      }
-      return renderFallback(ctx, 'render_budget_exhausted')
-    }
-    const started = timer()
-    const rendered = render(template, ctx, Math.min(RENDER_LIMIT_MS, left))
-    spentMs += timer() - started
-    if (rendered.error !== undefined) {
-      failed.set(template.id, rendered.error)
-      log.warn(
-        { topic: req.topic, channel: template.channel, locale: template.locale, template_version: template.version, error: rendered.error },
-        'notification template failed to render; sent the title and body as given',
-      )
-    }
-    return rendered
-  }
   const decisions = new Map<readonly PreferenceRow[], Map<NotifyChannel, ChannelDecision>>()
   const chosen = new Map<string, TemplateRow | null>()
   const renders = new Map<TemplateRow | null, Rendered>()
@@ -260,16 +215,16 @@ function fanoutCache(
       if (!d) byChannel.set(channel, (d = decideChannel(prefs, userId, req.topic, channel, mandatoryTopics)))
       return d
     },
-    /** The stored payload of a delivery, and the rendering it holds. */
-    payload(r: Recipient, channel: NotifyChannel): { json: string; rendered: Rendered } {
+    /** The stored payload of a delivery to the `position`th recipient, and the rendering it holds. */
+    payload(r: Recipient, channel: NotifyChannel, position: number): { json: string; rendered: Rendered } {
       const locale = r.user?.locale ?? null
       const key = `${channel}|${locale ?? ''}`
       let template = chosen.get(key)
       if (template === undefined) chosen.set(key, (template = chooseTemplate(templates.get(channel)!, locale)))
       let rendered: Rendered
-      if (dependsOnRecipient(template)) rendered = renderLogged(template, r)
+      if (dependsOnRecipient(template)) rendered = render(template, context(req, r), position)
       else {
-        rendered = renders.get(template) ?? renderLogged(template, r)
+        rendered = renders.get(template) ?? render(template, context(req, r), position)
         renders.set(template, rendered)
       }
       const plain = r.email === null && (r.user?.name ?? null) === null && locale === null && r.kind !== 'external'

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { TemplateRow } from '../store/directory.js'
-import { chooseTemplate, createRenderer, localeChain, type RenderContext } from './render.js'
+import { chooseTemplate, createRenderer, dependsOnRecipient, localeChain, type RenderContext } from './render.js'
 
 let nextId = 1
 const tpl = (locale: string, version: number, over: Partial<TemplateRow> = {}): TemplateRow => ({
@@ -81,5 +81,43 @@ describe('runaway templates', () => {
     const ctx: RenderContext = { topic: 't', title: 'T', body: 'B', severity: 'info', action_url: null, payload: {}, recipient: { id: 'u', name: null, email: null, locale: null } }
     const r = render(tpl('en', 1, { body: '{% for i in (1..100000000) %}{{ i }}{% endfor %}' }), ctx)
     expect(r).toMatchObject({ title: 'T', body: 'B', templateId: null })
+  })
+
+  it('say whether they ran out of time or failed otherwise', () => {
+    const render = createRenderer()
+    const ctx: RenderContext = { topic: 't', title: 'T', body: 'B', severity: 'info', action_url: null, payload: {}, recipient: { id: 'u', name: null, email: null, locale: null } }
+    expect(render(tpl('en', 1, { body: "{% include 'nope' %}" }), ctx).timedOut).toBeUndefined()
+    expect(render(tpl('en', 1, { body: '{% for i in (1..1000) %}{% endfor %}' }), ctx, 0).timedOut).toBe(true)
+  })
+})
+
+describe('recipient dependence (a template that cannot reach `recipient` renders once per notification)', () => {
+  const cases: [string, string, boolean][] = [
+    ['markdown link, no recipient', '[docs](https://x.example/{{ payload.id }}) for {{ title }}', false],
+    ['array index on payload', '{{ payload.items[0].name }} {{ payload["k"] }}', false],
+    ['the word in text only', 'Dear recipient, {{ title }}', false],
+    ['a comment or raw block', '{% comment %}{{ recipient }}{% endcomment %}{% raw %}{{ recipient.id }}{% endraw %}', false],
+    ['a local of that name', '{% assign recipient = payload.who %}{{ recipient.name }}', false],
+    ['another variable sharing the prefix', '{{ recipient_name }}', false],
+    ['a property', 'Hi {{ recipient.name }}', true],
+    ['in a loop', '{% for i in (1..30) %}- {{ i }} {{ recipient.id }}\n{% endfor %}', true],
+    ['in a condition', '{% if recipient.locale == "fr" %}Bonjour{% endif %}', true],
+    ['through an alias', '{% assign r = recipient %}{{ r.id }}', true],
+    ['as a filter argument', '{{ title | append: recipient.name }}', true],
+    ['as an index', '{{ payload.names[recipient.id] }}', true],
+    ['a quoted root', "{{ ['recipient'].id }}", true],
+    ['inside a liquid tag', '{% liquid\necho recipient.email\n%}', true],
+    ['a computed root that could name it', "{% assign k = 'recipient' %}{{ [k].id }}", true],
+    ['a computed root on a later line', "x\n{% liquid\nassign k = payload.k\necho [ k ].id\n%}", true],
+    ['used before a local shadows it', '{{ recipient.id }}{% assign recipient = 1 %}', true],
+    ['not analysable (stored unparsable): the safe answer', '{{ [k].id ', true],
+  ]
+  it.each(cases)('%s', (_, body, expected) => {
+    expect(dependsOnRecipient(tpl('en', 1, { body }))).toBe(expected)
+  })
+
+  it('reads the subject too; no template never depends on the recipient', () => {
+    expect(dependsOnRecipient(tpl('en', 1, { subject: 'For {{ recipient.name }}', body: '[a](b)' }))).toBe(true)
+    expect(dependsOnRecipient(null)).toBe(false)
   })
 })

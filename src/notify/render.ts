@@ -10,6 +10,8 @@ export interface Rendered {
   templateId: number | null
   /** Why the template failed at render time (the first line of the error), when it fell back. */
   error?: string
+  /** The fallback was caused by the render's time limit (not a template error or the memory limit). */
+  timedOut?: boolean
 }
 
 /** What a template sees: `{{ title }}`, `{{ body }}`, `{{ payload.x }}`, `{{ recipient.name }}`, … */
@@ -59,19 +61,8 @@ export function chooseTemplate(templates: readonly TemplateRow[], locale: string
   return null
 }
 
-/**
- * True when a template's output may differ between recipients: it names `recipient`, or it
- * uses a bracket lookup that could reach it. A template that cannot is rendered once per
- * notification and channel in a fan-out; no template at all never depends on the recipient.
- */
-export function dependsOnRecipient(template: TemplateRow | null): boolean {
-  return template !== null && /recipient|\[/.test(`${template.subject}\n${template.body}`)
-}
-
 /** Render time of one template (subject and body together); past it the template falls back. */
 export const RENDER_LIMIT_MS = 200
-/** Render time of one notification's templates in all; past it every further render falls back. */
-export const RENDER_BUDGET_MS = 1000
 
 /** Renders a template for one recipient; `limitMs` (at most RENDER_LIMIT_MS) caps this render's time. */
 export type Renderer = (template: TemplateRow | null, ctx: RenderContext, limitMs?: number) => Rendered
@@ -142,7 +133,54 @@ export function createRenderer(): Renderer {
       }
     } catch (err) {
       // A template that fails at render time (checked for syntax at PUT) falls back to the raw text.
-      return renderFallback(ctx, (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300))
+      const r = renderFallback(ctx, (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300))
+      if (r.error!.startsWith('template render limit exceeded')) r.timedOut = true
+      return r
     }
+  }
+}
+
+const analysed = new Map<string, boolean>()
+/** The same answers by row: a fan-out asks once per recipient with the same row, and hashing the text each time would cost more. */
+const analysedRows = new WeakMap<TemplateRow, boolean>()
+
+/**
+ * True when a template's output may differ between recipients: liquidjs's static analysis finds
+ * `recipient` among the context variables it reads, or a lookup whose root is computed
+ * (`{{ [key].id }}`, which could name it). A template that cannot is rendered once per
+ * notification, channel and locale; no template at all never depends on the recipient. When the
+ * analysis fails the answer is true: rendering per recipient is always right, only slower.
+ */
+export function dependsOnRecipient(template: TemplateRow | null): boolean {
+  if (template === null) return false
+  let reads = analysedRows.get(template)
+  if (reads !== undefined) return reads
+  const key = `${template.subject}\u0000${template.body}`
+  reads = analysed.get(key)
+  if (reads === undefined) {
+    reads = readsRecipient(template.subject) || readsRecipient(template.body)
+    if (analysed.size >= MAX_CACHED) analysed.delete(analysed.keys().next().value!)
+    analysed.set(key, reads)
+  }
+  analysedRows.set(template, reads)
+  return reads
+}
+
+function readsRecipient(text: string): boolean {
+  // Neither a name nor a bracket lookup can reach it: no parse needed.
+  if (!text.includes('recipient') && !text.includes('[')) return false
+  try {
+    const a = checker.analyzeSync(checker.parse(text), { partials: false })
+    if (Object.hasOwn(a.globals, 'recipient')) return true
+    // The analysis reports `[key].id` as the path `key.id`: its location, at the `[`, tells them
+    // apart. A quoted or numeric root (`['recipient']`, `[0]`) is a plain name and was counted.
+    const lines = text.split('\n')
+    for (const v of Object.values(a.variables).flat()) {
+      const at = lines[v.location.row - 1]?.slice(v.location.col - 1) ?? ''
+      if (/^\[\s*[^\s'"\d-]/.test(at)) return true
+    }
+    return false
+  } catch {
+    return true
   }
 }

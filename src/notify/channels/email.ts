@@ -9,9 +9,10 @@ import type { Log } from '../../log.js'
 import { parseJsonOr } from '../../lib/json.js'
 import type { DeliveryPayload } from '../pipeline.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
+import { maxAttemptsFor, nextRetryAt } from '../../delivery/retry-policy.js'
 import { markdownToHtml } from '../markdown.js'
 import { htmlToText } from '../html-text.js'
-import { smtpError } from './smtp-errors.js'
+import { smtpFailure } from './smtp-errors.js'
 
 /** Dependencies of the email channel. */
 export interface EmailChannelDeps {
@@ -32,6 +33,11 @@ export interface EmailChannelDeps {
 export interface EmailChannel extends ChannelSender {
   close(): void
 }
+
+/** One SMTP exchange's result, before a delivery's retry schedule is applied. */
+type Exchange =
+  | { kind: 'success' | 'rejected' | 'failed'; attempt: NonNullable<ChannelResult['attempt']> }
+  | { kind: 'snooze'; at: number }
 
 interface Waiting {
   delivery: ClaimedDelivery
@@ -68,7 +74,7 @@ export function digestMessage(titles: readonly string[]): { subject: string; tex
  * A digest group (same group_key) goes out as ONE message: the members claimed in the same
  * batch are collected for one event-loop turn, the still-pending ones are read from the store,
  * and those take the message's attempt as their own. Transport errors are logged with the
- * webhook channel's stable codes (smtpError).
+ * webhook channel's stable codes, and the transport's own message as the response (smtpFailure).
  */
 export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
   const { store, clock, rng, log, schedule, from } = deps
@@ -92,9 +98,12 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
   const exchangeMs = deps.limits?.exchangeMs ?? EXCHANGE_MS
   const slots = createSlots(connections)
 
-  /** Sends one message and maps the SMTP result to an outcome. */
-  const deliver = async (d: ClaimedDelivery, to: string, msg: { subject: string; text: string; html?: string }) => {
-    if (!(await slots.acquire(queueWaitMs))) return { outcome: { kind: 'snooze', at: clock.now() + SNOOZE_MS } } as ChannelResult
+  /**
+   * Sends one message: success, `rejected` (a 5xx reply, permanent), `failed` (a 4xx reply or a
+   * transport error, before the retry schedule is applied) or a snooze (no connection came free).
+   */
+  const exchange = async (d: ClaimedDelivery, to: string, msg: { subject: string; text: string; html?: string }): Promise<Exchange> => {
+    if (!(await slots.acquire(queueWaitMs))) return { kind: 'snooze', at: clock.now() + SNOOZE_MS }
     const started = clock.now()
     let deadline: NodeJS.Timeout | null = null
     try {
@@ -110,23 +119,31 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
         }, exchangeMs)
       })
       const info = (await Promise.race([sending, expired])) as { response?: string }
-      return { outcome: { kind: 'success' }, attempt: { startedAt: started, durationMs: clock.now() - started, responseBody: info.response ?? null } } as ChannelResult
+      return { kind: 'success', attempt: { startedAt: started, durationMs: clock.now() - started, responseBody: info.response ?? null } }
     } catch (err) {
-      const e = err as Error & { responseCode?: number; response?: string }
-      const now = clock.now()
-      const attempt = {
-        startedAt: started,
-        durationMs: now - started,
-        statusCode: e.responseCode ?? null,
-        error: smtpError(e),
-        responseBody: e.response ?? null,
-      }
-      if (e.responseCode !== undefined && e.responseCode >= 500) return { outcome: { kind: 'dead' }, attempt } as ChannelResult
+      const e = err as Error & { responseCode?: number }
+      const attempt = { startedAt: started, durationMs: clock.now() - started, statusCode: e.responseCode ?? null, ...smtpFailure(e) }
+      if (e.responseCode !== undefined && e.responseCode >= 500) return { kind: 'rejected', attempt }
       log.debug({ err, delivery: d.id }, 'email send failed; will retry')
-      return retryOrDead(d, schedule, now, rng, attempt)
+      return { kind: 'failed', attempt }
     } finally {
       if (deadline) clearTimeout(deadline)
       slots.release()
+    }
+  }
+
+  /** Sends one message and maps the SMTP result to the delivery's outcome. */
+  const deliver = async (d: ClaimedDelivery, to: string, msg: { subject: string; text: string; html?: string }): Promise<ChannelResult> => {
+    const sent = await exchange(d, to, msg)
+    switch (sent.kind) {
+      case 'snooze':
+        return { outcome: sent }
+      case 'success':
+        return { outcome: { kind: 'success' }, attempt: sent.attempt }
+      case 'rejected':
+        return { outcome: { kind: 'dead' }, attempt: sent.attempt }
+      case 'failed':
+        return retryOrDead(d, schedule, clock.now(), rng, sent.attempt)
     }
   }
 
@@ -149,22 +166,30 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     ]
       .sort((a, b) => (a.id < b.id ? -1 : 1))
       .map((t) => t.title)
-    const result = await deliver(first.delivery, first.payload.recipient.email!, digestMessage(titles))
-    const o = result.outcome
+    const sent = await exchange(first.delivery, first.payload.recipient.email!, digestMessage(titles))
     const now = clock.now()
-    if (o.kind === 'success' || o.kind === 'dead' || o.kind === 'retry') {
-      const a = result.attempt ?? { startedAt: now, durationMs: 0 }
-      // Each member carried by this message gets the attempt too (SPEC §2: each attempt is kept),
-      // naming the delivery whose message it went out in. On a retry the group stays together:
-      // the members become due with the claimed ones.
-      const carried = { ...a, responseBody: `sent in the message of ${first.delivery.id}${a.responseBody ? `: ${a.responseBody}` : ''}` }
-      const ended = store.tx(() => pending.map((d) => store.deliveries.carryGroupMember(d.id, o, carried, now)))
-      for (const status of ended) if (status !== null) deps.observer?.attempt('email', status === 'dead' ? 'dead' : o.kind, a.durationMs)
-    } else if (o.kind === 'snooze') {
+    if (sent.kind === 'snooze') {
       // Nothing was sent: the held members become due with the claimed ones.
-      store.tx(() => store.deliveries.holdPending(pending.map((d) => d.id), o.at, now))
+      store.tx(() => store.deliveries.holdPending(pending.map((d) => d.id), sent.at, now))
+      for (const w of claimed) w.resolve({ outcome: sent })
+      return
     }
-    for (const w of claimed) w.resolve(result)
+    const a = sent.attempt
+    let o: { kind: 'success' } | { kind: 'dead' } | { kind: 'retry'; at: number }
+    if (sent.kind === 'failed') {
+      // A transient failure: the group retries together, at the next step of its least-advanced
+      // member, and each member is judged by its own attempt count, so the carrier's last
+      // attempt ends only the carrier (a carried member counts this message as its next attempt).
+      const fewest = Math.min(...claimed.map((w) => w.delivery.attempts), ...pending.map((d) => d.attempts + 1))
+      o = { kind: 'retry', at: nextRetryAt(now, schedule, fewest, rng) ?? now }
+    } else o = { kind: sent.kind === 'success' ? 'success' : 'dead' }
+    // Each member carried by this message gets the attempt too (SPEC §2: each attempt is kept),
+    // naming the delivery whose message it went out in.
+    const carried = { ...a, responseBody: `sent in the message of ${first.delivery.id}${a.responseBody ? `: ${a.responseBody}` : ''}` }
+    const ended = store.tx(() => pending.map((d) => store.deliveries.carryGroupMember(d.id, o, carried, now)))
+    for (const status of ended) if (status !== null) deps.observer?.attempt('email', status === 'dead' ? 'dead' : o.kind, a.durationMs)
+    const spent = maxAttemptsFor(schedule)
+    for (const w of claimed) w.resolve({ outcome: o.kind === 'retry' && w.delivery.attempts >= spent ? { kind: 'dead' } : o, attempt: a })
   }
 
   return {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { smtpError, smtpTransportCode } from './smtp-errors.js'
+import { smtpError, smtpFailure, smtpTransportCode } from './smtp-errors.js'
 
 /** An error shaped as nodemailer's `_formatError` leaves it: its own `code`, the system `errno` kept. */
 const nm = (message: string, code: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(message), { code, ...extra })
@@ -29,5 +29,17 @@ describe('SMTP error codes', () => {
     expect(smtpTransportCode(nm('Missing credentials for "PLAIN"', 'EAUTH'))).toBeNull()
     expect(smtpError(nm('Missing credentials for "PLAIN"', 'EAUTH'))).toBe('Missing credentials for "PLAIN"')
     expect(smtpError(nm('x'.repeat(600), 'EMESSAGE'))).toHaveLength(500)
+  })
+
+  it('stores a transport failure\'s first message line as the response; a reply as itself; nothing twice', () => {
+    expect(smtpFailure(nm('C0:error:0A00010B:SSL routines:ssl3_get_record:wrong version number\nstack', 'ESOCKET'))).toEqual({
+      error: 'tls_error',
+      responseBody: 'C0:error:0A00010B:SSL routines:ssl3_get_record:wrong version number',
+    })
+    expect(smtpFailure(nm('self-signed certificate', 'ESOCKET'))).toEqual({ error: 'tls_error', responseBody: 'self-signed certificate' })
+    expect(smtpFailure(nm('x'.repeat(600), 'ETIMEDOUT')).responseBody).toHaveLength(500)
+    const reply = nm("Can't send mail - all recipients were rejected: 451 try later", 'EENVELOPE', { responseCode: 451, response: '451 try later' })
+    expect(smtpFailure(reply)).toEqual({ error: reply.message, responseBody: '451 try later' })
+    expect(smtpFailure(nm('Missing credentials for "PLAIN"', 'EAUTH'))).toEqual({ error: 'Missing credentials for "PLAIN"', responseBody: null })
   })
 })

@@ -17,6 +17,21 @@ export function smtpError(err: unknown): string {
 }
 
 /**
+ * A failed send's attempt-log fields: `error` as smtpError, and `response_body` holding what the
+ * other side said: the SMTP reply when there is one, else for a transport failure (stored as a
+ * code) the first line of the transport's message (`wrong version number`, `self-signed
+ * certificate`, …), which tells a wrong port from a bad certificate. Null otherwise: an error
+ * without a reply already keeps its message in `error`.
+ */
+export function smtpFailure(err: unknown): { error: string; responseBody: string | null } {
+  const e = (err ?? {}) as { message?: unknown; response?: unknown }
+  const error = smtpError(err)
+  if (typeof e.response === 'string') return { error, responseBody: e.response }
+  const message = typeof e.message === 'string' ? e.message : String(err)
+  return { error, responseBody: error === message.slice(0, 500) ? null : message.split('\n')[0]!.slice(0, 500) }
+}
+
+/**
  * The stable code of a nodemailer transport error, or null when it is not one (an
  * authentication or envelope error without a reply, which keeps its message).
  * nodemailer replaces a socket error's `code` with its own (`ESOCKET`, `EDNS`, …) but keeps
