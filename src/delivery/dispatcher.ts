@@ -6,7 +6,8 @@ import type { ClaimedDelivery, SettleInput } from '../store/deliveries.js'
 import type { ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
 import { createEndpointLimits } from './endpoint-limits.js'
 import type { Lock } from './lock.js'
-import { CLAIM_OWNER, isOrphanedClaim } from './claim-owner.js'
+import { CLAIM_OWNER } from './claim-owner.js'
+import { createForeignCounts, repairOnTakeover } from './takeover.js'
 import { channelKey, dueKey } from '../store/delivery-claim.js'
 import { createStoreLock } from './store-lock.js'
 
@@ -76,6 +77,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const lock = deps.lock ?? createStoreLock(store, { clock, log })
   const owner = deps.claimOwner ?? CLAIM_OWNER
   const limits = createEndpointLimits(store, new Map([...channels].map(([name, sender]) => [channelKey(name), sender.maxInFlight ?? Infinity])))
+  const foreign = createForeignCounts({ store, limits, owner, clock, log })
   const running = new Set<string>()
   // Only shutdown aborts sends, and it aborts all of them: one controller per run, not per send.
   let abortAll = new AbortController()
@@ -111,29 +113,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (!haveLock) {
       if (refused) return
       void askLock().then((ok) => {
-        // Without the lock the poll tick asks again; rows enqueued here are claimed by the holder.
+        // Without the lock the next lock check asks again; rows enqueued here go to the holder.
         if (ok === false) refused = true
         if (ok !== true) return
         haveLock = true
-        // A repair, safe with other dispatchers alive: a row waiting for its ordering key's turn
-        // with nothing older left (the schema's trigger should leave none) becomes due.
-        try {
-          const woken = store.deliveries.releaseWaitingInOrder(clock.now())
-          if (woken > 0) log.warn({ woken }, 'released deliveries left waiting for their ordering key')
-        } catch (err) {
-          log.error({ err }, 'releasing waiting deliveries failed')
-        }
-        // In-flight rows claimed by a process that is gone are offered again now instead of
-        // after their leases (timeout + 30 s); the attempt spent stays spent, as SPEC §2 asks.
-        // Rows of a process that may be alive (another dispatcher on this file) wait for their
-        // leases: releasing them would send them a second time while they are in flight.
-        try {
-          const released = store.deliveries.releaseOrphanedClaims(clock.now(), isOrphanedClaim)
-          if (released > 0) log.info({ released }, 'released claims of a previous process')
-        } catch (err) {
-          log.error({ err }, 'releasing orphaned claims failed')
-        }
-        countForeign()
+        repairOnTakeover(store, clock, log)
+        foreign.count()
         wake()
       })
       return
@@ -174,35 +159,18 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
   }
 
-  /**
-   * Counts the rows another process still has in flight (the previous holder draining after it
-   * handed the lock over) against their endpoints' limits; while there are any, they are counted
-   * again at every lock check, and those of a process that died meanwhile are offered again.
-   */
-  let foreignInFlight = false
-  function countForeign(): void {
-    try {
-      if (foreignInFlight) store.deliveries.releaseOrphanedClaims(clock.now(), isOrphanedClaim)
-      const counts = store.deliveries.inFlightByOthers(owner, clock.now())
-      limits.setForeign(counts)
-      foreignInFlight = counts.size > 0
-    } catch (err) {
-      log.error({ err }, 'counting the rows other processes have in flight failed')
-    }
-  }
-
   // Every LOCK_CHECK_MS (or poll, if sooner): a standby asks again, and the holder checks that the
   // lock is still its own (which is its heartbeat): if another process took it over (it judged
   // this one gone), that one claims from now on and this one stops claiming.
   function checkLock(): void {
     refused = false
-    if (haveLock && foreignInFlight) countForeign()
+    if (haveLock && foreign.active) foreign.count()
     if (haveLock) {
       void askLock().then((ok) => {
         if (ok !== false || !haveLock) return
         haveLock = false
-        // Only a process that judged this one gone takes a held lock: with both alive, they cannot
-        // see each other's PIDs (separate PID namespaces on one volume), which is not supported.
+        // Only a process that judged this one gone takes a held lock (this one hung, or its
+        // heartbeat could not be written for 30 s).
         log.error({ lock: DISPATCHER_LOCK }, 'another process took the dispatcher lock (it judged this one gone: hung for 30 s, or a PID it could not see); no longer claiming')
       })
     }
