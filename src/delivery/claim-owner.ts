@@ -75,17 +75,16 @@ const THIS_HOST: ProcessView = {
 }
 
 /**
- * True when the claim `token` was written by a process that no longer runs: its PID is not
- * alive, or runs a process that started at another time (this one after a restart with the same
- * PID, or another program that reused it). False when its owner may be alive or is unknown (a
- * token without an owner, written before owners were recorded; a token of another PID
- * namespace, whose PIDs cannot be checked here): such a row waits for its lease, slower after a
- * crash but never sent twice while it is in flight.
+ * True when the claim `token` was written by a process of this PID namespace that no longer
+ * runs: its PID is not alive, or runs a process that started at another time (this one after a
+ * restart with the same PID, or another program that reused it). False when its owner may be
+ * alive or cannot be told: a token of another PID namespace (its PIDs mean nothing here), or one
+ * written before tokens named their namespace or their owner. Such a row waits for its lease,
+ * slower after a crash but never sent twice while it is in flight.
  */
 export function isOrphanedClaim(token: string, view: ProcessView = THIS_HOST): boolean {
   const m = OWNER.exec(token)
-  if (!m) return false
-  if (m[3] !== undefined && m[3] !== view.ns) return false
+  if (!m || m[3] !== view.ns) return false
   const pid = Number(m[1])
   if (pid === view.pid) return m[2] !== view.start
   if (!view.alive(pid)) return true

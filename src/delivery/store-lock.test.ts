@@ -68,31 +68,56 @@ describe('the dispatcher lock', () => {
     expect(store.locks.get('deliveries')?.owner).toBe('1.1.')
   })
 
-  it('judges a holder in this PID namespace by its PID, one in another namespace by its heartbeat while this one waited', () => {
-    const row = (owner: string, seenAt: number) => ({ name: 'deliveries', owner, acquiredAt: 0, seenAt })
+  it('judges a holder in this PID namespace by its PID, one in another namespace (or naming none) by its heartbeat while this one waited', () => {
+    const row = (owner: string, seenAt = 0) => ({ name: 'deliveries', owner, acquiredAt: 0, seenAt })
     const ns = /\.n(\d+)\.$/.exec(LOCK_OWNER)![1]!
     const parent = `${process.ppid}.${processStart(process.ppid)}.n${ns}.`
     const gone = `${spawnSync(process.execPath, ['-e', '']).pid}.1.n${ns}.`
-    const now = 1_000_000
-    const longAgo = now - 2 * LOCK_STALE_MS
-    expect(lockHolderGone(row(parent, 0), now, longAgo)).toBe(false)
-    expect(lockHolderGone(row(gone, now), now, now)).toBe(true)
+    const long = 2 * LOCK_STALE_MS
+    expect(lockHolderGone(row(parent), long, long)).toBe(false)
+    expect(lockHolderGone(row(gone), 0, 0)).toBe(true)
     // Another namespace (another container on the volume, or this one before a restart): PID 1
     // there may be anything here, so only a heartbeat that stopped while this one waited counts.
     const elsewhere = `1.5.n${ns}9.`
-    expect(lockHolderGone(row(elsewhere, now - LOCK_STALE_MS), now, longAgo)).toBe(false)
-    expect(lockHolderGone(row(elsewhere, now - LOCK_STALE_MS - 1), now, longAgo)).toBe(true)
-    // An old heartbeat means nothing until this process has waited (and said so) long enough:
+    expect(lockHolderGone(row(elsewhere), LOCK_STALE_MS, long)).toBe(false)
+    expect(lockHolderGone(row(elsewhere), LOCK_STALE_MS + 1, long)).toBe(true)
+    // An unchanged heartbeat means nothing until this process has waited (and said so) as long:
     // a holder alone on its file writes no heartbeat.
-    expect(lockHolderGone(row(elsewhere, 0), now, now - LOCK_STALE_MS)).toBe(false)
-    expect(lockHolderGone(row(`${process.pid}.1.n${ns}9.`, now), now, longAgo)).toBe(false)
+    expect(lockHolderGone(row(elsewhere), long, LOCK_STALE_MS)).toBe(false)
+    expect(lockHolderGone(row(`${process.pid}.1.n${ns}9.`), 0, long)).toBe(false)
+    // An owner that names no namespace (an earlier build) cannot be checked by PID either.
+    expect(lockHolderGone(row(`${process.pid}.1.`), 0, 0)).toBe(false)
+    expect(lockHolderGone(row(`${process.pid}.1.`), LOCK_STALE_MS + 1, LOCK_STALE_MS + 1)).toBe(true)
+  })
+
+  it('a wall-clock step does not make a beating holder look gone: staleness is measured on the standby\'s monotonic clock', async () => {
+    const store = temp()
+    const wall = new ManualClock(1_000_000)
+    let mono = 0
+    const holder = createStoreLock(store, { owner: '1.1.n1.', isGone: () => false, clock: wall })
+    const standby = createStoreLock(store, { owner: '2.2.n2.', clock: wall, monotonic: () => mono })
+    expect(await holder.acquire('deliveries')).toBe(true)
+    for (let i = 0; i < 60; i++) {
+      wall.advance(1000)
+      mono += 1000
+      expect(await standby.acquire('deliveries')).toBe(false)
+      expect(await holder.acquire('deliveries')).toBe(true)
+    }
+    // The standby has seen the latest beat; then the wall clock jumps 40 s ahead while one second
+    // passes for the standby.
+    expect(await standby.acquire('deliveries')).toBe(false)
+    wall.advance(40_000)
+    mono += 1000
+    expect(await standby.acquire('deliveries')).toBe(false)
+    expect(await holder.acquire('deliveries')).toBe(true)
+    expect(store.locks.get('deliveries')!.owner).toBe('1.1.n1.')
   })
 
   it('a holder alone writes no heartbeat; once a standby waits, it renews one every LOCK_BEAT_MS', async () => {
     const store = temp()
     const clock = new ManualClock(1_000_000)
     const lock = createStoreLock(store, { owner: '1.1.n1.', isGone: () => false, clock })
-    const standby = createStoreLock(store, { owner: '2.2.n2.', clock })
+    const standby = createStoreLock(store, { owner: '2.2.n2.', clock, monotonic: () => clock.now() })
     expect(await lock.acquire('deliveries')).toBe(true)
     clock.advance(10 * LOCK_BEAT_MS)
     expect(await lock.acquire('deliveries')).toBe(true)
@@ -116,12 +141,16 @@ describe('the dispatcher lock', () => {
       expect(await standby.acquire('deliveries')).toBe(false)
       expect(await lock.acquire('deliveries')).toBe(true)
     }
-    for (let i = 0; i < LOCK_STALE_MS / 1000; i++) {
+    const lastBeat = store.locks.get('deliveries')!.seenAt
+    let took = false
+    while (!took && clock.now() - lastBeat <= LOCK_STALE_MS + 5000) {
       clock.advance(1000)
-      expect(await standby.acquire('deliveries')).toBe(false)
+      took = await standby.acquire('deliveries')
     }
-    clock.advance(1000)
-    expect(await standby.acquire('deliveries')).toBe(true)
+    expect(took).toBe(true)
+    // The standby measures from when it saw the last beat (up to one check after it).
+    expect(clock.now() - lastBeat).toBeGreaterThan(LOCK_STALE_MS)
+    expect(clock.now() - lastBeat).toBeLessThanOrEqual(LOCK_STALE_MS + LOCK_BEAT_MS + 1000)
     expect(store.locks.get('deliveries')).toMatchObject({ owner: '2.2.n2.' })
     expect(store.locks.get('deliveries:standby')).toBeNull()
     expect(await lock.acquire('deliveries')).toBe(false)

@@ -22,14 +22,15 @@ const OWNER = /^\d{1,10}\.\d{1,20}\.n(\d{1,20})\.$/
 /**
  * True when the holder of `row` is gone. In this PID namespace its PID says so (not running, or
  * running a process started at another time). In another namespace (two containers on one
- * volume, or this container after a restart) its PID means nothing here: it is gone when its
- * heartbeat is older than LOCK_STALE_MS although this process has been waiting (and saying so,
- * which makes a live holder beat) since `waitingSince`, at least as long.
+ * volume, this container after a restart, or an owner that names none) its PID means nothing
+ * here: it is gone when its heartbeat has not moved for `unchangedMs` > LOCK_STALE_MS while this
+ * process has waited (and said so, which makes a live holder beat) `waitedMs` at least as long;
+ * both measured on this process's own monotonic clock, so a wall-clock step decides nothing.
  */
-export function lockHolderGone(row: LockRow, now: number, waitingSince: number, owner = LOCK_OWNER, orphaned: (token: string) => boolean = isOrphanedClaim): boolean {
+export function lockHolderGone(row: LockRow, unchangedMs: number, waitedMs: number, owner = LOCK_OWNER, orphaned: (token: string) => boolean = isOrphanedClaim): boolean {
   const theirs = OWNER.exec(row.owner)?.[1]
   const ours = OWNER.exec(owner)?.[1]
-  if (theirs !== undefined && theirs !== ours) return now - row.seenAt > LOCK_STALE_MS && now - waitingSince > LOCK_STALE_MS
+  if (theirs === undefined || theirs !== ours) return unchangedMs > LOCK_STALE_MS && waitedMs > LOCK_STALE_MS
   return orphaned(row.owner)
 }
 
@@ -42,8 +43,10 @@ const holders = new Map<string, number>()
 export interface StoreLockOptions {
   /** This holder's name; default LOCK_OWNER. */
   owner?: string
-  /** True when the holder of a row no longer runs (this process waiting for it since `waitingSince`); default `lockHolderGone`. */
-  isGone?: (row: LockRow, now: number, waitingSince: number) => boolean
+  /** True when the holder of a row no longer runs (its heartbeat unchanged and this process waiting, for so many ms); default `lockHolderGone`. */
+  isGone?: (row: LockRow, unchangedMs: number, waitedMs: number) => boolean
+  /** A monotonic ms clock for those durations; default performance.now. */
+  monotonic?: () => number
   clock?: Clock
   log?: Log
 }
@@ -59,8 +62,11 @@ export interface StoreLockOptions {
  */
 export function createStoreLock(store: Store, opts: StoreLockOptions = {}): Lock {
   const owner = opts.owner ?? LOCK_OWNER
-  const isGone = opts.isGone ?? ((row: LockRow, now: number, waitingSince: number) => lockHolderGone(row, now, waitingSince, owner))
+  const isGone = opts.isGone ?? ((row: LockRow, unchangedMs: number, waitedMs: number) => lockHolderGone(row, unchangedMs, waitedMs, owner))
   const clock = opts.clock ?? systemClock
+  const monotonic = opts.monotonic ?? (() => performance.now())
+  // The holder's heartbeat as last seen, and when (monotonic) it was first seen with that value.
+  let seen: { owner: string; seenAt: number; at: number } | null = null
   const mine = new Set<string>()
   // The file, whichever path spelling (relative, a symlink) each instance opened it by.
   const file = ((): string => {
@@ -80,15 +86,20 @@ export function createStoreLock(store: Store, opts: StoreLockOptions = {}): Lock
       // writes nothing (each write would restart a running `postbox backup`).
       const standby = store.locks.get(standbyOf(name))
       const waited = standby !== null && standby.owner !== owner && now - standby.seenAt <= LOCK_STALE_MS
-      const since = (row: LockRow): number => (row.owner === waitingFor ? waitingSince : now)
-      const { holder, replaced } = store.locks.take(name, owner, now, (row) => isGone(row, now, since(row)), waited ? LOCK_BEAT_MS : Infinity)
+      const m = monotonic()
+      const gone = (row: LockRow): boolean => {
+        if (seen?.owner !== row.owner || seen.seenAt !== row.seenAt) seen = { owner: row.owner, seenAt: row.seenAt, at: m }
+        return isGone(row, m - seen.at, row.owner === waitingFor ? m - waitingSince : 0)
+      }
+      const { holder, replaced } = store.locks.take(name, owner, now, gone, waited ? LOCK_BEAT_MS : Infinity)
       if (holder !== owner) {
         if (waitingFor !== holder) {
           opts.log?.info({ lock: name, holder }, 'another process holds the dispatcher lock; this one serves the API and stands by')
           waitingFor = holder
-          waitingSince = now
+          waitingSince = m
         }
-        if (standby?.owner !== owner || now - standby.seenAt >= LOCK_BEAT_MS) store.locks.put(standbyOf(name), owner, now)
+        // One notice for every standby: renewed when it is LOCK_BEAT_MS old, whoever wrote it.
+        if (!standby || now - standby.seenAt >= LOCK_BEAT_MS || standby.seenAt > now) store.locks.put(standbyOf(name), owner, now)
         return false
       }
       if (standby?.owner === owner) store.locks.release(standbyOf(name), owner)

@@ -120,4 +120,11 @@ describe('recipient dependence (a template that cannot reach `recipient` renders
     expect(dependsOnRecipient(tpl('en', 1, { subject: 'For {{ recipient.name }}', body: '[a](b)' }))).toBe(true)
     expect(dependsOnRecipient(null)).toBe(false)
   })
+
+  it('a template too large to analyse quickly is rendered per recipient (the safe answer)', () => {
+    const links = '[a](https://example.com) '.repeat(700)
+    expect(links.length).toBeGreaterThan(15_000)
+    expect(dependsOnRecipient(tpl('en', 1, { body: links }))).toBe(false)
+    expect(dependsOnRecipient(tpl('en', 2, { body: links.repeat(2) }))).toBe(true)
+  })
 })

@@ -166,9 +166,13 @@ export function dependsOnRecipient(template: TemplateRow | null): boolean {
   return reads
 }
 
+/** Above this many characters a template is not analysed (liquidjs's analysis grows with the square of the size) but rendered per recipient. */
+const ANALYSIS_MAX_CHARS = 20_000
+
 function readsRecipient(text: string): boolean {
   // Neither a name nor a bracket lookup can reach it: no parse needed.
   if (!text.includes('recipient') && !text.includes('[')) return false
+  if (text.length > ANALYSIS_MAX_CHARS) return true
   try {
     const a = checker.analyzeSync(checker.parse(text), { partials: false })
     if (Object.hasOwn(a.globals, 'recipient')) return true
