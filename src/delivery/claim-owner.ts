@@ -7,14 +7,8 @@ import { processAlive } from '../lib/process.js'
  * one process, and different for a later process that reuses the PID.
  */
 export function processStart(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    // Fields after the command name (which may hold spaces), from field 3 on.
-    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
-    return start && /^\d+$/.test(start) ? start : null
-  } catch {
-    return null
-  }
+  const start = statFields(pid)?.[19]
+  return start && /^\d+$/.test(start) ? start : null
 }
 
 /**
@@ -22,12 +16,17 @@ export function processStart(pid: number): string | null {
  * /proc/<pid>/stat), so signal 0 still finds it; false when it runs or cannot be read.
  */
 export function processExited(pid: number): boolean {
+  const state = statFields(pid)?.[0]
+  return state === 'Z' || state === 'X'
+}
+
+/** The fields of /proc/<pid>/stat after the command name (which may hold spaces), from field 3 (the state) on; null where unreadable. */
+function statFields(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
-    return state === 'Z' || state === 'X'
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   } catch {
-    return false
+    return null
   }
 }
 
@@ -55,6 +54,11 @@ export const PID_NAMESPACE = pidNamespace()
 export const CLAIM_OWNER = `${process.pid}.${START}.n${PID_NAMESPACE}.`
 
 const OWNER = /^(\d{1,10})\.(\d{1,20})\.(?:n(\d{1,20})\.)?/
+
+/** The PID namespace a claim token or lock owner names (`<pid>.<start>.n<ns>.`), or null when it names none. */
+export function ownerNamespace(token: string): string | null {
+  return OWNER.exec(token)?.[3] ?? null
+}
 
 /** How `isOrphanedClaim` sees processes (injected by tests). */
 export interface ProcessView {

@@ -11,9 +11,9 @@ import { insertEndpoint } from '../../test/queue-helpers.js'
 import type { ChannelSender } from './channel.js'
 import { createDispatcher, type Dispatcher } from './dispatcher.js'
 import type { Lock } from './lock.js'
-import { createStoreLock, LOCK_BEAT_MS, LOCK_OWNER, LOCK_STALE_MS, lockHolderGone } from './store-lock.js'
+import { createStoreLock, LOCK_BEAT_MS, LOCK_STALE_MS, lockHolderGone } from './store-lock.js'
 import { ManualClock } from '../lib/clock.js'
-import { processStart } from './claim-owner.js'
+import { CLAIM_OWNER, processStart } from './claim-owner.js'
 
 const stops: (() => Promise<void> | void)[] = []
 afterEach(async () => {
@@ -70,7 +70,7 @@ describe('the dispatcher lock', () => {
 
   it('judges a holder in this PID namespace by its PID, one in another namespace (or naming none) by its heartbeat while this one waited', () => {
     const row = (owner: string, seenAt = 0) => ({ name: 'deliveries', owner, acquiredAt: 0, seenAt })
-    const ns = /\.n(\d+)\.$/.exec(LOCK_OWNER)![1]!
+    const ns = /\.n(\d+)\.$/.exec(CLAIM_OWNER)![1]!
     const parent = `${process.ppid}.${processStart(process.ppid)}.n${ns}.`
     const gone = `${spawnSync(process.execPath, ['-e', '']).pid}.1.n${ns}.`
     const long = 2 * LOCK_STALE_MS

@@ -4,7 +4,7 @@ import { systemClock } from '../lib/clock.js'
 import type { Log } from '../log.js'
 import type { Store } from '../store/index.js'
 import type { LockRow } from '../store/locks.js'
-import { CLAIM_OWNER, isOrphanedClaim } from './claim-owner.js'
+import { CLAIM_OWNER, isOrphanedClaim, ownerNamespace } from './claim-owner.js'
 import type { Lock } from './lock.js'
 
 /** How often a holder refreshes its heartbeat while a standby waits (it asks at least this often). */
@@ -14,10 +14,6 @@ export const LOCK_STALE_MS = 30_000
 /** The row a waiting process writes so the holder knows to keep a heartbeat: `<lock>:standby`. */
 const standbyOf = (name: string): string => `${name}:standby`
 
-/** This process as a lock owner: `<pid>.<process start>.n<PID namespace>.`, its claim tokens' prefix. */
-export const LOCK_OWNER = CLAIM_OWNER
-
-const OWNER = /^\d{1,10}\.\d{1,20}\.n(\d{1,20})\.$/
 
 /**
  * True when the holder of `row` is gone. In this PID namespace its PID says so (not running, or
@@ -27,10 +23,9 @@ const OWNER = /^\d{1,10}\.\d{1,20}\.n(\d{1,20})\.$/
  * process has waited (and said so, which makes a live holder beat) `waitedMs` at least as long;
  * both measured on this process's own monotonic clock, so a wall-clock step decides nothing.
  */
-export function lockHolderGone(row: LockRow, unchangedMs: number, waitedMs: number, owner = LOCK_OWNER, orphaned: (token: string) => boolean = isOrphanedClaim): boolean {
-  const theirs = OWNER.exec(row.owner)?.[1]
-  const ours = OWNER.exec(owner)?.[1]
-  if (theirs === undefined || theirs !== ours) return unchangedMs > LOCK_STALE_MS && waitedMs > LOCK_STALE_MS
+export function lockHolderGone(row: LockRow, unchangedMs: number, waitedMs: number, owner = CLAIM_OWNER, orphaned: (token: string) => boolean = isOrphanedClaim): boolean {
+  const theirs = ownerNamespace(row.owner)
+  if (theirs === null || theirs !== ownerNamespace(owner)) return unchangedMs > LOCK_STALE_MS && waitedMs > LOCK_STALE_MS
   return orphaned(row.owner)
 }
 
@@ -41,7 +36,7 @@ const holders = new Map<string, number>()
 
 /** What `createStoreLock` takes besides the store; tests inject the owner and the liveness check. */
 export interface StoreLockOptions {
-  /** This holder's name; default LOCK_OWNER. */
+  /** This holder's name; default this process's CLAIM_OWNER (`<pid>.<process start>.n<PID namespace>.`). */
   owner?: string
   /** True when the holder of a row no longer runs (its heartbeat unchanged and this process waiting, for so many ms); default `lockHolderGone`. */
   isGone?: (row: LockRow, unchangedMs: number, waitedMs: number) => boolean
@@ -61,7 +56,7 @@ export interface StoreLockOptions {
  * claim. The holder must ask again at least every LOCK_BEAT_MS (its heartbeat).
  */
 export function createStoreLock(store: Store, opts: StoreLockOptions = {}): Lock {
-  const owner = opts.owner ?? LOCK_OWNER
+  const owner = opts.owner ?? CLAIM_OWNER
   const isGone = opts.isGone ?? ((row: LockRow, unchangedMs: number, waitedMs: number) => lockHolderGone(row, unchangedMs, waitedMs, owner))
   const clock = opts.clock ?? systemClock
   const monotonic = opts.monotonic ?? (() => performance.now())
