@@ -118,6 +118,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
       try {
         const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString())
         const lock = store.locks.get(DISPATCHER_LOCK)
+        const now = Date.now()
         out({
           database: config.dbPath,
           // The process claiming deliveries from this file (`<pid>.<process start>.`), if any.
@@ -132,8 +133,9 @@ async function run(command: string, rest: string[], flags: Record<string, string
             url: e.url,
             disabled: e.disabled,
             disabled_reason: e.disabledReason,
-            paused_until: e.pausedUntil === null ? null : new Date(e.pausedUntil).toISOString(),
-            circuit: circuitState(e, Date.now()),
+            // As the API shows it: the end of a pause still holding the endpoint's rows.
+            paused_until: e.pausedUntil !== null && e.pausedUntil > now ? new Date(e.pausedUntil).toISOString() : null,
+            circuit: circuitState(e, now),
             consecutive_failures: e.consecutiveFailures,
             last_success_at: e.lastSuccessAt === null ? null : new Date(e.lastSuccessAt).toISOString(),
             pending: e.pending,

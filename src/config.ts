@@ -36,6 +36,12 @@ export const DEFAULTS = {
   requestTimeoutMs: 15_000,
   /** SPEC §5: disable an endpoint after this long without a success (and >= 10 failures). */
   disableAfterMs: 5 * 86_400_000,
+  /** Percent of an endpoint's last 20 attempts that must fail (the last 5 in a row) to open its breaker. */
+  breakerThreshold: 80,
+  /** The first breaker pause; each further one doubles. */
+  breakerPauseMs: 30_000,
+  /** The longest breaker pause. */
+  breakerMaxPauseMs: 600_000,
   /** SPEC §9: SIGTERM drains in-flight requests within this deadline. */
   shutdownTimeoutMs: 10_000,
   /** Global cap on in-flight deliveries; 256 sockets keep 2 cores busy without exhausting fds. */
@@ -70,6 +76,9 @@ export interface Config {
   readonly secretGraceMs: number
   readonly requestTimeoutMs: number
   readonly disableAfterMs: number
+  readonly breakerThreshold: number
+  readonly breakerPauseMs: number
+  readonly breakerMaxPauseMs: number
   readonly shutdownTimeoutMs: number
   readonly concurrency: number
   readonly pollIntervalMs: number
@@ -121,6 +130,9 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_SECRET_GRACE', flag: '--secret-grace', default: '24h', description: 'How long a rotated signing secret keeps being sent' },
   { env: 'POSTBOX_REQUEST_TIMEOUT', flag: '--request-timeout', default: '15s', description: 'Default webhook request timeout (endpoints may set 1s-60s)' },
   { env: 'POSTBOX_DISABLE_AFTER', flag: '--disable-after', default: '5d', description: 'Disable an endpoint with no success for this long and at least 10 failures' },
+  { env: 'POSTBOX_BREAKER_THRESHOLD', flag: '--breaker-threshold', default: '80', description: 'Percent of an endpoint\'s last 20 attempts that must fail (the last 5 in a row) to open its breaker' },
+  { env: 'POSTBOX_BREAKER_PAUSE', flag: '--breaker-pause', default: '30s', description: 'First breaker pause; each further one doubles' },
+  { env: 'POSTBOX_BREAKER_MAX_PAUSE', flag: '--breaker-max-pause', default: '10m', description: 'Longest breaker pause (at most 1h)' },
   { env: 'POSTBOX_SHUTDOWN_TIMEOUT', flag: '--shutdown-timeout', default: '10s', description: 'Deadline to drain in-flight requests on SIGTERM/SIGINT' },
   { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries' },
   { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
@@ -218,6 +230,9 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     secretGraceMs: duration('POSTBOX_SECRET_GRACE', DEFAULTS.secretGraceMs),
     requestTimeoutMs: duration('POSTBOX_REQUEST_TIMEOUT', DEFAULTS.requestTimeoutMs, 1000),
     disableAfterMs: duration('POSTBOX_DISABLE_AFTER', DEFAULTS.disableAfterMs, 60_000),
+    breakerThreshold: int('POSTBOX_BREAKER_THRESHOLD', DEFAULTS.breakerThreshold, 1, 100),
+    breakerPauseMs: duration('POSTBOX_BREAKER_PAUSE', DEFAULTS.breakerPauseMs, 1000),
+    breakerMaxPauseMs: duration('POSTBOX_BREAKER_MAX_PAUSE', DEFAULTS.breakerMaxPauseMs, 1000),
     shutdownTimeoutMs: duration('POSTBOX_SHUTDOWN_TIMEOUT', DEFAULTS.shutdownTimeoutMs),
     concurrency: int('POSTBOX_CONCURRENCY', DEFAULTS.concurrency, 1, 10_000),
     pollIntervalMs: duration('POSTBOX_POLL_INTERVAL', DEFAULTS.pollIntervalMs, 10),
@@ -245,6 +260,9 @@ const BOUNDS: readonly (readonly [keyof Config, string, number, number])[] = [
   ['secretGraceMs', 'POSTBOX_SECRET_GRACE', 0, 365 * DAY],
   ['requestTimeoutMs', 'POSTBOX_REQUEST_TIMEOUT', 1000, 60_000],
   ['disableAfterMs', 'POSTBOX_DISABLE_AFTER', 60_000, 3650 * DAY],
+  ['breakerThreshold', 'POSTBOX_BREAKER_THRESHOLD', 1, 100],
+  ['breakerPauseMs', 'POSTBOX_BREAKER_PAUSE', 1000, 3_600_000],
+  ['breakerMaxPauseMs', 'POSTBOX_BREAKER_MAX_PAUSE', 1000, 3_600_000],
   ['shutdownTimeoutMs', 'POSTBOX_SHUTDOWN_TIMEOUT', 0, DAY],
   ['pollIntervalMs', 'POSTBOX_POLL_INTERVAL', 10, 3_600_000],
 ]

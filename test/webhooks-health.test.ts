@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { circuitState } from '../src/delivery/breaker.js'
 import { ManualClock } from '../src/lib/clock.js'
 import { startReceiver, type Receiver } from './support/receiver.js'
 import { until, webhookHarness, type WebhookHarness } from './support/webhooks-harness.js'
@@ -81,7 +82,7 @@ describe('isolation and flow control', () => {
   })
 })
 
-describe('endpoint health (SPEC §5)', () => {
+describe('endpoint health (docs/delivery.md)', () => {
   it('opens the breaker after 5 consecutive 5xx, sends one probe after the pause, doubles on failure, closes on success', async () => {
     const clock = new ManualClock()
     const r = await rx({ status: 500 })
@@ -117,6 +118,79 @@ describe('endpoint health (SPEC §5)', () => {
     await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 3)
     expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ circuit: 'closed', consecutive_failures: 0 })
     expect(h.webhooks.endpoints.get(ep.id).last_success_at).toBe(new Date(clock.now()).toISOString())
+  })
+
+  it('tells one truth: open with paused_until while a pause holds the rows, and a success closes it and releases them at once', async () => {
+    // The reported case: 12 failures, then slow successes that were in flight meanwhile.
+    const clock = new ManualClock()
+    let open: () => void = () => {}
+    const gate = new Promise<void>((resolve) => (open = resolve))
+    const r = await rx(async (_req, i) => (i < 12 ? { status: 500 } : (await gate, { status: 200 })))
+    h = webhookHarness({ clock })
+    const ep = h.webhooks.endpoints.create({ url: r.url, max_concurrency: 16, retry_schedule: zeros(20) })
+    for (let i = 0; i < 40; i++) h.webhooks.events.send({ type: 'a', data: { i } })
+    h.dispatcher.start()
+    await r.waitFor(16)
+    await until(() => h.webhooks.endpoints.get(ep.id).circuit === 'open')
+    await settle()
+    const pausedUntil = new Date(clock.now() + 30_000).toISOString()
+    expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ circuit: 'open', paused_until: pausedUntil })
+    // The metric and `postbox stats` read the same columns through the same function.
+    const [health] = h.store.stats.endpointHealth()
+    expect(circuitState(health!, clock.now())).toBe('open')
+    expect(circuitState(h.store.stats.endpointStates()[0]!, clock.now())).toBe('open')
+    // Nothing more goes out while it is open.
+    const sent = r.requests.length
+    h.dispatcher.wake()
+    await settle()
+    expect(r.requests).toHaveLength(sent)
+
+    // The four slow successes land: the breaker closes and every held row goes now, with no
+    // clock movement (before, they stayed parked until the pause's end).
+    open()
+    await until(() => h.webhooks.deliveries.list({ status: 'success', limit: 200 }).data.length === 40, 5000, 'every delivery')
+    expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ circuit: 'closed', paused_until: null, consecutive_failures: 0 })
+    expect(h.store.stats.endpointHealth()[0]).toMatchObject({ pausedUntil: null, pauseCount: 0 })
+  })
+
+  for (const [name, fails] of [
+    ['every other request', (i: number) => i % 2 === 1],
+    ['in blocks of five', (i: number) => Math.floor(i / 5) % 2 === 1],
+  ] as const) {
+    it(`keeps sending to a receiver failing half of its requests (${name}): the breaker never opens`, async () => {
+      const clock = new ManualClock()
+      const r = await rx((_req, i) => ({ status: fails(i) ? 503 : 200 }))
+      h = webhookHarness({ clock })
+      const ep = h.webhooks.endpoints.create({ url: r.url, max_concurrency: 1, retry_schedule: zeros(20) })
+      for (let i = 0; i < 60; i++) h.webhooks.events.send({ type: 'a', data: { i } })
+      h.dispatcher.start()
+      // A pause would hold everything until the (never advanced) clock reached its end.
+      await until(() => h.webhooks.deliveries.list({ status: 'success', limit: 200 }).data.length === 60, 10_000, 'every delivery')
+      expect(r.requests.length).toBeGreaterThanOrEqual(110)
+      expect(h.store.endpoints.get(ep.id)).toMatchObject({ pauseCount: 0, pausedUntil: null })
+    })
+  }
+
+  it('takes the threshold and pauses from the endpoint, over the global settings', async () => {
+    const clock = new ManualClock()
+    const r = await rx({ status: 500 })
+    h = webhookHarness({ clock, config: { breakerPauseMs: 60_000 } })
+    const ep = h.webhooks.endpoints.create({ url: r.url, max_concurrency: 1, retry_schedule: zeros(20), breaker_pause_ms: 5000 })
+    expect(ep).toMatchObject({ breaker_pause_ms: 5000, breaker_threshold: null, breaker_max_pause_ms: null })
+    h.webhooks.events.send({ type: 'a', data: {} })
+    h.dispatcher.start()
+    await until(() => h.webhooks.endpoints.get(ep.id).circuit === 'open')
+    expect(h.webhooks.endpoints.get(ep.id).paused_until).toBe(new Date(clock.now() + 5000).toISOString())
+    expect(r.requests).toHaveLength(5)
+    const other = h.webhooks.endpoints.update(ep.id, { breaker_threshold: 100, breaker_pause_ms: null })
+    expect(other).toMatchObject({ breaker_threshold: 100, breaker_pause_ms: null })
+    let details: unknown
+    try {
+      h.webhooks.endpoints.update(ep.id, { breaker_threshold: 0 })
+    } catch (err) {
+      details = (err as { details?: unknown }).details
+    }
+    expect(JSON.stringify(details)).toContain('breaker_threshold')
   })
 
   it('reports every failure since the last success in consecutive_failures, 4xx and 429 too, without opening the breaker', async () => {

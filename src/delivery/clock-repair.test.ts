@@ -4,7 +4,7 @@ import { tempStore } from '../../test/helpers.js'
 import { DEFAULTS } from '../config.js'
 import { ManualClock } from '../lib/clock.js'
 import { silentLogger } from '../log.js'
-import { MAX_PAUSE_MS, pauseAfterFailure } from './breaker.js'
+import { PAUSE_LIMIT_MS, pauseAfterFailure } from './breaker.js'
 import { futureTimeLimits, maxScheduledDelay, maxWebhookWait, repairFutureTimes, MAX_DIGEST_HOLD_MS, MAX_QUIET_HOLD_MS } from './clock-repair.js'
 import { MAX_RETRY_DELAY_MS, nextRetryAt } from './retry-policy.js'
 
@@ -37,7 +37,8 @@ describe('futureTimeLimits', () => {
       inbox: now + 72 * MIN,
       notifyWebhook: now + 26 * HOUR,
       email: now + 8 * DAY + 4 * HOUR,
-      pause: now + 10 * MIN,
+      // The longest pause any breaker setting allows.
+      pause: now + HOUR,
     })
     clock.advance(HOUR)
     expect(futureTimeLimits(clock.now(), schedules).webhook).toBe(now + HOUR + 28.8 * HOUR)
@@ -77,11 +78,13 @@ describe('futureTimeLimits', () => {
   })
 
   it('is never earlier than a breaker pause, and the longest pause reaches it', () => {
+    // The longest pause any setting allows.
+    const policy = { threshold: 80, pauseMs: PAUSE_LIMIT_MS, maxPauseMs: PAUSE_LIMIT_MS }
     for (let pauseCount = 0; pauseCount < 40; pauseCount++) {
-      const until = pauseAfterFailure({ consecutiveFailures: 5, failuresSinceSuccess: 5, failingSince: 0, pausedUntil: null, pauseCount }, 0)
-      expect(until).toBeLessThanOrEqual(futureTimeLimits(0, schedules).pause)
+      const until = pauseAfterFailure({ recentFailures: 31, recentAttempts: 5, failuresSinceSuccess: 5, failingSince: 0, pausedUntil: null, pauseCount }, 0, policy)
+      expect(until).toBe(futureTimeLimits(0, schedules).pause)
     }
-    expect(futureTimeLimits(0, schedules).pause).toBe(MAX_PAUSE_MS)
+    expect(futureTimeLimits(0, schedules).pause).toBe(PAUSE_LIMIT_MS)
     expect(MAX_DIGEST_HOLD_MS + MAX_QUIET_HOLD_MS).toBe(8 * DAY + 4 * HOUR)
   })
 })

@@ -9,7 +9,7 @@ import type { Log } from '../log.js'
 import { toIso } from '../lib/clock.js'
 import type { Store } from '../store/index.js'
 import type { ClockRepairCounts, FutureTimeLimits } from '../store/clock-repair.js'
-import { MAX_PAUSE_MS } from './breaker.js'
+import { PAUSE_LIMIT_MS } from './breaker.js'
 import { MAX_RETRY_DELAY_MS } from './retry-policy.js'
 
 const HOUR = 3_600_000
@@ -41,14 +41,14 @@ export function maxScheduledDelay(schedule: readonly number[]): number {
  * breaker pause its retries were deferred to.
  */
 export function maxWebhookWait(schedule: readonly number[]): number {
-  return Math.max(maxScheduledDelay(schedule), MAX_RETRY_DELAY_MS, MAX_PAUSE_MS)
+  return Math.max(maxScheduledDelay(schedule), MAX_RETRY_DELAY_MS, PAUSE_LIMIT_MS)
 }
 
 /**
  * The latest legitimate time of every kind of stored future time at `now` (pure). Webhook rows
  * use their endpoint's own schedule when it has one. Notification rows: the inbox only retries;
  * notify-webhook sends also wait out quiet hours; email also waits for a weekly digest window and
- * then quiet hours (planSend). A breaker pause lasts at most MAX_PAUSE_MS.
+ * then quiet hours (planSend). A breaker pause lasts at most PAUSE_LIMIT_MS (the bound of its settings).
  */
 export function futureTimeLimits(
   now: number,
@@ -65,7 +65,7 @@ export function futureTimeLimits(
     inbox: now + notifyRetry,
     notifyWebhook: now + Math.max(notifyRetry, MAX_QUIET_HOLD_MS),
     email: now + Math.max(notifyRetry, MAX_DIGEST_HOLD_MS + MAX_QUIET_HOLD_MS),
-    pause: now + MAX_PAUSE_MS,
+    pause: now + PAUSE_LIMIT_MS,
   }
 }
 

@@ -3,7 +3,7 @@ import type { Log } from '../log.js'
 import type { Store } from '../store/index.js'
 import type { EndpointRow } from '../store/endpoints.js'
 import type { Classification } from './classify.js'
-import { pauseAfterFailure, shouldAutoDisable } from './breaker.js'
+import { pauseAfterFailure, shouldAutoDisable, type BreakerPolicy } from './breaker.js'
 
 /** Why an endpoint was disabled automatically. */
 export type DisableReason = 'gone' | 'failing'
@@ -17,10 +17,22 @@ export const ENDPOINT_DISABLED = 'endpoint_disabled'
 /** A successful attempt writes last_success_at at most this often per healthy endpoint. */
 const SUCCESS_WRITE_INTERVAL_MS = 1000
 
+/** The endpoint's breaker settings over the global ones. */
+export function breakerPolicy(ep: Pick<EndpointRow, 'breakerThreshold' | 'breakerPauseMs' | 'breakerMaxPauseMs'>, config: Config): BreakerPolicy {
+  const pauseMs = ep.breakerPauseMs ?? config.breakerPauseMs
+  return {
+    threshold: ep.breakerThreshold ?? config.breakerThreshold,
+    pauseMs,
+    maxPauseMs: Math.max(pauseMs, ep.breakerMaxPauseMs ?? config.breakerMaxPauseMs),
+  }
+}
+
 /**
- * Applies one attempt's result to its endpoint's health (SPEC §5): success resets the counters,
- * a failure counts (breaker failures separately), opens the breaker after 5 in a row, and
- * disables the endpoint on 410 or after `disableAfterMs` of failing.
+ * Applies one attempt's result to its endpoint's health (docs/delivery.md, "Circuit breaker"):
+ * a success resets the counters, closes the breaker and releases the rows its pause held; a
+ * failure counts (breaker failures also enter the breaker's window), opens the breaker when the
+ * failure rate says the endpoint is down, and disables the endpoint on 410 or after
+ * `disableAfterMs` of failing.
  */
 export function createHealthRecorder(deps: {
   store: Store
@@ -57,8 +69,15 @@ export function createHealthRecorder(deps: {
       if (cls.kind === 'success') {
         const last = healthySince.get(ep.id)
         if (last === undefined || now - last >= SUCCESS_WRITE_INTERVAL_MS || now < last) {
-          store.endpoints.recordSuccess(ep.id, now)
-          healthySince.set(ep.id, now)
+          const r = store.tx(() => {
+            const r = store.endpoints.recordSuccess(ep.id, now)
+            // One truth: the breaker is closed, so nothing may stay parked behind its pause.
+            const released = r.pausedUntil === null ? 0 : store.deliveries.releaseHeldForEndpoint(ep.id, r.pausedUntil, now)
+            return { ...r, released }
+          })
+          if (r.steady) healthySince.set(ep.id, now)
+          else healthySince.delete(ep.id)
+          if (r.pausedUntil !== null && r.pausedUntil > now) log.info({ endpoint: ep.id, released: r.released }, 'endpoint circuit closed by a success')
         }
         return { disabled: false }
       }
@@ -70,10 +89,10 @@ export function createHealthRecorder(deps: {
       if (cls.kind === 'dead' && cls.disable === 'gone') return { disabled: disable(ep, 'gone', now) }
       if (shouldAutoDisable(h, now, config.disableAfterMs)) return { disabled: disable(ep, 'failing', now) }
       if (breakerFailure) {
-        const until = pauseAfterFailure(h, now)
+        const until = pauseAfterFailure(h, now, breakerPolicy(h, config))
         if (until === null) return h.pausedUntil !== null && h.pausedUntil > now ? { disabled: false, pausedUntil: h.pausedUntil } : { disabled: false }
         // Its queued rows wait with it: otherwise every claim during the pause would read past
-        // all of them (SPEC §5: an outage does not burn attempts, nor slow other endpoints).
+        // all of them (an outage does not burn attempts, nor slow other endpoints).
         const deferred = store.tx(() => {
           store.endpoints.pause(ep.id, until)
           return store.deliveries.deferPendingForEndpoint(ep.id, until, now)

@@ -125,6 +125,9 @@ const SQL = {
   // Once per breaker pause.
   deferPendingForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due SET next_attempt_at = @until, updated_at = @now
     WHERE status = 'pending' AND ${DUE_KEY()} = @endpointId AND next_attempt_at < @until`,
+  // When the breaker closes: the rows its pause held wait for nothing any more.
+  releaseHeldForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due SET next_attempt_at = @now, updated_at = @now
+    WHERE status = 'pending' AND ${DUE_KEY()} = @endpointId AND next_attempt_at = @until`,
   countByStatus: `SELECT status, count(*) AS n FROM deliveries GROUP BY status`,
   // From the partial indexes only: the finished rows are most of the table.
   countPending: `SELECT count(*) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending'`,
@@ -362,6 +365,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     killPendingForEndpoint: (endpointId, error, now) =>
       s.finishPendingForEndpoint.run({ endpointId, status: 'dead', error, now }).changes,
     deferPendingForEndpoint: (endpointId, until, now) => s.deferPendingForEndpoint.run({ endpointId, until, now }).changes,
+    releaseHeldForEndpoint: (endpointId, until, now) => (until > now ? s.releaseHeldForEndpoint.run({ endpointId, until, now }).changes : 0),
     countByStatus: () => byStatus(s.countByStatus.all()),
     queueDepth: () => ({ pending: countPending.get() as number, in_flight: countInFlight.get() as number }),
     pendingByEndpoint() {

@@ -214,6 +214,8 @@ export interface DeliveriesStore {
    * do not walk past them on every round while the endpoint is down; returns how many moved.
    */
   deferPendingForEndpoint(endpointId: string, until: number, now: number): number
+  /** Makes the rows a pause deferred to `until` due now (the breaker closed); returns how many. */
+  releaseHeldForEndpoint(endpointId: string, until: number, now: number): number
   /** Rows per status: a pass over the whole table, for the CLI's `stats`, not for every scrape. */
   countByStatus(): Record<DeliveryStatus, number>
   /** Pending and in-flight rows, counted from the partial indexes (cost follows the queue, not history). */

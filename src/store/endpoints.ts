@@ -21,11 +21,20 @@ export interface EndpointSettings {
   retrySchedule: number[] | null
   signature: 'standard' | 'hmac-sha256'
   metadata: Record<string, unknown>
+  /** Percent of the breaker window that must fail to open it; null = the global setting. */
+  breakerThreshold?: number | null
+  /** The first breaker pause; null = the global setting. */
+  breakerPauseMs?: number | null
+  /** The longest breaker pause; null = the global setting. */
+  breakerMaxPauseMs?: number | null
 }
 
 /** An endpoint row, mapped to camelCase with its JSON columns parsed. */
 export interface EndpointRow extends EndpointSettings {
   id: string
+  breakerThreshold: number | null
+  breakerPauseMs: number | null
+  breakerMaxPauseMs: number | null
   secret: string
   previousSecrets: PreviousSecret[]
   disabled: boolean
@@ -38,6 +47,9 @@ export interface EndpointRow extends EndpointSettings {
   failuresSinceSuccess: number
   pausedUntil: number | null
   pauseCount: number
+  /** The breaker's window: latest attempts, newest in bit 0, 1 = failure (see delivery/breaker.ts). */
+  recentFailures: number
+  recentAttempts: number
   createdAt: number
   updatedAt: number
 }
@@ -48,31 +60,48 @@ const COLUMNS = `id, url, description, event_types AS eventTypes, headers, metho
   deleted_at AS deletedAt, last_success_at AS lastSuccessAt, last_failure_at AS lastFailureAt,
   failing_since AS failingSince, consecutive_failures AS consecutiveFailures,
   failures_since_success AS failuresSinceSuccess, paused_until AS pausedUntil, pause_count AS pauseCount,
-  created_at AS createdAt, updated_at AS updatedAt`
+  recent_failures AS recentFailures, recent_attempts AS recentAttempts, breaker_threshold AS breakerThreshold,
+  breaker_pause_ms AS breakerPauseMs, breaker_max_pause_ms AS breakerMaxPauseMs, created_at AS createdAt, updated_at AS updatedAt`
+
+/** The breaker's window (delivery/breaker.ts BREAKER_WINDOW, repeated: store sits below delivery). */
+const WINDOW = 20
+const WINDOW_MASK = (1 << WINDOW) - 1
 
 const SQL = {
   insert: `INSERT INTO endpoints (id, url, description, event_types, headers, method, timeout_ms, max_concurrency,
-      rate_limit, ordered, retry_schedule, signature, secret, metadata, disabled, disabled_reason, created_at, updated_at)
+      rate_limit, ordered, retry_schedule, signature, secret, metadata, disabled, disabled_reason, breaker_threshold,
+      breaker_pause_ms, breaker_max_pause_ms, created_at, updated_at)
     VALUES (@id, @url, @description, @eventTypes, @headers, @method, @timeoutMs, @maxConcurrency, @rateLimit, @ordered,
-      @retrySchedule, @signature, @secret, @metadata, @disabled, @disabledReason, @now, @now)`,
+      @retrySchedule, @signature, @secret, @metadata, @disabled, @disabledReason, @breakerThreshold, @breakerPauseMs,
+      @breakerMaxPauseMs, @now, @now)`,
   get: `SELECT ${COLUMNS} FROM endpoints WHERE id = ? AND deleted_at IS NULL`,
   getAny: `SELECT ${COLUMNS} FROM endpoints WHERE id = ?`,
   active: `SELECT ${COLUMNS} FROM endpoints WHERE disabled = 0 AND deleted_at IS NULL ORDER BY id`,
   update: `UPDATE endpoints SET url = @url, description = @description, event_types = @eventTypes, headers = @headers,
       method = @method, timeout_ms = @timeoutMs, max_concurrency = @maxConcurrency, rate_limit = @rateLimit,
-      ordered = @ordered, retry_schedule = @retrySchedule, signature = @signature, metadata = @metadata, updated_at = @now
+      ordered = @ordered, retry_schedule = @retrySchedule, signature = @signature, metadata = @metadata,
+      breaker_threshold = @breakerThreshold, breaker_pause_ms = @breakerPauseMs, breaker_max_pause_ms = @breakerMaxPauseMs,
+      updated_at = @now
     WHERE id = @id AND deleted_at IS NULL`,
   softDelete: `UPDATE endpoints SET deleted_at = @now, updated_at = @now WHERE id = @id AND deleted_at IS NULL`,
   setSecret: `UPDATE endpoints SET secret = @secret, previous_secrets = @previous, updated_at = @now
     WHERE id = @id AND deleted_at IS NULL`,
+  // Healthy: a full window of successes, so one more changes nothing but the time.
   successQuick: `UPDATE endpoints SET last_success_at = @now
-    WHERE id = @id AND consecutive_failures = 0 AND pause_count = 0 AND failing_since IS NULL AND paused_until IS NULL`,
+    WHERE id = @id AND consecutive_failures = 0 AND pause_count = 0 AND failing_since IS NULL AND paused_until IS NULL
+      AND recent_failures = 0 AND recent_attempts >= ${WINDOW}`,
+  pausedUntil: `SELECT paused_until FROM endpoints WHERE id = ?`,
   success: `UPDATE endpoints SET last_success_at = @now, consecutive_failures = 0, failures_since_success = 0,
-      failing_since = NULL, paused_until = NULL, pause_count = 0
-    WHERE id = @id`,
+      failing_since = NULL, paused_until = NULL, pause_count = 0,
+      recent_failures = (recent_failures << 1) & ${WINDOW_MASK}, recent_attempts = min(recent_attempts + 1, ${WINDOW})
+    WHERE id = @id
+    RETURNING recent_failures = 0 AND recent_attempts >= ${WINDOW} AS steady`,
+  // Only transport failures and 5xx (@breaker = 1) enter the breaker's window.
   failure: `UPDATE endpoints SET last_failure_at = @now, failing_since = COALESCE(failing_since, @now),
       failures_since_success = failures_since_success + 1,
-      consecutive_failures = consecutive_failures + @breaker
+      consecutive_failures = consecutive_failures + @breaker,
+      recent_failures = CASE @breaker WHEN 1 THEN ((recent_failures << 1) | 1) & ${WINDOW_MASK} ELSE recent_failures END,
+      recent_attempts = CASE @breaker WHEN 1 THEN min(recent_attempts + 1, ${WINDOW}) ELSE recent_attempts END
     WHERE id = @id
     RETURNING ${COLUMNS}`,
   pause: `UPDATE endpoints SET paused_until = @until, pause_count = pause_count + 1 WHERE id = @id`,
@@ -96,7 +125,12 @@ export interface EndpointsStore {
   update(id: string, settings: EndpointSettings, now: number): boolean
   softDelete(id: string, now: number): boolean
   setSecret(id: string, secret: string, previous: PreviousSecret[], now: number): boolean
-  recordSuccess(id: string, now: number): void
+  /**
+   * Counts a success: closes the breaker and returns the time its pause had held the endpoint's
+   * rows until (null when it was not paused), and whether the endpoint is now steadily healthy
+   * (a full window of successes: further successes need only the time written).
+   */
+  recordSuccess(id: string, now: number): { pausedUntil: number | null; steady: boolean }
   /** Counts a failure and returns the endpoint's new health. */
   recordFailure(id: string, breakerFailure: boolean, now: number): EndpointRow | null
   pause(id: string, until: number): void
@@ -157,6 +191,9 @@ function settingsParams(s: EndpointSettings): Record<string, unknown> {
     retrySchedule: s.retrySchedule === null ? null : JSON.stringify(s.retrySchedule),
     signature: s.signature,
     metadata: JSON.stringify(s.metadata),
+    breakerThreshold: s.breakerThreshold ?? null,
+    breakerPauseMs: s.breakerPauseMs ?? null,
+    breakerMaxPauseMs: s.breakerMaxPauseMs ?? null,
   }
 }
 
@@ -214,7 +251,11 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
       bumpSettings(s.setSecret.run({ id, secret, previous: JSON.stringify(previous), now }).changes > 0),
     recordSuccess(id, now) {
       // The common case (already healthy) touches one column and leaves caches valid.
-      if (s.successQuick.run({ id, now }).changes === 0) bump(s.success.run({ id, now }))
+      if (s.successQuick.run({ id, now }).changes > 0) return { pausedUntil: null, steady: true }
+      const pausedUntil = (s.pausedUntil.pluck().get(id) as number | null | undefined) ?? null
+      const r = s.success.get({ id, now }) as { steady: number } | undefined
+      bump(0)
+      return { pausedUntil, steady: r?.steady === 1 }
     },
     recordFailure: (id, breakerFailure, now) =>
       mapRow(s.failure.get({ id, now, breaker: breakerFailure ? 1 : 0 }) as RawRow | undefined),

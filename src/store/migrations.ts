@@ -352,4 +352,15 @@ CREATE TABLE locks (
   seen_at      INTEGER NOT NULL             -- the holder's heartbeat
 ) WITHOUT ROWID;
 `,
+  /* v8 → v9: every helper's block of this version (see schema.sql). */
+  `
+-- ── v9: breaker on a failure rate ──
+-- The breaker's window (docs/delivery.md): the latest 20 attempts, newest in bit 0 (1 = failure),
+-- and the endpoint's own threshold and pauses (NULL = the global settings).
+ALTER TABLE endpoints ADD COLUMN recent_failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE endpoints ADD COLUMN recent_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE endpoints ADD COLUMN breaker_threshold INTEGER;
+ALTER TABLE endpoints ADD COLUMN breaker_pause_ms INTEGER;
+ALTER TABLE endpoints ADD COLUMN breaker_max_pause_ms INTEGER;
+`,
 ]

@@ -42,7 +42,7 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
         else out.retrySchedule = r.schedule
       }
     }
-    for (const k of ['description', 'eventTypes', 'method', 'timeoutMs', 'maxConcurrency', 'rateLimit', 'ordered', 'signature', 'metadata'] as const) {
+    for (const k of ['description', 'eventTypes', 'method', 'timeoutMs', 'maxConcurrency', 'rateLimit', 'ordered', 'signature', 'metadata', 'breakerThreshold', 'breakerPauseMs', 'breakerMaxPauseMs'] as const) {
       if (p[k] !== undefined) (out as unknown as Record<string, unknown>)[k] = p[k]
     }
     throwIfIssues(issues)
@@ -62,6 +62,9 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
     retry_schedule: i.retry_schedule as (string | number)[] | null | undefined,
     signature: i.signature as 'standard' | 'hmac-sha256' | undefined,
     metadata: i.metadata as Record<string, unknown> | undefined,
+    breakerThreshold: i.breaker_threshold as number | null | undefined,
+    breakerPauseMs: i.breaker_pause_ms as number | null | undefined,
+    breakerMaxPauseMs: i.breaker_max_pause_ms as number | null | undefined,
   })
 
   const secretOrThrow = (mode: EndpointSettings['signature'], secret: string | undefined): string => {

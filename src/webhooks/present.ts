@@ -29,6 +29,10 @@ export function endpointOut(e: EndpointRow, now: number): EndpointOutput {
     consecutive_failures: e.failuresSinceSuccess,
     failing_since: toIso(e.failingSince),
     circuit: circuitState(e, now),
+    paused_until: e.pausedUntil !== null && e.pausedUntil > now ? toIso(e.pausedUntil) : null,
+    breaker_threshold: e.breakerThreshold,
+    breaker_pause_ms: e.breakerPauseMs,
+    breaker_max_pause_ms: e.breakerMaxPauseMs,
     created_at: toIso(e.createdAt),
     updated_at: toIso(e.updatedAt),
   }

@@ -54,6 +54,11 @@ const endpointFields = {
   secret: z.string().min(1).max(512),
   disabled: z.boolean(),
   metadata: jsonObject('must be an object'),
+  breaker_threshold: z.number().int().min(1).max(100).nullable().openapi({
+    description: 'Percent of the last 20 attempts that must have failed (the last 5 in a row) to open the breaker; null = POSTBOX_BREAKER_THRESHOLD',
+  }),
+  breaker_pause_ms: z.number().int().min(1000).max(3_600_000).nullable().openapi({ description: 'First breaker pause; null = POSTBOX_BREAKER_PAUSE' }),
+  breaker_max_pause_ms: z.number().int().min(1000).max(3_600_000).nullable().openapi({ description: 'Longest breaker pause; null = POSTBOX_BREAKER_MAX_PAUSE' }),
 }
 
 /** `POST /v1/endpoints` body: only `url` is required. */
@@ -73,6 +78,9 @@ export const EndpointCreate = z
     secret: endpointFields.secret.optional(),
     disabled: endpointFields.disabled.optional(),
     metadata: endpointFields.metadata.optional(),
+    breaker_threshold: endpointFields.breaker_threshold.optional(),
+    breaker_pause_ms: endpointFields.breaker_pause_ms.optional(),
+    breaker_max_pause_ms: endpointFields.breaker_max_pause_ms.optional(),
   })
   .openapi('EndpointCreate')
 
@@ -101,7 +109,13 @@ export const EndpointOut = z
     last_success_at: z.string().nullable(),
     consecutive_failures: z.number().int().openapi({ description: 'Failed attempts since the last success (any failure: transport error, 5xx, 4xx, 429)' }),
     failing_since: z.string().nullable().openapi({ description: 'When the first failure after the last success happened; null while healthy' }),
-    circuit: z.enum(['closed', 'open', 'half_open']),
+    circuit: z.enum(['closed', 'open', 'half_open']).openapi({
+      description: 'open: paused, its deliveries held until paused_until; half_open: one probe goes out; closed: a success closed it',
+    }),
+    paused_until: z.string().nullable().openapi({ description: 'While open: when the pause ends and the probe goes out' }),
+    breaker_threshold: z.number().int().nullable(),
+    breaker_pause_ms: z.number().int().nullable(),
+    breaker_max_pause_ms: z.number().int().nullable(),
     created_at: z.string(),
     updated_at: z.string(),
     secret: z.string().optional(),
