@@ -1,5 +1,5 @@
 /** The HTTP statuses Postbox answers errors with. */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 503
+export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 422 | 429 | 500 | 503
 
 /**
  * The one error type that crosses layers. `code` is a stable snake_case string that clients
@@ -11,13 +11,15 @@ export class AppError extends Error {
     readonly status: ErrorStatus,
     message: string,
     readonly details?: unknown,
+    /** Response headers the error carries (`Allow` on a 405). */
+    readonly headers?: Readonly<Record<string, string>>,
   ) {
     super(message)
     this.name = 'AppError'
   }
 }
 
-/** Shorthands for the common errors of the catalogue in SPEC §6. */
+/** Shorthands for the common errors of the catalogue (docs/api.md, "Errors"). */
 export const errors = {
   invalidJson: (msg = 'Request body is not valid JSON') => new AppError('invalid_json', 400, msg),
   validation: (details: unknown, msg = 'Request validation failed') => new AppError('validation_failed', 400, msg, details),
@@ -25,6 +27,8 @@ export const errors = {
   invalidToken: (msg = 'Invalid or revoked credentials') => new AppError('invalid_token', 401, msg),
   forbidden: (msg = 'This key may not perform this action') => new AppError('forbidden', 403, msg),
   notFound: (what = 'Resource') => new AppError('not_found', 404, `${what} not found`),
+  methodNotAllowed: (allow: readonly string[]) =>
+    new AppError('method_not_allowed', 405, `This route takes ${allow.join(', ')}`, { allow }, { allow: allow.join(', ') }),
   conflict: (msg: string) => new AppError('conflict', 409, msg),
   notEligible: (msg: string) => new AppError('not_eligible', 409, msg),
   payloadTooLarge: (limit: number) => new AppError('payload_too_large', 413, `Request body exceeds ${limit} bytes`),

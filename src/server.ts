@@ -22,7 +22,18 @@ export async function listen(postbox: Postbox, log: Log): Promise<RunningServer>
   const server = await new Promise<Server>((resolve, reject) => {
     // getRequestListener rather than serve(): only it passes an errorHandler to the adapter, so a
     // request it cannot turn into a URL (`GET *`) gets the JSON error shape too.
-    const s = createServer(getRequestListener(postbox.app.fetch, { hostname: host, errorHandler: adapterErrorResponse }))
+    const listener = getRequestListener(postbox.app.fetch, { hostname: host, errorHandler: adapterErrorResponse })
+    // requireHostHeader: false, so an HTTP/1.1 request without Host reaches this listener and
+    // gets the error JSON (Node's own refusal has an empty body).
+    const s = createServer({ requireHostHeader: false }, (req, res) => {
+      if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+        const body = JSON.stringify({ error: { code: 'bad_request', message: 'Malformed HTTP request: an HTTP/1.1 request needs a Host header' } })
+        res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' })
+        res.end(body)
+        return
+      }
+      void listener(req, res)
+    })
     s.once('error', (err) => reject(listenError(err, host, port)))
     s.listen(port, host, () => resolve(s))
   })

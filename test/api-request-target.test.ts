@@ -46,6 +46,8 @@ describe('request targets the adapter refuses', () => {
     ['OPTIONS *', 'OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n'],
     ['a Host header with a space', 'GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n'],
     ['a backslash in the path', 'GET /v1\\events HTTP/1.1\r\nHost: x\r\n\r\n'],
+    ['no Host header', 'GET /healthz HTTP/1.1\r\n\r\n'],
+    ['no Host header on a POST', 'POST /v1/events HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}'],
   ])('%s → 400 bad_request as error JSON, connection closed', async (_name, payload) => {
     const res = await raw(port, payload)
     expect(res.status).toBe(400)

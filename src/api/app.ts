@@ -17,6 +17,7 @@ import { opsRoutes } from './ops.js'
 import { notificationRoutes } from './notifications.js'
 import { directoryRoutes } from './directory.js'
 import { inboxRoutes, userToken } from './inbox.js'
+import { allowedMethods, strictQuery } from './strict-routes.js'
 
 /** The version reported in the OpenAPI document. */
 export const API_VERSION = '1.0.0'
@@ -81,6 +82,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const auth = authenticate()
   // The inbox authenticates with user tokens, also before the body guard.
   app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? (deps.notify ? userToken(c, next) : next()) : auth(c, next)))
+  app.use('*', strictQuery(app))
   app.use('*', idempotencyKeyGuard())
   app.use('*', jsonBodyGuard(deps.config.maxBody))
 
@@ -103,8 +105,10 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     return c.json(openapi as object)
   })
 
-  app.notFound(() => {
-    throw errors.notFound('Route')
+  // A path served with other methods is 405 with Allow, not 404.
+  app.notFound((c) => {
+    const allow = allowedMethods(app, c.req.path)
+    throw allow.length > 0 ? errors.methodNotAllowed(allow) : errors.notFound('Route')
   })
   app.onError((err, c) => renderError(err, c, deps))
   return app
@@ -117,7 +121,7 @@ export function renderError(err: unknown, c: Context, deps: Pick<ApiDeps, 'log'>
   else if (e.status === 503) deps.log.warn({ err: String(err), path: c.req.path }, 'storage unavailable')
   const body: { error: { code: string; message: string; details?: unknown } } = { error: { code: e.code, message: e.message } }
   if (e.details !== undefined) body.error.details = FIELD_ISSUE_CODES.has(e.code) ? normalizeIssues(e.details) : e.details
-  return c.json(body, e.status)
+  return c.json(body, e.status, e.headers ? { ...e.headers } : undefined)
 }
 
 function toAppError(err: unknown): AppError {

@@ -1,4 +1,5 @@
 import { OpenAPIHono, z, type Hook } from '@hono/zod-openapi'
+import { decimalInt } from '../lib/query-number.js'
 import type { ZodError } from 'zod'
 import { errors } from '../errors.js'
 import { decodeCursor, decodeIdCursor, DEFAULT_PAGE_SIZE, MAX_CURSOR_LENGTH, MAX_PAGE_SIZE } from '../lib/cursor.js'
@@ -70,7 +71,7 @@ export const idCursorParam = (prefix: string) => cursorParam((c) => decodeIdCurs
 
 /** `?limit=&cursor=` of every list. */
 export const PageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' }, example: DEFAULT_PAGE_SIZE }),
+  limit: decimalInt(1, MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' }, example: DEFAULT_PAGE_SIZE }),
   cursor: CursorParam,
 })
 

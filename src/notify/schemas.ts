@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi'
+import { decimalInt } from '../lib/query-number.js'
 import { jsonObject } from '../lib/json-object.js'
 import { isValidTimeZone } from './schedule.js'
 import { NAME_PATTERN, PRINCIPAL_PATTERN, USER_ID_PATTERN, USER_ID_RULE } from './recipients.js'
@@ -225,7 +226,7 @@ export const InboxQuery = z.object({
     param: { name: 'topic', in: 'query' },
     description: 'A page reads at most 10,000 messages: it may hold fewer than `limit` (even none) while next_cursor continues the read.',
   }),
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' } }),
+  limit: decimalInt(1, MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' } }),
   cursor: z
     .string()
     .max(400)

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi'
+import { decimalInt } from '../lib/query-number.js'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 import { jsonObject } from '../lib/json-object.js'
 
@@ -226,10 +227,14 @@ export const DeliveryQuery = z
   .object({
     status: z.enum(['pending', 'in_flight', 'success', 'dead', 'cancelled']).optional().openapi({ description: SHORT_PAGES }),
     endpoint_id: z.string().max(200).optional(),
-    event_type: z.string().max(200).optional().openapi({ description: SHORT_PAGES }),
+    event_type: z
+      .string()
+      .regex(/^[a-zA-Z0-9_.:-]{1,213}$/, 'must be one exact event type (no wildcards)')
+      .optional()
+      .openapi({ description: SHORT_PAGES }),
     event_id: z.string().max(200).optional().openapi({ description: "The event's deliveries (one per endpoint)" }),
     notification_id: z.string().max(200).optional().openapi({ description: "The notification's deliveries (per recipient and channel)" }),
-    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
+    limit: decimalInt(1, MAX_PAGE_SIZE).optional(),
     cursor: z.string().max(400).optional(),
   })
   .openapi('DeliveryQuery')
@@ -256,8 +261,12 @@ export const EventList = z.object({ data: z.array(EventSummary), next_cursor: z.
 /** `GET /v1/events` query. */
 export const EventQuery = z
   .object({
-    type: z.string().max(200).optional().openapi({ description: 'Only events of this exact type (indexed)' }),
-    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
+    type: z
+      .string()
+      .regex(/^[a-zA-Z0-9_.:-]{1,213}$/, 'must be one exact event type (no wildcards)')
+      .optional()
+      .openapi({ description: 'Only events of this exact type (indexed); wildcards are refused' }),
+    limit: decimalInt(1, MAX_PAGE_SIZE).optional(),
     cursor: z.string().max(400).optional(),
   })
   .openapi('EventQuery')
