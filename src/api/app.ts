@@ -4,6 +4,7 @@ import { cors } from 'hono/cors'
 import { HTTPException } from 'hono/http-exception'
 import { matchedRoutes } from 'hono/route'
 import { ZodError } from 'zod'
+import { packageVersion } from '../delivery/version.js'
 import { AppError, errors, isStorageUnavailable, type ErrorStatus } from '../errors.js'
 import { authenticate } from './auth.js'
 import { jsonBodyGuard } from './body.js'
@@ -19,8 +20,8 @@ import { directoryRoutes } from './directory.js'
 import { inboxRoutes, userToken } from './inbox.js'
 import { allowedMethods, strictQuery } from './strict-routes.js'
 
-/** The version reported in the OpenAPI document. */
-export const API_VERSION = '1.0.0'
+/** The API's major version, in every path (`/v1`); the document's `info.version` is the package's. */
+export const API_VERSION = 'v1'
 
 /** Paths that authenticate themselves (end-user tokens), not with an API key. */
 const SELF_AUTH = /^\/v1\/inbox(\/|$)/
@@ -100,7 +101,14 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.get('/openapi.json', (c) => {
     openapi ??= app.getOpenAPI31Document({
       openapi: '3.1.0',
-      info: { title: 'Postbox API', version: API_VERSION, description: 'Durable webhooks and notifications (SPEC §6).' },
+      info: {
+        title: 'Postbox API',
+        version: packageVersion(),
+        description: 'Durable webhooks and notifications (docs/api.md).',
+        license: { name: 'MIT', url: 'https://opensource.org/license/mit' },
+      },
+      // Relative: the server that serves this document.
+      servers: [{ url: '/', description: 'this Postbox' }],
     })
     return c.json(openapi as object)
   })

@@ -12,17 +12,17 @@ const Redelivered = z.object({ id: z.string(), status: z.literal('pending') }).o
 
 const routes = {
   list: createRoute({
-    ...base, method: 'get', path: '/v1/deliveries', summary: 'List deliveries', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/deliveries', operationId: 'listDeliveries', summary: 'List deliveries', middleware: [viewer] as const,
     request: { query: DeliveryQuery },
     responses: { 200: jsonResponse(DeliveryList, 'newest first'), ...errorResponses },
   }),
   get: createRoute({
-    ...base, method: 'get', path: '/v1/deliveries/{id}', summary: 'A delivery with its attempts', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/deliveries/{id}', operationId: 'getDelivery', summary: 'A delivery with its attempts', middleware: [viewer] as const,
     request: { params: IdParam },
     responses: { 200: jsonResponse(DeliveryOut, 'the delivery'), ...errorResponses },
   }),
   redeliver: createRoute({
-    ...base, method: 'post', path: '/v1/deliveries/{id}/redeliver', summary: 'Send a terminal delivery again (admin)',
+    ...base, method: 'post', path: '/v1/deliveries/{id}/redeliver', operationId: 'redeliverDelivery', summary: 'Send a terminal delivery again (admin)',
     middleware: [admin] as const,
     request: { params: IdParam },
     responses: { 202: jsonResponse(Redelivered, 'queued'), 409: jsonResponse(ErrorBody, 'not_eligible'), ...errorResponses },

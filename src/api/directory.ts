@@ -43,58 +43,58 @@ export function notifyOf(c: Context<ApiEnv>): NotifyService {
 
 const routes = {
   putUser: createRoute({
-    ...base, method: 'put', path: '/v1/users/{id}', summary: 'Create or update a user (admin)', middleware: [admin] as const,
+    ...base, method: 'put', path: '/v1/users/{id}', operationId: 'putUser', summary: 'Create or update a user (admin)', middleware: [admin] as const,
     request: { params: UserIdParam, body: jsonBody(UserIn) },
     responses: { 200: jsonResponse(UserOut, 'updated'), 201: jsonResponse(UserOut, 'created'), ...errorResponses },
   }),
   getUser: createRoute({
-    ...base, method: 'get', path: '/v1/users/{id}', summary: 'A user', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/users/{id}', operationId: 'getUser', summary: 'A user', middleware: [viewer] as const,
     request: { params: UserIdParam },
     responses: { 200: jsonResponse(UserOut, 'the user'), ...errorResponses },
   }),
   deleteUser: createRoute({
-    ...base, method: 'delete', path: '/v1/users/{id}', summary: 'Delete a user with their subscriptions and preferences (admin)',
+    ...base, method: 'delete', path: '/v1/users/{id}', operationId: 'deleteUser', summary: 'Delete a user with their subscriptions and preferences (admin)',
     middleware: [admin] as const,
     request: { params: UserIdParam },
     responses: { 200: jsonResponse(Deleted, 'deleted'), ...errorResponses },
   }),
   issueToken: createRoute({
-    ...base, method: 'post', path: '/v1/users/{id}/tokens', summary: 'Issue an end-user inbox token (admin)', middleware: [admin] as const,
+    ...base, method: 'post', path: '/v1/users/{id}/tokens', operationId: 'issueUserToken', summary: 'Issue an end-user inbox token (admin)', middleware: [admin] as const,
     request: { params: UserIdParam, body: jsonBody(TokenIn, false) },
     responses: { 201: jsonResponse(TokenOut, 'the token, signed by the server'), ...errorResponses },
   }),
   userPreferences: createRoute({
-    ...base, method: 'get', path: '/v1/users/{id}/preferences', summary: "A user's preferences", middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/users/{id}/preferences', operationId: 'listUserPreferences', summary: "A user's preferences", middleware: [viewer] as const,
     request: { params: PreferencesOwnerParam, query: PageQuery },
     responses: { 200: jsonResponse(listOf(PreferenceOut, 'PreferenceList'), 'the rows of that user'), ...errorResponses },
   }),
   putSubscription: createRoute({
-    ...base, method: 'put', path: '/v1/subscriptions', summary: 'Subscribe a principal to a topic (admin)', middleware: [admin] as const,
+    ...base, method: 'put', path: '/v1/subscriptions', operationId: 'putSubscription', summary: 'Subscribe a principal to a topic (admin)', middleware: [admin] as const,
     request: { body: jsonBody(SubscriptionIn) },
     responses: { 200: jsonResponse(SubscriptionOut, 'subscribed'), ...errorResponses },
   }),
   deleteSubscription: createRoute({
-    ...base, method: 'delete', path: '/v1/subscriptions', summary: 'Unsubscribe a principal from a topic (admin)', middleware: [admin] as const,
+    ...base, method: 'delete', path: '/v1/subscriptions', operationId: 'deleteSubscription', summary: 'Unsubscribe a principal from a topic (admin)', middleware: [admin] as const,
     request: { body: jsonBody(SubscriptionIn) },
     responses: { 200: jsonResponse(Deleted, 'deleted'), ...errorResponses },
   }),
   listSubscriptions: createRoute({
-    ...base, method: 'get', path: '/v1/subscriptions', summary: 'List subscriptions, optionally of one topic', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/subscriptions', operationId: 'listSubscriptions', summary: 'List subscriptions, optionally of one topic', middleware: [viewer] as const,
     request: { query: TopicQuery },
     responses: { 200: jsonResponse(listOf(SubscriptionOut, 'SubscriptionList'), 'subscriptions'), ...errorResponses },
   }),
   putPreference: createRoute({
-    ...base, method: 'put', path: '/v1/preferences', summary: 'Set a preference row (admin)', middleware: [admin] as const,
+    ...base, method: 'put', path: '/v1/preferences', operationId: 'putPreference', summary: 'Set a preference row (admin)', middleware: [admin] as const,
     request: { body: jsonBody(PreferenceIn) },
     responses: { 200: jsonResponse(PreferenceOut, 'stored'), ...errorResponses },
   }),
   putTemplate: createRoute({
-    ...base, method: 'put', path: '/v1/templates', summary: 'Add a template version (admin)', middleware: [admin] as const,
+    ...base, method: 'put', path: '/v1/templates', operationId: 'putTemplate', summary: 'Add a template version (admin)', middleware: [admin] as const,
     request: { body: jsonBody(TemplateIn) },
     responses: { 201: jsonResponse(TemplateOut, 'the new version'), ...errorResponses },
   }),
   listTemplates: createRoute({
-    ...base, method: 'get', path: '/v1/templates', summary: 'List templates, every version', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/templates', operationId: 'listTemplates', summary: 'List templates, every version', middleware: [viewer] as const,
     request: { query: TopicQuery },
     responses: { 200: jsonResponse(listOf(TemplateOut, 'TemplateList'), 'templates'), ...errorResponses },
   }),

@@ -21,55 +21,55 @@ const Deleted = z.object({ deleted: z.literal(true), cancelled: z.number().int()
 
 const routes = {
   create: createRoute({
-    ...base, method: 'post', path: '/v1/endpoints', summary: 'Create an endpoint (admin)', middleware: [admin] as const,
+    ...base, method: 'post', path: '/v1/endpoints', operationId: 'createEndpoint', summary: 'Create an endpoint (admin)', middleware: [admin] as const,
     request: { body: jsonBody(EndpointCreate) },
     responses: { 201: jsonResponse(EndpointOut, 'created, with its secret'), ...withErrors },
   }),
   list: createRoute({
-    ...base, method: 'get', path: '/v1/endpoints', summary: 'List endpoints with health', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/endpoints', operationId: 'listEndpoints', summary: 'List endpoints with health', middleware: [viewer] as const,
     request: { query: PageQuery.extend({ cursor: idCursorParam('ep') }) },
     responses: { 200: jsonResponse(EndpointList, 'newest first'), ...errorResponses },
   }),
   get: createRoute({
-    ...base, method: 'get', path: '/v1/endpoints/{id}', summary: 'One endpoint with health', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/endpoints/{id}', operationId: 'getEndpoint', summary: 'One endpoint with health', middleware: [viewer] as const,
     request: { params: IdParam },
     responses: { 200: jsonResponse(EndpointOut, 'the endpoint'), ...errorResponses },
   }),
   update: createRoute({
-    ...base, method: 'patch', path: '/v1/endpoints/{id}', summary: 'Update an endpoint (admin)', middleware: [admin] as const,
+    ...base, method: 'patch', path: '/v1/endpoints/{id}', operationId: 'updateEndpoint', summary: 'Update an endpoint (admin)', middleware: [admin] as const,
     request: { params: IdParam, body: jsonBody(EndpointUpdate, false) },
     responses: { 200: jsonResponse(EndpointOut, 'updated'), ...withErrors },
   }),
   remove: createRoute({
-    ...base, method: 'delete', path: '/v1/endpoints/{id}', summary: 'Delete an endpoint, cancelling its pending deliveries (admin)',
+    ...base, method: 'delete', path: '/v1/endpoints/{id}', operationId: 'deleteEndpoint', summary: 'Delete an endpoint, cancelling its pending deliveries (admin)',
     middleware: [admin] as const,
     request: { params: IdParam },
     responses: { 200: jsonResponse(Deleted, 'deleted'), ...errorResponses },
   }),
   secret: createRoute({
-    ...base, method: 'get', path: '/v1/endpoints/{id}/secret', summary: 'The signing secret (admin)', middleware: [admin] as const,
+    ...base, method: 'get', path: '/v1/endpoints/{id}/secret', operationId: 'getEndpointSecret', summary: 'The signing secret (admin)', middleware: [admin] as const,
     request: { params: IdParam },
     responses: { 200: jsonResponse(SecretOut, 'the current secret'), ...errorResponses },
   }),
   rotate: createRoute({
-    ...base, method: 'post', path: '/v1/endpoints/{id}/secret/rotate', summary: 'Rotate the signing secret (admin)',
+    ...base, method: 'post', path: '/v1/endpoints/{id}/secret/rotate', operationId: 'rotateEndpointSecret', summary: 'Rotate the signing secret (admin)',
     middleware: [admin] as const,
     request: { params: IdParam, body: jsonBody(RotateSecretIn, false) },
     responses: { 200: jsonResponse(SecretOut, 'the new secret'), ...errorResponses },
   }),
   enable: createRoute({
-    ...base, method: 'post', path: '/v1/endpoints/{id}/enable', summary: 'Re-enable after a disable (admin)', middleware: [admin] as const,
+    ...base, method: 'post', path: '/v1/endpoints/{id}/enable', operationId: 'enableEndpoint', summary: 'Re-enable after a disable (admin)', middleware: [admin] as const,
     request: { params: IdParam },
     responses: { 200: jsonResponse(EndpointOut, 'enabled'), ...errorResponses },
   }),
   recover: createRoute({
-    ...base, method: 'post', path: '/v1/endpoints/{id}/recover', summary: 'Requeue dead deliveries created in [since, until) (admin)',
+    ...base, method: 'post', path: '/v1/endpoints/{id}/recover', operationId: 'recoverEndpoint', summary: 'Requeue dead deliveries created in [since, until) (admin)',
     middleware: [admin] as const,
     request: { params: IdParam, body: jsonBody(RecoverIn) },
     responses: { 202: jsonResponse(RecoverOut, 'queued'), 409: jsonResponse(ErrorBody, 'conflict: the endpoint is disabled'), ...errorResponses },
   }),
   test: createRoute({
-    ...base, method: 'post', path: '/v1/endpoints/{id}/test', summary: 'Send a postbox.ping event to this endpoint only (admin)',
+    ...base, method: 'post', path: '/v1/endpoints/{id}/test', operationId: 'testEndpoint', summary: 'Send a postbox.ping event to this endpoint only (admin)',
     middleware: [admin] as const,
     request: { params: IdParam },
     responses: { 202: jsonResponse(EventAccepted, 'queued'), 409: jsonResponse(ErrorBody, 'conflict: the endpoint is disabled'), ...errorResponses },

@@ -15,7 +15,7 @@ const base = { security: bearerSecurity, tags: ['events'] }
 
 const routes = {
   send: createRoute({
-    ...base, method: 'post', path: '/v1/events', summary: 'Publish one event (publisher)', middleware: [publisher] as const,
+    ...base, method: 'post', path: '/v1/events', operationId: 'sendEvent', summary: 'Publish one event (publisher)', middleware: [publisher] as const,
     request: { headers: IdempotencyHeader('The client event id, when the body has no `id`'), body: jsonBody(EventIn) },
     responses: {
       202: jsonResponse(EventAccepted, 'accepted and committed'),
@@ -26,7 +26,7 @@ const routes = {
   // Documented here, validated by the service: each event is checked once (EventIn, in
   // webhooks.events.sendMany) instead of twice, ~15% of a 1,000-event batch's CPU.
   batch: createRoute({
-    ...base, method: 'post', path: '/v1/events/batch', summary: 'Publish up to 1,000 events in one transaction (publisher)',
+    ...base, method: 'post', path: '/v1/events/batch', operationId: 'sendEventBatch', summary: 'Publish up to 1,000 events in one transaction (publisher)',
     request: { body: jsonBody(EventBatchIn) },
     responses: {
       202: jsonResponse(EventBatchAccepted, 'committed; results in input order'),
@@ -35,12 +35,12 @@ const routes = {
     },
   }),
   list: createRoute({
-    ...base, method: 'get', path: '/v1/events', summary: 'List events newest first, optionally of one type', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/events', operationId: 'listEvents', summary: 'List events newest first, optionally of one type', middleware: [viewer] as const,
     request: { query: EventQuery.extend({ cursor: idCursorParam('evt') }) },
     responses: { 200: jsonResponse(EventList, 'newest first'), ...errorResponses },
   }),
   get: createRoute({
-    ...base, method: 'get', path: '/v1/events/{id}', summary: 'An event and its deliveries', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/events/{id}', operationId: 'getEvent', summary: 'An event and its deliveries', middleware: [viewer] as const,
     request: { params: IdParam },
     responses: { 200: jsonResponse(EventOut, 'the event'), ...errorResponses },
   }),

@@ -6,7 +6,7 @@ import type { StreamEvent } from '../store/inbox.js'
 import type { UserInbox } from '../notify/service.js'
 import { InboxIds, InboxList, InboxQuery, InboxUpdated, UnreadCount } from '../notify/schemas.js'
 import { bearerToken } from './auth.js'
-import { DEFAULT_LIMIT, errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
+import { DEFAULT_LIMIT, ErrorBody, errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
 import type { ApiEnv } from './deps.js'
 import { notifyOf } from './directory.js'
 
@@ -54,19 +54,19 @@ const base = { security: [{ userToken: [] }], tags: ['inbox'] }
 
 const stateRoute = (name: string, summary: string) =>
   createRoute({
-    ...base, method: 'post', path: `/v1/inbox/${name}`, summary,
+    ...base, method: 'post', path: `/v1/inbox/${name}`, operationId: `inbox${name[0]!.toUpperCase()}${name.slice(1)}`, summary,
     request: { body: jsonBody(InboxIds) },
     responses: { 200: jsonResponse(InboxUpdated, 'how many of your messages changed'), ...errorResponses },
   })
 
 const routes = {
   list: createRoute({
-    ...base, method: 'get', path: '/v1/inbox', summary: 'Your inbox, newest first',
+    ...base, method: 'get', path: '/v1/inbox', operationId: 'listInbox', summary: 'Your inbox, newest first',
     request: { query: InboxQuery },
     responses: { 200: jsonResponse(InboxList, 'a page and the exact unread count'), ...errorResponses },
   }),
   unreadCount: createRoute({
-    ...base, method: 'get', path: '/v1/inbox/unread-count', summary: 'Your unread count',
+    ...base, method: 'get', path: '/v1/inbox/unread-count', operationId: 'getInboxUnreadCount', summary: 'Your unread count',
     responses: { 200: jsonResponse(UnreadCount, 'exact over the whole non-archived inbox'), ...errorResponses },
   }),
   read: stateRoute('read', 'Mark messages read'),
@@ -75,11 +75,11 @@ const routes = {
   archive: stateRoute('archive', 'Archive messages'),
   unarchive: stateRoute('unarchive', 'Unarchive messages'),
   readAll: createRoute({
-    ...base, method: 'post', path: '/v1/inbox/read-all', summary: 'Mark everything read',
+    ...base, method: 'post', path: '/v1/inbox/read-all', operationId: 'markInboxAllRead', summary: 'Mark everything read',
     responses: { 200: jsonResponse(InboxUpdated, 'how many messages changed'), ...errorResponses },
   }),
   stream: createRoute({
-    ...base, method: 'get', path: '/v1/inbox/stream',
+    ...base, method: 'get', path: '/v1/inbox/stream', operationId: 'streamInbox',
     summary: 'Live updates over SSE: notification, state and unread_count events; Last-Event-ID or ?since= replays',
     request: {
       query: StreamQuery,
@@ -90,6 +90,8 @@ const routes = {
     responses: {
       200: { content: { 'text/event-stream': { schema: z.string() } }, description: 'an event stream' },
       ...errorResponses,
+      429: jsonResponse(ErrorBody, `rate_limited: this user already holds ${MAX_STREAMS_PER_USER} open streams`),
+      503: jsonResponse(ErrorBody, 'unavailable: the server holds its maximum of open streams'),
     },
   }),
 }

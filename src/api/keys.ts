@@ -34,6 +34,7 @@ const admin = requireRole('admin')
 const create = createRoute({
   method: 'post',
   path: '/v1/keys',
+  operationId: 'createKey',
   summary: 'Create an API key (admin)',
   security: bearerSecurity,
   middleware: [admin] as const,
@@ -44,6 +45,7 @@ const create = createRoute({
 const list = createRoute({
   method: 'get',
   path: '/v1/keys',
+  operationId: 'listKeys',
   summary: 'List API keys (viewer; hashes and keys are never returned)',
   security: bearerSecurity,
   middleware: [requireRole('viewer')] as const,
@@ -54,6 +56,7 @@ const list = createRoute({
 const revoke = createRoute({
   method: 'delete',
   path: '/v1/keys/{id}',
+  operationId: 'revokeKey',
   summary: 'Revoke an API key (admin; not your own, not the last admin)',
   security: bearerSecurity,
   middleware: [admin] as const,

@@ -10,7 +10,7 @@ const base = { security: bearerSecurity, tags: ['notifications'] }
 
 const routes = {
   send: createRoute({
-    ...base, method: 'post', path: '/v1/notifications', summary: 'Send a notification (publisher)', middleware: [publisher] as const,
+    ...base, method: 'post', path: '/v1/notifications', operationId: 'sendNotification', summary: 'Send a notification (publisher)', middleware: [publisher] as const,
     request: { headers: IdempotencyHeader('The `dedup_key`, when the body has none'), body: jsonBody(NotificationIn) },
     responses: {
       202: jsonResponse(NotificationAccepted, 'accepted and committed; also a repeat of an accepted dedup_key (or Idempotency-Key), answered with the original and deduplicated: true (SPEC §7)'),
@@ -18,7 +18,7 @@ const routes = {
     },
   }),
   get: createRoute({
-    ...base, method: 'get', path: '/v1/notifications/{id}', summary: 'A notification with per-recipient, per-channel delivery states',
+    ...base, method: 'get', path: '/v1/notifications/{id}', operationId: 'getNotification', summary: 'A notification with per-recipient, per-channel delivery states',
     middleware: [viewer] as const,
     request: { params: IdParam },
     responses: { 200: jsonResponse(NotificationOut, 'the notification'), ...errorResponses },

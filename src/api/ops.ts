@@ -8,20 +8,26 @@ const Health = z.object({ status: z.literal('ok') }).openapi('Health')
 const healthz = createRoute({
   method: 'get',
   path: '/healthz',
+  operationId: 'getHealth',
   summary: 'Liveness: the process answers',
-  responses: { 200: jsonResponse(Health, 'alive') },
+  // No credentials: an orchestrator probes it.
+  security: [],
+  responses: { 200: jsonResponse(Health, 'alive'), 405: jsonResponse(ErrorBody, 'method_not_allowed (only GET and HEAD)'), 500: jsonResponse(ErrorBody, 'internal') },
 })
 
 const readyz = createRoute({
   method: 'get',
   path: '/readyz',
+  operationId: 'getReadiness',
   summary: 'Readiness: the database takes writes',
-  responses: { 200: jsonResponse(Health, 'ready'), 503: jsonResponse(ErrorBody, 'unavailable') },
+  security: [],
+  responses: { 200: jsonResponse(Health, 'ready'), 405: jsonResponse(ErrorBody, 'method_not_allowed (only GET and HEAD)'), 503: jsonResponse(ErrorBody, 'unavailable') },
 })
 
 const metrics = createRoute({
   method: 'get',
   path: '/metrics',
+  operationId: 'getMetrics',
   summary: 'Prometheus metrics (viewer key, or public with POSTBOX_METRICS_PUBLIC=true)',
   security: bearerSecurity,
   responses: {
