@@ -2,7 +2,7 @@ import { SETTINGS } from './config.js'
 
 /** Flags that belong to one command rather than to the configuration. */
 const COMMAND_FLAGS = new Set(['--role', '--name', '--json'])
-const BOOLEAN_FLAGS = new Set(['--metrics-public', '--json', '--help', '-h'])
+const BOOLEAN_FLAGS = new Set(['--json', '--help', '-h', ...SETTINGS.filter((s) => s.boolean).map((s) => s.flag)])
 
 /** A parsed command line: the positional words and the command-specific flags. */
 export interface ParsedArgs {

@@ -1,91 +1,158 @@
 import { join } from 'node:path'
 import ipaddr from 'ipaddr.js'
-import { parseDuration, parseDurationList } from './lib/duration.js'
+import { bool, choice, duration, durations, int, list, settingError, SettingError, text, type Setting } from './config-kinds.js'
 
-/** Embedded defaults, each with the reason it was chosen. */
-export const DEFAULTS = {
-  /** The port the image exposes and the README documents. */
-  port: 8080,
-  /** Loopback by default so a laptop install is not reachable from the network; the image sets 0.0.0.0. */
-  host: '127.0.0.1',
-  /** Relative to the working directory, so `npm start` keeps everything in ./data. */
-  dataDir: './data',
-  /** NORMAL is durable across process crashes in WAL mode; FULL adds power-loss durability at ~2x commit cost. */
-  synchronous: 'normal' as 'normal' | 'full',
-  /** info: one line per start/stop and per operator-relevant event, not per delivery. */
-  logLevel: 'info',
-  /** SPEC §2: 1s, 10s, 1m, 10m, 1h, 6h, 24h = 8 attempts in total. */
-  retrySchedule: [1_000, 10_000, 60_000, 600_000, 3_600_000, 21_600_000, 86_400_000],
-  /** SPEC §2: notifications are more urgent and less valuable late: 6 attempts over ~1h11m. */
-  notificationRetrySchedule: [1_000, 10_000, 60_000, 600_000, 3_600_000],
-  /** SPEC §6: 256 KiB covers real event payloads and bounds memory per request. */
-  maxBody: 256 * 1024,
-  /** Metrics need a viewer key unless explicitly opened. */
-  metricsPublic: false,
-  /** SPEC §2 retention: successful deliveries are only interesting for about a week. */
-  retentionSuccessMs: 7 * 86_400_000,
-  /** SPEC §2 retention: dead and cancelled deliveries stay a month so they can be recovered. */
-  retentionDeadMs: 30 * 86_400_000,
-  /** SPEC §2 retention: inbox messages older than a quarter are rarely opened. */
-  retentionInboxMs: 90 * 86_400_000,
-  /** Events with no remaining deliveries are kept this long (for GET /v1/events/:id and dedup). */
-  retentionEventsMs: 7 * 86_400_000,
-  /** SPEC §3: a rotated secret keeps verifying for a day so receivers can roll over. */
-  secretGraceMs: 86_400_000,
-  /** SPEC §3: default webhook request timeout. */
-  requestTimeoutMs: 15_000,
-  /** SPEC §5: disable an endpoint after this long without a success (and >= 10 failures). */
-  disableAfterMs: 5 * 86_400_000,
-  /** Percent of an endpoint's last 20 attempts that must fail (the last 5 in a row) to open its breaker. */
-  breakerThreshold: 80,
-  /** The first breaker pause; each further one doubles. */
-  breakerPauseMs: 30_000,
-  /** The longest breaker pause. */
-  breakerMaxPauseMs: 600_000,
-  /** SPEC §9: SIGTERM drains in-flight requests within this deadline. */
-  shutdownTimeoutMs: 10_000,
-  /** Global cap on in-flight deliveries; 256 sockets keep 2 cores busy without exhausting fds. */
-  concurrency: 256,
-  /** Only scheduled retries wait on this timer; new work wakes the dispatcher on commit. */
-  pollIntervalMs: 250,
-  /** SPEC §6: end-user tokens live a day unless asked otherwise. */
-  userTokenTtlMs: 86_400_000,
-}
+const DAY = 86_400_000
+/** Retention settings may not be shorter than this (a sweep would delete work still in progress). */
+const MIN_RETENTION_MS = 60_000
+/** Timers Node cannot schedule beyond ~24.8 days fire at once; ten years bounds what is kept. */
+const MAX_RETENTION_MS = 3650 * DAY
 
-/** The validated, frozen runtime configuration. */
-export interface Config {
-  readonly port: number
-  readonly host: string
-  readonly dataDir: string
-  readonly dbPath: string
-  readonly adminKey: string | null
-  readonly allowNetworks: readonly string[]
-  readonly retrySchedule: readonly number[]
-  readonly notificationRetrySchedule: readonly number[]
-  readonly synchronous: 'normal' | 'full'
-  readonly logLevel: string
-  readonly smtpUrl: string | null
-  readonly emailFrom: string
-  readonly mandatoryTopics: readonly string[]
-  readonly maxBody: number
-  readonly metricsPublic: boolean
-  readonly retentionSuccessMs: number
-  readonly retentionDeadMs: number
-  readonly retentionInboxMs: number
-  readonly retentionEventsMs: number
-  readonly secretGraceMs: number
-  readonly requestTimeoutMs: number
-  readonly disableAfterMs: number
-  readonly breakerThreshold: number
-  readonly breakerPauseMs: number
-  readonly breakerMaxPauseMs: number
-  readonly shutdownTimeoutMs: number
-  readonly concurrency: number
-  readonly pollIntervalMs: number
-  readonly tokenSecret: string | null
-  /** Browser origins allowed to call /v1 (`https://app.example.com`, or `*`); empty = no CORS headers. */
-  readonly corsOrigins: readonly string[]
-}
+/**
+ * Every setting, once: its variable, flag, default (with the reason it was chosen), range or
+ * checks, and description, in the order of `--help` and the README's configuration table.
+ * Parsing, defaults, bounds, library options, the CLI help and the README table all come from
+ * here. Adding a setting is adding one entry (docs/architecture.md, "Adding a setting").
+ */
+export const SETTING_TABLE = {
+  // The port the image exposes and the README documents.
+  port: int({ env: 'POSTBOX_PORT', flag: '--port', default: 8080, min: 0, max: 65_535, description: 'HTTP port' }),
+  // Loopback by default so a laptop install is not reachable from the network; the image sets 0.0.0.0.
+  host: text({
+    env: 'POSTBOX_HOST', flag: '--host', default: '127.0.0.1', description: 'Bind address (the Docker image sets 0.0.0.0)',
+    validate: (h) => (isBindableHost(h) ? null : `"${h}" is not an IP address (such as 0.0.0.0 or ::) or a host name`),
+  }),
+  // Relative to the working directory, so `npm start` keeps everything in ./data.
+  dataDir: text({ env: 'POSTBOX_DATA_DIR', flag: '--data-dir', default: './data', description: 'Directory for the database, the generated admin key and the token secret' }),
+  dbPath: text({
+    env: 'POSTBOX_DB', flag: '--db', default: 'data/postbox.db', docDefault: '<data dir>/postbox.db', description: 'SQLite database file',
+    derive: (c) => join(String(c.dataDir), 'postbox.db'),
+  }),
+  // The shape of a key is checked where it is used (admin-key.ts).
+  adminKey: text({ env: 'POSTBOX_ADMIN_KEY', flag: '--admin-key', default: null, docDefault: '(generated)', description: 'First admin key, used only when no admin key exists yet' }),
+  allowNetworks: list({
+    env: 'POSTBOX_ALLOW_NETWORKS', flag: '--allow-networks', noun: 'CIDRs',
+    description: 'Comma list of CIDRs that webhooks may reach despite being non-public, e.g. 127.0.0.0/8,::1/128',
+    item: (c) => (isCidr(c) ? c : settingError(`"${c}" is not a CIDR such as 127.0.0.0/8 or ::1/128`)),
+  }),
+  // 1s, 10s, 1m, 10m, 1h, 6h, 24h = 8 attempts over about 31 h (docs/delivery.md, "Retries").
+  retrySchedule: durations({
+    env: 'POSTBOX_RETRY_SCHEDULE', flag: '--retry-schedule', default: [1_000, 10_000, 60_000, 600_000, 3_600_000, 21_600_000, 86_400_000],
+    docDefault: '1s,10s,1m,10m,1h,6h,24h', description: 'Webhook retry delays; attempts = delays + 1',
+  }),
+  // Notifications are more urgent and less valuable late: 6 attempts over ~1h11m.
+  notificationRetrySchedule: durations({
+    env: 'POSTBOX_NOTIFICATION_RETRY_SCHEDULE', flag: '--notification-retry-schedule', default: [1_000, 10_000, 60_000, 600_000, 3_600_000],
+    description: 'Inbox and email retry delays',
+  }),
+  // NORMAL is durable across process crashes in WAL mode; FULL adds power-loss durability at ~2x commit cost.
+  synchronous: choice({ env: 'POSTBOX_SYNCHRONOUS', flag: '--synchronous', default: 'normal', options: ['normal', 'full'], description: 'SQLite synchronous mode: normal or full (full survives power loss)' }),
+  // info: one line per start/stop and per operator-relevant event, not per delivery.
+  logLevel: choice({
+    env: 'POSTBOX_LOG_LEVEL', flag: '--log-level', default: 'info', options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'],
+    description: 'trace, debug, info, warn, error, fatal or silent',
+  }),
+  smtpUrl: text({
+    env: 'POSTBOX_SMTP_URL', flag: '--smtp-url', default: null, description: 'SMTP server for the email channel, e.g. smtp://user:pass@host:587',
+    validate: (u, option) => (/^smtps?:\/\/[^\s]+$/i.test(u) ? null : `expected smtp://host:port or smtps://user:pass@host:port (option ${option})`),
+  }),
+  emailFrom: text({
+    env: 'POSTBOX_EMAIL_FROM', flag: '--email-from', default: 'postbox@localhost', description: 'From address of notification emails',
+    validate: (f, option) => (/^[^\s@<>]+@[^\s@<>]+$/.test(f) || /^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(f) ? null : `"${f}" is not an email address (option ${option})`),
+  }),
+  mandatoryTopics: list({
+    env: 'POSTBOX_MANDATORY_TOPICS', flag: '--mandatory-topics', noun: 'topics',
+    description: 'Comma list of topics (exact, or prefixes ending in ".") that skip preferences, quiet hours and digests',
+    item: (t) => (TOPIC.test(t) ? t : settingError(`"${t}" is not a topic: use a-z, 0-9 and _ . : - (at most 200)`)),
+  }),
+  // 256 KiB covers real event payloads and bounds memory per request.
+  maxBody: int({ env: 'POSTBOX_MAX_BODY', flag: '--max-body', default: 256 * 1024, min: 1024, max: 64 * 1024 * 1024, description: 'Largest accepted request body in bytes' }),
+  // Metrics need a viewer key unless explicitly opened.
+  metricsPublic: bool({ env: 'POSTBOX_METRICS_PUBLIC', flag: '--metrics-public', default: false, description: 'Serve /metrics without a key' }),
+  // Successful deliveries are only interesting for about a week.
+  retentionSuccessMs: duration({
+    env: 'POSTBOX_RETENTION_SUCCESS', flag: '--retention-success', default: 7 * DAY, min: MIN_RETENTION_MS, max: MAX_RETENTION_MS,
+    description: 'Keep successful deliveries and their attempts this long',
+  }),
+  // Dead and cancelled deliveries stay a month so they can be recovered.
+  retentionDeadMs: duration({
+    env: 'POSTBOX_RETENTION_DEAD', flag: '--retention-dead', default: 30 * DAY, min: MIN_RETENTION_MS, max: MAX_RETENTION_MS,
+    description: 'Keep dead and cancelled deliveries this long',
+  }),
+  // Inbox messages older than a quarter are rarely opened.
+  retentionInboxMs: duration({
+    env: 'POSTBOX_RETENTION_INBOX', flag: '--retention-inbox', default: 90 * DAY, min: MIN_RETENTION_MS, max: MAX_RETENTION_MS,
+    description: 'Keep inbox messages this long',
+  }),
+  // Events with no remaining deliveries are kept this long (for GET /v1/events/:id and dedup).
+  retentionEventsMs: duration({
+    env: 'POSTBOX_RETENTION_EVENTS', flag: '--retention-events', default: 7 * DAY, min: MIN_RETENTION_MS, max: MAX_RETENTION_MS,
+    description: 'Keep events and notifications with no remaining deliveries this long',
+  }),
+  // A rotated secret keeps verifying for a day so receivers can roll over.
+  secretGraceMs: duration({
+    env: 'POSTBOX_SECRET_GRACE', flag: '--secret-grace', default: DAY, min: 0, max: 365 * DAY, docDefault: '24h',
+    description: 'How long a rotated signing secret keeps being sent',
+  }),
+  requestTimeoutMs: duration({
+    env: 'POSTBOX_REQUEST_TIMEOUT', flag: '--request-timeout', default: 15_000, min: 1000, max: 60_000,
+    description: 'Default webhook request timeout (endpoints may set 1s-60s)',
+  }),
+  // Disable an endpoint after this long without a success (and >= 10 failures).
+  disableAfterMs: duration({
+    env: 'POSTBOX_DISABLE_AFTER', flag: '--disable-after', default: 5 * DAY, min: 60_000, max: 3650 * DAY,
+    description: 'Disable an endpoint with no success for this long and at least 10 failures',
+  }),
+  // 80 %: an endpoint failing half of its requests keeps its traffic (docs/delivery.md, "Circuit breaker").
+  breakerThreshold: int({
+    env: 'POSTBOX_BREAKER_THRESHOLD', flag: '--breaker-threshold', default: 80, min: 1, max: 100,
+    description: "Percent of an endpoint's last 20 attempts that must fail (the last 5 in a row) to open its breaker",
+  }),
+  // The first breaker pause; each further one doubles.
+  breakerPauseMs: duration({
+    env: 'POSTBOX_BREAKER_PAUSE', flag: '--breaker-pause', default: 30_000, min: 1000, max: 3_600_000,
+    description: 'First breaker pause; each further one doubles',
+  }),
+  // The longest breaker pause; at most an hour (clock repair takes a longer pause for a clock error).
+  breakerMaxPauseMs: duration({
+    env: 'POSTBOX_BREAKER_MAX_PAUSE', flag: '--breaker-max-pause', default: 600_000, min: 1000, max: 3_600_000,
+    description: 'Longest breaker pause (at most 1h)',
+  }),
+  // SIGTERM drains in-flight requests within this deadline.
+  shutdownTimeoutMs: duration({
+    env: 'POSTBOX_SHUTDOWN_TIMEOUT', flag: '--shutdown-timeout', default: 10_000, min: 0, max: DAY,
+    description: 'Deadline to drain in-flight requests on SIGTERM/SIGINT',
+  }),
+  // 256 sockets keep 2 cores busy without exhausting file descriptors.
+  concurrency: int({ env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: 256, min: 1, max: 10_000, description: 'Global cap on in-flight deliveries' }),
+  // Only scheduled retries wait on this timer; new work wakes the dispatcher on commit.
+  pollIntervalMs: duration({
+    env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: 250, min: 10, max: 3_600_000,
+    description: 'Timer for scheduled retries (new work wakes the dispatcher at once)',
+  }),
+  tokenSecret: text({
+    env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: null, docDefault: '(generated)',
+    description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset',
+    validate: (s) => (s.length >= MIN_TOKEN_SECRET_LENGTH ? null : `must be at least ${MIN_TOKEN_SECRET_LENGTH} characters (e.g. openssl rand -base64 32), or unset to generate one`),
+  }),
+  corsOrigins: list({
+    env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', noun: 'origins',
+    description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any',
+    item: (o) => normalizeOrigin(o) ?? settingError(`"${o}" is not an origin such as https://app.example.com (scheme and host, no path), or *`),
+  }),
+} satisfies Record<string, Setting<unknown>>
+
+type Table = typeof SETTING_TABLE
+type ValueOf<S> = S extends Setting<infer T> ? T : never
+
+/** The validated, frozen runtime configuration: one field per entry of SETTING_TABLE. */
+export type Config = { readonly [K in keyof Table]: ValueOf<Table[K]> }
+
+/** The table's entries, typed. */
+const ENTRIES = Object.entries(SETTING_TABLE) as [keyof Config, Setting<unknown>][]
+
+/** Embedded defaults (SETTING_TABLE's, with `dbPath` under the default data directory). */
+export const DEFAULTS: Config = Object.freeze(Object.fromEntries(ENTRIES.map(([k, s]) => [k, s.default])) as Config)
 
 /** Thrown for a bad setting; the message names the variable. */
 export class ConfigError extends Error {
@@ -104,43 +171,36 @@ export interface SettingDoc {
   flag: string
   default: string
   description: string
+  /** The flag may stand alone (`--metrics-public`). */
+  boolean: boolean
 }
 
 /** Every setting, in README order; the CLI's --help and the README table come from this list. */
-export const SETTINGS: readonly SettingDoc[] = [
-  { env: 'POSTBOX_PORT', flag: '--port', default: '8080', description: 'HTTP port' },
-  { env: 'POSTBOX_HOST', flag: '--host', default: '127.0.0.1', description: 'Bind address (the Docker image sets 0.0.0.0)' },
-  { env: 'POSTBOX_DATA_DIR', flag: '--data-dir', default: './data', description: 'Directory for the database, the generated admin key and the token secret' },
-  { env: 'POSTBOX_DB', flag: '--db', default: '<data dir>/postbox.db', description: 'SQLite database file' },
-  { env: 'POSTBOX_ADMIN_KEY', flag: '--admin-key', default: '(generated)', description: 'First admin key, used only when no admin key exists yet' },
-  { env: 'POSTBOX_ALLOW_NETWORKS', flag: '--allow-networks', default: '(none)', description: 'Comma list of CIDRs that webhooks may reach despite being non-public, e.g. 127.0.0.0/8,::1/128' },
-  { env: 'POSTBOX_RETRY_SCHEDULE', flag: '--retry-schedule', default: '1s,10s,1m,10m,1h,6h,24h', description: 'Webhook retry delays; attempts = delays + 1' },
-  { env: 'POSTBOX_NOTIFICATION_RETRY_SCHEDULE', flag: '--notification-retry-schedule', default: '1s,10s,1m,10m,1h', description: 'Inbox and email retry delays' },
-  { env: 'POSTBOX_SYNCHRONOUS', flag: '--synchronous', default: 'normal', description: 'SQLite synchronous mode: normal or full (full survives power loss)' },
-  { env: 'POSTBOX_LOG_LEVEL', flag: '--log-level', default: 'info', description: 'trace, debug, info, warn, error, fatal or silent' },
-  { env: 'POSTBOX_SMTP_URL', flag: '--smtp-url', default: '(unset)', description: 'SMTP server for the email channel, e.g. smtp://user:pass@host:587' },
-  { env: 'POSTBOX_EMAIL_FROM', flag: '--email-from', default: 'postbox@localhost', description: 'From address of notification emails' },
-  { env: 'POSTBOX_MANDATORY_TOPICS', flag: '--mandatory-topics', default: '(none)', description: 'Comma list of topics (exact, or prefixes ending in ".") that skip preferences, quiet hours and digests' },
-  { env: 'POSTBOX_MAX_BODY', flag: '--max-body', default: '262144', description: 'Largest accepted request body in bytes' },
-  { env: 'POSTBOX_METRICS_PUBLIC', flag: '--metrics-public', default: 'false', description: 'Serve /metrics without a key' },
-  { env: 'POSTBOX_RETENTION_SUCCESS', flag: '--retention-success', default: '7d', description: 'Keep successful deliveries and their attempts this long' },
-  { env: 'POSTBOX_RETENTION_DEAD', flag: '--retention-dead', default: '30d', description: 'Keep dead and cancelled deliveries this long' },
-  { env: 'POSTBOX_RETENTION_INBOX', flag: '--retention-inbox', default: '90d', description: 'Keep inbox messages this long' },
-  { env: 'POSTBOX_RETENTION_EVENTS', flag: '--retention-events', default: '7d', description: 'Keep events and notifications with no remaining deliveries this long' },
-  { env: 'POSTBOX_SECRET_GRACE', flag: '--secret-grace', default: '24h', description: 'How long a rotated signing secret keeps being sent' },
-  { env: 'POSTBOX_REQUEST_TIMEOUT', flag: '--request-timeout', default: '15s', description: 'Default webhook request timeout (endpoints may set 1s-60s)' },
-  { env: 'POSTBOX_DISABLE_AFTER', flag: '--disable-after', default: '5d', description: 'Disable an endpoint with no success for this long and at least 10 failures' },
-  { env: 'POSTBOX_BREAKER_THRESHOLD', flag: '--breaker-threshold', default: '80', description: 'Percent of an endpoint\'s last 20 attempts that must fail (the last 5 in a row) to open its breaker' },
-  { env: 'POSTBOX_BREAKER_PAUSE', flag: '--breaker-pause', default: '30s', description: 'First breaker pause; each further one doubles' },
-  { env: 'POSTBOX_BREAKER_MAX_PAUSE', flag: '--breaker-max-pause', default: '10m', description: 'Longest breaker pause (at most 1h)' },
-  { env: 'POSTBOX_SHUTDOWN_TIMEOUT', flag: '--shutdown-timeout', default: '10s', description: 'Deadline to drain in-flight requests on SIGTERM/SIGINT' },
-  { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries' },
-  { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
-  { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset' },
-  { env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', default: '(none)', description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any' },
-]
+export const SETTINGS: readonly SettingDoc[] = ENTRIES.map(([, s]) => ({
+  env: s.env,
+  flag: s.flag,
+  default: s.docDefault,
+  description: s.description,
+  boolean: s.boolean,
+}))
+
+/** The README's configuration table (Markdown), generated from SETTINGS; test/readme.test.ts keeps it in sync. */
+export function settingsTable(): string {
+  const rows = SETTINGS.map((s) => `| \`${s.env}\` | \`${s.flag}\` | \`${s.default}\` | ${s.description} |`)
+  return ['| variable | flag | default | description |', '| --- | --- | --- | --- |', ...rows].join('\n')
+}
 
 type Source = Record<string, string | undefined>
+
+/** Runs `fn` and turns a SettingError into a ConfigError naming `variable`. */
+function named<T>(variable: string, fn: () => T): T {
+  try {
+    return fn()
+  } catch (err) {
+    if (err instanceof SettingError) throw new ConfigError(variable, err.message)
+    throw err
+  }
+}
 
 /** Turns `--flag value` / `--flag=value` arguments into the matching POSTBOX_* variables. */
 export function flagsToEnv(argv: readonly string[]): Source {
@@ -152,9 +212,10 @@ export function flagsToEnv(argv: readonly string[]): Source {
     const flag = eq === -1 ? arg : arg.slice(0, eq)
     const setting = SETTINGS.find((s) => s.flag === flag)
     if (!setting) continue
+    const alone = argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')
     if (eq !== -1) out[setting.env] = arg.slice(eq + 1)
-    else if (setting.env === 'POSTBOX_METRICS_PUBLIC' && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'))) out[setting.env] = 'true'
-    else if (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) throw new ConfigError(setting.env, `${flag} needs a value`)
+    else if (setting.boolean && alone) out[setting.env] = 'true'
+    else if (alone) throw new ConfigError(setting.env, `${flag} needs a value`)
     else out[setting.env] = argv[++i]
   }
   return out
@@ -163,109 +224,53 @@ export function flagsToEnv(argv: readonly string[]): Source {
 /** Loads, validates and freezes the configuration; flags win over environment variables. */
 export function loadConfig(env: Source = process.env, argv: readonly string[] = []): Config {
   const src: Source = { ...env, ...flagsToEnv(argv) }
-  const get = (name: string): string | undefined => {
-    const v = src[name]
-    return v === undefined || v.trim() === '' ? undefined : v.trim()
+  const values: Record<string, unknown> = {}
+  for (const [key, s] of ENTRIES) {
+    const v = src[s.env]?.trim()
+    if (v !== undefined && v !== '') values[key] = named(s.env, () => s.parse(v))
+    else if (!s.derive) values[key] = s.default
   }
-  const int = (name: string, def: number, min: number, max: number): number => {
-    const v = get(name)
-    if (v === undefined) return def
-    if (!/^\d+$/.test(v)) throw new ConfigError(name, `expected a whole number, got "${v}"`)
-    const n = Number(v)
-    if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
-    return n
-  }
-  const duration = (name: string, def: number, min = 0): number => {
-    const v = get(name)
-    if (v === undefined) return def
-    const ms = parseDuration(v)
-    if (ms === null) throw new ConfigError(name, `expected a duration such as 500ms, 10s, 5m, 6h or 7d, got "${v}"`)
-    if (ms < min) throw new ConfigError(name, `must be at least ${min}ms`)
-    return ms
-  }
-  const schedule = (name: string, def: number[]): number[] => {
-    const v = get(name)
-    if (v === undefined) return def
-    const list = parseDurationList(v)
-    if (list === null) throw new ConfigError(name, `expected a comma list of durations such as 500ms,2s,1m, got "${v}"`)
-    if (list.length > 50) throw new ConfigError(name, 'at most 50 retry delays')
-    return list
-  }
-  const bool = (name: string, def: boolean): boolean => {
-    const v = get(name)
-    if (v === undefined) return def
-    if (/^(true|1|yes|on)$/i.test(v)) return true
-    if (/^(false|0|no|off)$/i.test(v)) return false
-    throw new ConfigError(name, `expected true or false, got "${v}"`)
-  }
-  const list = (name: string): string[] =>
-    (get(name) ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0)
-
-  const synchronous = (get('POSTBOX_SYNCHRONOUS') ?? DEFAULTS.synchronous) as Config['synchronous']
-  const logLevel = get('POSTBOX_LOG_LEVEL') ?? DEFAULTS.logLevel
-  const allowNetworks = list('POSTBOX_ALLOW_NETWORKS')
-  const smtpUrl = get('POSTBOX_SMTP_URL') ?? null
-  const emailFrom = get('POSTBOX_EMAIL_FROM') ?? 'postbox@localhost'
-  const dataDir = get('POSTBOX_DATA_DIR') ?? DEFAULTS.dataDir
-  const config: Config = {
-    port: int('POSTBOX_PORT', DEFAULTS.port, 0, 65535),
-    host: get('POSTBOX_HOST') ?? DEFAULTS.host,
-    dataDir,
-    dbPath: get('POSTBOX_DB') ?? join(dataDir, 'postbox.db'),
-    adminKey: get('POSTBOX_ADMIN_KEY') ?? null,
-    allowNetworks,
-    retrySchedule: schedule('POSTBOX_RETRY_SCHEDULE', DEFAULTS.retrySchedule),
-    notificationRetrySchedule: schedule('POSTBOX_NOTIFICATION_RETRY_SCHEDULE', DEFAULTS.notificationRetrySchedule),
-    synchronous,
-    logLevel,
-    smtpUrl,
-    emailFrom,
-    mandatoryTopics: list('POSTBOX_MANDATORY_TOPICS'),
-    maxBody: int('POSTBOX_MAX_BODY', DEFAULTS.maxBody, 1024, 64 * 1024 * 1024),
-    metricsPublic: bool('POSTBOX_METRICS_PUBLIC', DEFAULTS.metricsPublic),
-    retentionSuccessMs: duration('POSTBOX_RETENTION_SUCCESS', DEFAULTS.retentionSuccessMs, 60_000),
-    retentionDeadMs: duration('POSTBOX_RETENTION_DEAD', DEFAULTS.retentionDeadMs, 60_000),
-    retentionInboxMs: duration('POSTBOX_RETENTION_INBOX', DEFAULTS.retentionInboxMs, 60_000),
-    retentionEventsMs: duration('POSTBOX_RETENTION_EVENTS', DEFAULTS.retentionEventsMs, 60_000),
-    secretGraceMs: duration('POSTBOX_SECRET_GRACE', DEFAULTS.secretGraceMs),
-    requestTimeoutMs: duration('POSTBOX_REQUEST_TIMEOUT', DEFAULTS.requestTimeoutMs, 1000),
-    disableAfterMs: duration('POSTBOX_DISABLE_AFTER', DEFAULTS.disableAfterMs, 60_000),
-    breakerThreshold: int('POSTBOX_BREAKER_THRESHOLD', DEFAULTS.breakerThreshold, 1, 100),
-    breakerPauseMs: duration('POSTBOX_BREAKER_PAUSE', DEFAULTS.breakerPauseMs, 1000),
-    breakerMaxPauseMs: duration('POSTBOX_BREAKER_MAX_PAUSE', DEFAULTS.breakerMaxPauseMs, 1000),
-    shutdownTimeoutMs: duration('POSTBOX_SHUTDOWN_TIMEOUT', DEFAULTS.shutdownTimeoutMs),
-    concurrency: int('POSTBOX_CONCURRENCY', DEFAULTS.concurrency, 1, 10_000),
-    pollIntervalMs: duration('POSTBOX_POLL_INTERVAL', DEFAULTS.pollIntervalMs, 10),
-    tokenSecret: get('POSTBOX_TOKEN_SECRET') ?? null,
-    corsOrigins: list('POSTBOX_CORS_ORIGINS'),
-  }
-  return Object.freeze(checkConfig(config))
+  // Derived defaults read the values above (`dbPath` from `dataDir`).
+  for (const [key, s] of ENTRIES) if (!(key in values)) values[key] = s.derive!(values)
+  return Object.freeze(checkConfig(values as Config))
 }
 
-const DAY = 86_400_000
+/**
+ * Checks the values, ranges and lists of a whole configuration (from the environment and flags
+ * or from library options alike) with each setting's own check; throws a ConfigError naming the
+ * variable. Returns it normalised (enumerations lower-cased, CORS origins as origins).
+ */
+export function checkConfig(c: Config): Config {
+  const out: Record<string, unknown> = { ...c }
+  for (const [key, s] of ENTRIES) out[key] = named(s.env, () => s.check(c[key], key))
+  return out as Config
+}
 
 /**
- * The range of every numeric setting, with the variable that sets it. Checked for the
- * environment, flags and library options alike; the upper bounds keep timers within what
- * Node can schedule (a larger delay fires at once, with a warning).
+ * Library options (`Postbox.open`) as Config fields: an unknown name is refused (with the
+ * option it most likely meant), durations may be given like the environment's (`'20s'`), and
+ * retry schedules as a comma list or an array of durations. Values are then checked by
+ * checkConfig like the environment's.
  */
-const BOUNDS: readonly (readonly [keyof Config, string, number, number])[] = [
-  ['port', 'POSTBOX_PORT', 0, 65_535],
-  ['maxBody', 'POSTBOX_MAX_BODY', 1024, 64 * 1024 * 1024],
-  ['concurrency', 'POSTBOX_CONCURRENCY', 1, 10_000],
-  ['retentionSuccessMs', 'POSTBOX_RETENTION_SUCCESS', 60_000, 3650 * DAY],
-  ['retentionDeadMs', 'POSTBOX_RETENTION_DEAD', 60_000, 3650 * DAY],
-  ['retentionInboxMs', 'POSTBOX_RETENTION_INBOX', 60_000, 3650 * DAY],
-  ['retentionEventsMs', 'POSTBOX_RETENTION_EVENTS', 60_000, 3650 * DAY],
-  ['secretGraceMs', 'POSTBOX_SECRET_GRACE', 0, 365 * DAY],
-  ['requestTimeoutMs', 'POSTBOX_REQUEST_TIMEOUT', 1000, 60_000],
-  ['disableAfterMs', 'POSTBOX_DISABLE_AFTER', 60_000, 3650 * DAY],
-  ['breakerThreshold', 'POSTBOX_BREAKER_THRESHOLD', 1, 100],
-  ['breakerPauseMs', 'POSTBOX_BREAKER_PAUSE', 1000, 3_600_000],
-  ['breakerMaxPauseMs', 'POSTBOX_BREAKER_MAX_PAUSE', 1000, 3_600_000],
-  ['shutdownTimeoutMs', 'POSTBOX_SHUTDOWN_TIMEOUT', 0, DAY],
-  ['pollIntervalMs', 'POSTBOX_POLL_INTERVAL', 10, 3_600_000],
-]
+export function configFromOptions(options: Record<string, unknown>, known: readonly string[]): Partial<Config> {
+  const out: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(options)) {
+    if (value === undefined) continue
+    if (!known.includes(name)) {
+      const guess = name === 'dbPath' ? 'db' : known.find((k) => k === `${name}Ms` || k.toLowerCase() === name.toLowerCase())
+      throw new ConfigError('options', `unknown option "${name}"${guess ? ` (did you mean ${guess}?)` : ''}`)
+    }
+    const s = SETTING_TABLE[name as keyof Config] as Setting<unknown> | undefined
+    if (name === 'dataDir' && (typeof value !== 'string' || value === '')) throw new ConfigError('POSTBOX_DATA_DIR', 'expected a path (option dataDir)')
+    out[name] = s ? named('options', () => s.fromOption(value, name)) : value
+  }
+  return out as Partial<Config>
+}
+
+/** A configuration for tests and library mode: defaults, with overrides. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return Object.freeze({ ...loadConfig({}), ...overrides })
+}
 
 /** True for a CIDR ipaddr.js can use, such as 127.0.0.0/8 or ::1/128. */
 function isCidr(text: string): boolean {
@@ -311,106 +316,4 @@ export function normalizeOrigin(entry: string): string | null {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return null
   // A path, query, fragment or user name would never match the Origin header a browser sends.
   return url.href === `${url.origin}/` ? url.origin : null
-}
-
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']
-
-/**
- * Checks the values, ranges and lists of a whole configuration (from the environment and flags
- * or from library options alike); throws a ConfigError naming the variable. Returns it with
- * the enumerations lower-cased and the CORS origins normalised.
- */
-export function checkConfig(c: Config): Config {
-  const synchronous = typeof c.synchronous === 'string' ? c.synchronous.toLowerCase() : c.synchronous
-  if (synchronous !== 'normal' && synchronous !== 'full') {
-    throw new ConfigError('POSTBOX_SYNCHRONOUS', `expected normal or full (option synchronous), got "${String(c.synchronous)}"`)
-  }
-  const logLevel = typeof c.logLevel === 'string' ? c.logLevel.toLowerCase() : c.logLevel
-  if (!LOG_LEVELS.includes(logLevel)) {
-    throw new ConfigError('POSTBOX_LOG_LEVEL', `expected ${LOG_LEVELS.slice(0, -1).join(', ')} or silent (option logLevel), got "${String(c.logLevel)}"`)
-  }
-  if (c.smtpUrl !== null && (typeof c.smtpUrl !== 'string' || !/^smtps?:\/\/[^\s]+$/i.test(c.smtpUrl))) {
-    throw new ConfigError('POSTBOX_SMTP_URL', 'expected smtp://host:port or smtps://user:pass@host:port (option smtpUrl)')
-  }
-  const from = c.emailFrom as unknown
-  if (typeof from !== 'string' || (!/^[^\s@<>]+@[^\s@<>]+$/.test(from) && !/^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(from))) {
-    throw new ConfigError('POSTBOX_EMAIL_FROM', `"${String(from)}" is not an email address (option emailFrom)`)
-  }
-  if (typeof c.metricsPublic !== 'boolean') throw new ConfigError('POSTBOX_METRICS_PUBLIC', `expected true or false (option metricsPublic), got ${JSON.stringify(c.metricsPublic)}`)
-  for (const [field, variable] of [['dataDir', 'POSTBOX_DATA_DIR'], ['dbPath', 'POSTBOX_DB']] as const) {
-    if (typeof c[field] !== 'string' || c[field] === '') throw new ConfigError(variable, `expected a path (option ${field})`)
-  }
-  if (c.adminKey !== null && typeof c.adminKey !== 'string') throw new ConfigError('POSTBOX_ADMIN_KEY', 'expected a string (option adminKey)')
-  for (const [field, variable, min, max] of BOUNDS) {
-    const v = c[field]
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
-      throw new ConfigError(variable, `must be between ${min} and ${max} (option ${field}), got ${String(v)}`)
-    }
-  }
-  if (!Array.isArray(c.allowNetworks)) throw new ConfigError('POSTBOX_ALLOW_NETWORKS', 'expected a list of CIDRs (option allowNetworks)')
-  for (const cidr of c.allowNetworks) {
-    if (typeof cidr !== 'string' || !isCidr(cidr)) throw new ConfigError('POSTBOX_ALLOW_NETWORKS', `"${String(cidr)}" is not a CIDR such as 127.0.0.0/8 or ::1/128`)
-  }
-  const schedules = [['retrySchedule', 'POSTBOX_RETRY_SCHEDULE'], ['notificationRetrySchedule', 'POSTBOX_NOTIFICATION_RETRY_SCHEDULE']] as const
-  for (const [field, variable] of schedules) {
-    const list = c[field] as unknown
-    if (!Array.isArray(list) || list.length > 50 || !list.every((d) => typeof d === 'number' && Number.isFinite(d) && d >= 0)) {
-      throw new ConfigError(variable, `expected at most 50 delays in milliseconds (option ${field})`)
-    }
-  }
-  if (typeof c.host !== 'string' || !isBindableHost(c.host)) {
-    throw new ConfigError('POSTBOX_HOST', `"${String(c.host)}" is not an IP address (such as 0.0.0.0 or ::) or a host name`)
-  }
-  if (c.tokenSecret !== null && (typeof c.tokenSecret !== 'string' || c.tokenSecret.length < MIN_TOKEN_SECRET_LENGTH)) {
-    throw new ConfigError('POSTBOX_TOKEN_SECRET', `must be at least ${MIN_TOKEN_SECRET_LENGTH} characters (e.g. openssl rand -base64 32), or unset to generate one`)
-  }
-  const topics = c.mandatoryTopics as unknown
-  if (!Array.isArray(topics)) throw new ConfigError('POSTBOX_MANDATORY_TOPICS', 'expected a list of topics (option mandatoryTopics)')
-  for (const t of topics) {
-    if (typeof t !== 'string' || !TOPIC.test(t)) throw new ConfigError('POSTBOX_MANDATORY_TOPICS', `"${String(t)}" is not a topic: use a-z, 0-9 and _ . : - (at most 200)`)
-  }
-  const cors = (c.corsOrigins ?? []) as unknown
-  if (!Array.isArray(cors)) throw new ConfigError('POSTBOX_CORS_ORIGINS', 'expected a list of origins (option corsOrigins)')
-  const corsOrigins = cors.map((o: unknown) => {
-    const origin = typeof o === 'string' ? normalizeOrigin(o) : null
-    if (origin === null) throw new ConfigError('POSTBOX_CORS_ORIGINS', `"${String(o)}" is not an origin such as https://app.example.com (scheme and host, no path), or *`)
-    return origin
-  })
-  return { ...c, synchronous, logLevel, corsOrigins: [...new Set(corsOrigins)] }
-}
-
-/** Options in milliseconds, which library callers may also give as durations (`'20s'`). */
-const DURATION_OPTIONS = new Set<string>(BOUNDS.map(([field]) => field).filter((f) => f.endsWith('Ms')))
-
-/**
- * Library options (`Postbox.open`) as Config fields: an unknown name is refused (with the
- * option it most likely meant), durations may be given like the environment's (`'20s'`), and
- * retry schedules as a comma list or an array of durations. Values are then checked by
- * checkConfig like the environment's.
- */
-export function configFromOptions(options: Record<string, unknown>, known: readonly string[]): Partial<Config> {
-  const out: Record<string, unknown> = {}
-  for (const [name, value] of Object.entries(options)) {
-    if (value === undefined) continue
-    if (!known.includes(name)) {
-      const guess = name === 'dbPath' ? 'db' : known.find((k) => k === `${name}Ms` || k.toLowerCase() === name.toLowerCase())
-      throw new ConfigError('options', `unknown option "${name}"${guess ? ` (did you mean ${guess}?)` : ''}`)
-    }
-    if (name === 'dataDir' && (typeof value !== 'string' || value === '')) throw new ConfigError('POSTBOX_DATA_DIR', 'expected a path (option dataDir)')
-    if (DURATION_OPTIONS.has(name) && typeof value === 'string') {
-      const ms = parseDuration(value.trim())
-      if (ms === null) throw new ConfigError('options', `${name}: expected milliseconds or a duration such as 500ms, 10s, 5m, 6h or 7d, got "${value}"`)
-      out[name] = ms
-    } else if ((name === 'retrySchedule' || name === 'notificationRetrySchedule') && (typeof value === 'string' || Array.isArray(value))) {
-      const list = typeof value === 'string' ? parseDurationList(value) : value.map((d: unknown) => (typeof d === 'string' ? parseDuration(d.trim()) : d))
-      if (list === null || list.includes(null)) throw new ConfigError('options', `${name}: expected delays in milliseconds or durations such as 500ms,2s,1m`)
-      out[name] = list
-    } else out[name] = value
-  }
-  return out as Partial<Config>
-}
-
-/** A configuration for tests and library mode: defaults, with overrides. */
-export function testConfig(overrides: Partial<Config> = {}): Config {
-  return Object.freeze({ ...loadConfig({}), ...overrides })
 }
