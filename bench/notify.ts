@@ -24,7 +24,8 @@ import { startCheckpointer } from '../src/store/checkpointer.js'
 import { openDatabase } from '../src/store/db.js'
 import type { Channel } from '../src/store/deliveries.js'
 import type { ChannelResult, ChannelSender } from '../src/delivery/channel.js'
-import { createDispatcher } from '../src/delivery/dispatcher.js'
+import { createDeliveryStack } from '../src/engine.js'
+import { createWebhookService } from '../src/webhooks/service.js'
 import { createNotifyService } from '../src/notify/service.js'
 
 const USERS = 1_000
@@ -68,8 +69,10 @@ async function fanout(dir: string): Promise<FanoutFigures> {
       return r
     },
   }
-  const channels = new Map<Channel, ChannelSender>([['inbox', counting]])
-  const dispatcher = createDispatcher({ store, config, clock: systemClock, rng: Math.random, log, channels, observer: metrics })
+  // The engine's own wiring (src/engine.ts), with a counting wrapper over the inbox channel.
+  const deps = { store, config, clock: systemClock, rng: Math.random, log }
+  const stack = createDeliveryStack({ ...deps, webhooks: createWebhookService(deps), notify, observer: metrics, channels: new Map<Channel, ChannelSender>([['inbox', counting]]) })
+  const dispatcher = stack.dispatcher
   // As in the server (Postbox.start): WAL checkpoints run on a background connection.
   const checkpointer = startCheckpointer(store, log)
   dispatcher.start()
@@ -109,7 +112,7 @@ async function fanout(dir: string): Promise<FanoutFigures> {
     await new Promise((r) => setTimeout(r, 20)) // let the last settle commit
   }
   check.close()
-  await dispatcher.stop(1000)
+  await stack.stop(1000)
   await checkpointer.stop()
   notify.close()
   store.close()

@@ -21,8 +21,7 @@ import { systemClock } from '../src/lib/clock.js'
 import { silentLogger } from '../src/log.js'
 import { openStore } from '../src/store/index.js'
 import { startCheckpointer } from '../src/store/checkpointer.js'
-import { createDispatcher } from '../src/delivery/dispatcher.js'
-import { createWebhookSender } from '../src/delivery/http-sender.js'
+import { createDeliveryStack } from '../src/engine.js'
 import { createWebhookService } from '../src/webhooks/service.js'
 
 const EVENTS = 20_000
@@ -202,9 +201,10 @@ function postboxStack(dir: string, name: string) {
   const log = silentLogger()
   const deps = { store, config, clock: systemClock, rng: Math.random, log }
   const webhooks = createWebhookService(deps)
-  const sender = createWebhookSender(deps)
   const observer = { attempt: (_c: string, outcome: string) => void (outcome === 'success' && successes++) }
-  const dispatcher = createDispatcher({ ...deps, channels: new Map([['webhook', sender]]), observer })
+  // The engine's own wiring (src/engine.ts), without the notify channels.
+  const stack = createDeliveryStack({ ...deps, webhooks, observer })
+  const { sender, dispatcher } = stack
   // As in the server (Postbox.start): WAL checkpoints run on a background connection.
   const checkpointer = startCheckpointer(store, log)
   return {
@@ -214,8 +214,7 @@ function postboxStack(dir: string, name: string) {
     sender,
     dispatcher,
     async close() {
-      await dispatcher.stop(1000)
-      await sender.close()
+      await stack.stop(1000)
       await checkpointer.stop()
       store.close()
     },

@@ -1,7 +1,7 @@
 import type { Config } from './config.js'
 import type { ChannelRegistry, ChannelSender, DispatchObserver } from './delivery/channel.js'
 import { createDispatcher, type Dispatcher } from './delivery/dispatcher.js'
-import { createWebhookSender } from './delivery/http-sender.js'
+import { createWebhookSender, type WebhookSender, type WebhookSenderDeps } from './delivery/http-sender.js'
 import type { Clock, Rng } from './lib/clock.js'
 import type { Log } from './log.js'
 import { createNotifyService, type NotifyService } from './notify/service.js'
@@ -30,20 +30,62 @@ export interface Engine {
   stop(deadlineMs: number): Promise<void>
 }
 
+/** What `createDeliveryStack` wires: the engine's deps, with the notify service when there is one. */
+export interface DeliveryStackDeps extends Omit<EngineDeps, 'observer'> {
+  observer?: DispatchObserver | undefined
+  /** Its inbox, email and notify-webhook channels join the registry. */
+  notify?: NotifyService | undefined
+  /** Overrides of the webhook sender's deps (tests: a resolver, a connect hook). */
+  sender?: Partial<WebhookSenderDeps> | undefined
+  /** Channel senders that replace (or add to) the wired ones (benchmarks: a counting wrapper). */
+  channels?: ReadonlyMap<Channel, ChannelSender> | undefined
+}
+
+/** The webhook sender, the channel registry and the dispatcher over it. */
+export interface DeliveryStack {
+  readonly sender: WebhookSender
+  readonly channels: ChannelRegistry
+  readonly dispatcher: Dispatcher
+  /** Stops the dispatcher (drain within `deadlineMs`, release claims), then closes the webhook sender. */
+  stop(deadlineMs: number): Promise<void>
+}
+
 /**
- * Wires the channels into one dispatcher registry. The notify layer never imports webhooks, so
- * its `publishEvent` and the sender's disable hook are bridged here, at the top of the layers.
+ * The one wiring of channels, sender and dispatcher, used by the engine, the test harnesses and
+ * the benchmarks. The sender's disable hook publishes `postbox.endpoint.disabled` through the
+ * webhook service: bridged here, at the top of the layers, as delivery never imports webhooks.
+ */
+export function createDeliveryStack(deps: DeliveryStackDeps): DeliveryStack {
+  const { store, config, clock, rng, log, webhooks, notify } = deps
+  const sender = createWebhookSender({ store, config, clock, rng, log, onEndpointDisabled: publishEndpointDisabled(webhooks), ...deps.sender })
+  const channels = new Map<Channel, ChannelSender>([['webhook', sender]])
+  if (notify) {
+    channels.set('inbox', notify.channels.inbox)
+    channels.set('email', notify.channels.email)
+    channels.set('notify-webhook', notify.channels['notify-webhook'])
+  }
+  for (const [name, channel] of deps.channels ?? []) channels.set(name, channel)
+  const dispatcher = createDispatcher({ store, config, clock, rng, log, channels, observer: deps.observer })
+  return {
+    sender,
+    channels,
+    dispatcher,
+    async stop(deadlineMs) {
+      try {
+        await dispatcher.stop(deadlineMs)
+      } finally {
+        await sender.close().catch(() => {})
+      }
+    },
+  }
+}
+
+/**
+ * The delivery side of a Postbox: the notify service and the delivery stack. The notify layer
+ * never imports webhooks, so its `publishEvent` is bridged here.
  */
 export function createEngine(deps: EngineDeps): Engine {
   const { store, config, clock, rng, log, webhooks } = deps
-  const sender = createWebhookSender({
-    store,
-    config,
-    clock,
-    rng,
-    log,
-    onEndpointDisabled: publishEndpointDisabled(webhooks),
-  })
   const notify = createNotifyService({
     store,
     config,
@@ -56,21 +98,14 @@ export function createEngine(deps: EngineDeps): Engine {
       webhooks.publish(type, data, id === undefined ? undefined : { id })
     },
   })
-  const channels: ChannelRegistry = new Map<Channel, ChannelSender>([
-    ['webhook', sender],
-    ['inbox', notify.channels.inbox],
-    ['email', notify.channels.email],
-    ['notify-webhook', notify.channels['notify-webhook']],
-  ])
-  const dispatcher = createDispatcher({ store, config, clock, rng, log, channels, observer: deps.observer })
+  const stack = createDeliveryStack({ ...deps, notify })
   return {
-    dispatcher,
+    dispatcher: stack.dispatcher,
     notify,
     async stop(deadlineMs) {
       try {
-        await dispatcher.stop(deadlineMs)
+        await stack.stop(deadlineMs)
       } finally {
-        await sender.close().catch(() => {})
         notify.close()
       }
     },

@@ -2,10 +2,10 @@ import { testConfig, type Config } from '../../src/config.js'
 import { systemClock, type Clock } from '../../src/lib/clock.js'
 import { silentLogger } from '../../src/log.js'
 import type { Store } from '../../src/store/index.js'
-import { createDispatcher, type Dispatcher } from '../../src/delivery/dispatcher.js'
-import { createWebhookSender, type WebhookSender, type WebhookSenderDeps } from '../../src/delivery/http-sender.js'
+import type { Dispatcher } from '../../src/delivery/dispatcher.js'
+import type { WebhookSender, WebhookSenderDeps } from '../../src/delivery/http-sender.js'
+import { createDeliveryStack } from '../../src/engine.js'
 import { createWebhookService } from '../../src/webhooks/service.js'
-import { publishEndpointDisabled } from '../../src/webhooks/operational.js'
 import type { WebhookService } from '../../src/webhooks/types.js'
 import { tempStore } from '../helpers.js'
 
@@ -19,7 +19,7 @@ export interface WebhookHarness {
   close(): Promise<void>
 }
 
-/** Builds the stack the way src/postbox.ts wires it; allowNetworks opens 127.0.0.0/8 by default. */
+/** Builds the stack with the engine's own factory (createDeliveryStack); allowNetworks opens 127.0.0.0/8 by default. */
 export function webhookHarness(
   opts: { config?: Partial<Config>; clock?: Clock; sender?: Partial<WebhookSenderDeps>; rng?: () => number } = {},
 ): WebhookHarness {
@@ -29,16 +29,7 @@ export function webhookHarness(
   const rng = opts.rng ?? (() => 0.5)
   const log = silentLogger()
   const webhooks = createWebhookService({ store, config, clock, rng, log })
-  const sender = createWebhookSender({
-    store,
-    config,
-    clock,
-    rng,
-    log,
-    onEndpointDisabled: publishEndpointDisabled(webhooks),
-    ...opts.sender,
-  })
-  const dispatcher = createDispatcher({ store, config, clock, rng, log, channels: new Map([['webhook', sender]]) })
+  const { sender, dispatcher, stop } = createDeliveryStack({ store, config, clock, rng, log, webhooks, sender: opts.sender })
   return {
     store,
     config,
@@ -46,8 +37,7 @@ export function webhookHarness(
     sender,
     dispatcher,
     async close() {
-      await dispatcher.stop(100)
-      await sender.close()
+      await stop(100)
       cleanup()
     },
   }
