@@ -1,0 +1,40 @@
+import { join } from 'node:path'
+import { ESLint } from 'eslint'
+import { describe, expect, it } from 'vitest'
+
+const eslint = new ESLint({ cwd: join(import.meta.dirname, '..') })
+
+/** The layer-rule messages ESLint gives `code` as if it were the file `path`. */
+async function layerErrors(path: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: join(import.meta.dirname, '..', path) })
+  return result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message)
+}
+
+describe('the layer lint rule (eslint.config.js)', () => {
+  it.each([
+    ['src/store/x.ts', '../engine.js'],
+    ['src/store/x.ts', '../metrics.js'],
+    ['src/store/x.ts', '../postbox.js'],
+    ['src/delivery/x.ts', '../admin-key.js'],
+    ['src/notify/channels/x.ts', '../../engine.js'],
+    ['src/api/x.ts', '../server.js'],
+    ['src/api/x.ts', '../cli-args.js'],
+    ['src/lib/x.ts', '../config.js'],
+    ['src/store/x.ts', '../delivery/breaker.js'],
+    ['src/webhooks/x.ts', '../notify/pipeline.js'],
+  ])('refuses %s importing %s', async (path, target) => {
+    expect(await layerErrors(path, `import { x } from '${target}'\nexport const y = x\n`)).toEqual([expect.stringMatching(/Layer rule/)])
+  })
+
+  it.each([
+    ['src/store/x.ts', '../config.js'],
+    ['src/store/x.ts', '../lib/clock.js'],
+    ['src/delivery/x.ts', '../store/index.js'],
+    ['src/notify/channels/x.ts', '../pipeline.js'],
+    ['src/notify/channels/x.ts', '../../log.js'],
+    ['src/api/x.ts', '../config-kinds.js'],
+    ['src/engine.ts', './delivery/dispatcher.js'],
+  ])('allows %s importing %s', async (path, target) => {
+    expect(await layerErrors(path, `import { x } from '${target}'\nexport const y = x\n`)).toEqual([])
+  })
+})
