@@ -79,9 +79,11 @@ describe('background checkpointer and process exit', () => {
         const { openStore } = await import(${dist('index.js')})
         const { startCheckpointer } = await import(${dist('checkpointer.js')})
         const store = openStore(${JSON.stringify(t.store.path)})
-        startCheckpointer(store, { warn() {}, debug() {} })
+        let warned = false
+        const c = startCheckpointer(store, { warn() { warned = true }, debug() {} })
         store.events.insert({ id: 'evt_exit', clientId: null, type: 't', orderingKey: null, body: '{}', createdAt: 0 })
-        setTimeout(() => console.log('done'), 300)
+        // The compiled worker module (dist/src/store/checkpoint-worker.js) ran: still active.
+        setTimeout(() => console.log(c.active() && !warned ? 'done' : 'worker failed'), 300)
       `
       // A file, not -e: an -e script exits even with a referenced worker port.
       const file = join(t.dir, 'exit-check.mjs')

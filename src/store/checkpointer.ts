@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
+import type { CheckpointWorkerData, CheckpointWorkerMessage } from './checkpoint-worker.js'
 import type { Log } from '../log.js'
 import { WAL_AUTOCHECKPOINT_PAGES } from './db.js'
 import type { Store } from './index.js'
@@ -17,30 +19,23 @@ export interface Checkpointer {
   active(): boolean
 }
 
-// CommonJS source run with `eval`, so the same code works from dist/ and from the TypeScript
-// sources under the test runner. busy_timeout 0: a PASSIVE checkpoint never waits; a busy one
-// is simply tried again at the next tick.
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads')
-const Database = require(workerData.driver)
-const db = new Database(workerData.path, { fileMustExist: true })
-db.pragma('busy_timeout = 0')
-parentPort.postMessage({ ready: true })
-const checkpoint = () => {
-  try {
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)')
-    if (r.log > workerData.maxWalPages) parentPort.postMessage({ walPages: r.log })
-  } catch (err) { parentPort.postMessage({ error: String(err && err.message || err) }) }
+/**
+ * The worker module, compiled by tsc next to this file. Under the test runner this file is the
+ * TypeScript source and there is no compiled worker beside it: the worker's source is then
+ * transpiled (typescript, a development dependency) and run from a data: URL, which Node's
+ * Worker loads as an ES module.
+ */
+function workerUrl(): URL {
+  if (!import.meta.url.endsWith('.ts')) return new URL('./checkpoint-worker.js', import.meta.url)
+  type Ts = typeof import('typescript')
+  const ts = createRequire(import.meta.url)('typescript') as Ts
+  const source = readFileSync(new URL('./checkpoint-worker.ts', import.meta.url), 'utf8')
+  const js = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 } }).outputText
+  return new URL(`data:text/javascript;base64,${Buffer.from(js).toString('base64')}`)
 }
-const timer = setInterval(checkpoint, workerData.intervalMs)
-parentPort.on('message', (m) => {
-  if (m !== 'stop') return
-  clearInterval(timer)
-  checkpoint()
-  db.close()
-  parentPort.close()
-})
-`
+
+/** The worker's URL, found once per process. */
+let workerUrlOnce: URL | null = null
 
 /**
  * Moves WAL checkpoints off the event loop. A checkpoint copies the WAL into the database file
@@ -59,7 +54,8 @@ export function startCheckpointer(store: Store, log: Log, opts: { intervalMs?: n
   }
   if (store.path === ':memory:' || db.memory || db.readonly) return { stop: async () => {}, active: () => false }
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path: store.path, intervalMs, maxWalPages } })
+  const workerData: CheckpointWorkerData = { driver, path: store.path, intervalMs, maxWalPages }
+  const worker = new Worker((workerUrlOnce ??= workerUrl()), { workerData })
   let running = true
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
   const fail = (err: unknown): void => {
@@ -69,17 +65,17 @@ export function startCheckpointer(store: Store, log: Log, opts: { intervalMs?: n
     log.warn({ err }, 'background checkpoints stopped; the writer checkpoints for itself')
   }
   worker.on('error', fail)
-  worker.on('message', (m: { ready?: boolean; error?: string; walPages?: number }) => {
+  worker.on('message', (m: CheckpointWorkerMessage) => {
     // The writer keeps its own checkpoints until the worker has the file open: a worker slow to
     // start (a loaded machine) must not leave the WAL growing meanwhile.
-    if (m.ready && running && db.open) db.pragma('wal_autocheckpoint = 0')
-    if (m.error) log.debug({ err: m.error }, 'background checkpoint failed; retrying')
+    if ('ready' in m && running && db.open) db.pragma('wal_autocheckpoint = 0')
+    if ('error' in m) log.debug({ err: m.error }, 'background checkpoint failed; retrying')
     // Under a steady stream of commits the background checkpoint never catches up with the last
     // frame, and SQLite only starts the WAL over once a checkpoint has; the WAL would grow
     // without bound. Past MAX_WAL_PAGES the writer checkpoints once itself, between its
     // transactions: the worker has already copied nearly everything, so this copies only the
     // tail, and the next commit starts the WAL from the beginning.
-    if (m.walPages !== undefined && running && db.open) {
+    if ('walPages' in m && running && db.open) {
       try {
         db.pragma('wal_checkpoint(PASSIVE)')
       } catch (err) {
