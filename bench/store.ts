@@ -158,7 +158,7 @@ const OTHER = 'ep_01kdx000000000000000000001'
 
 /**
  * ms per claim of 10 due rows of one endpoint, with `backlog` older due rows of another endpoint
- * that has no free slot (SPEC §1 isolation: the backlog must not make the claim slower).
+ * that has no free slot (docs/delivery.md isolation: the backlog must not make the claim slower).
  */
 function claimBehindBacklog(dir: string, backlog: number, name: string): number {
   const store = freshStore(dir, name, backlog + CLAIMS * 10)

@@ -28,7 +28,7 @@ export function checkAdminKeySetting(config: Config): void {
 }
 
 /**
- * First-start rules of SPEC §6. With no active admin key: POSTBOX_ADMIN_KEY becomes the first
+ * First-start rules of docs/api.md. With no active admin key: POSTBOX_ADMIN_KEY becomes the first
  * admin key when set; otherwise a key is generated and written to `<data dir>/admin-key.txt`
  * with mode 0600. Only the path is logged, never the key.
  */

@@ -100,7 +100,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
       } catch {
         throw new UsageError('<json> is not valid JSON')
       }
-      // Postbox.open upgrades the schema; a short command must not (README: Upgrades).
+      // Postbox.open upgrades the schema; a short command must not (docs/operations.md, "Upgrades, backup and restore").
       requireDatabase(config, 'send')
       openDatabase(config.dbPath, { readonly: true, schema: 'current' }).close()
       const { Postbox } = await import('./postbox.js')

@@ -25,7 +25,7 @@ describe('loadConfig', () => {
       retentionInboxMs: 90 * 86_400_000,
       requestTimeoutMs: 15_000,
       shutdownTimeoutMs: 10_000,
-      // SPEC §3: a rotated secret keeps verifying for 24 h; §5: auto-disable after 5 days.
+      // docs/delivery.md: a rotated secret keeps verifying for 24 h, and auto-disable comes after 5 days.
       secretGraceMs: 86_400_000,
       disableAfterMs: 5 * 86_400_000,
       retentionEventsMs: 7 * 86_400_000,

@@ -28,13 +28,13 @@ export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNe
   clock?: Clock
   rng?: Rng
   log?: Log
-  /** Apply the first-start admin key rules of SPEC §6 (default true). */
+  /** Apply the first-start admin key rules of docs/api.md (default true). */
   bootstrapAdminKey?: boolean
   /** Add Node.js process metrics (CPU, memory, GC, event loop) to /metrics; the server turns it on. */
   processMetrics?: boolean
 }
 
-/** How often the retention sweep runs after the one at start (SPEC §2). */
+/** How often the retention sweep runs after the one at start (docs/delivery.md). */
 export const RETENTION_INTERVAL_MS = 3_600_000
 
 /** Builds the Config of library mode: defaults (or `opts.config`) with the given fields over them. */
@@ -49,7 +49,7 @@ export function resolveConfig(opts: PostboxOptions): Config {
 }
 
 /**
- * The library facade of SPEC §8: one store, the services, the dispatcher and the HTTP app,
+ * The library facade of docs/api.md: one store, the services, the dispatcher and the HTTP app,
  * in-process. The server and the CLI use exactly this object.
  */
 export class Postbox {
@@ -114,7 +114,7 @@ export class Postbox {
     return this.webhooks.deliveries
   }
 
-  /** Notifications (SPEC §7): send, get. */
+  /** Notifications (docs/notifications-basics.md): send, get. */
   get notifications(): NotifyService['notifications'] {
     return this.engine.notify.notifications
   }

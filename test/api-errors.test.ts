@@ -4,7 +4,7 @@ import type { ApiDeps } from '../src/api/deps.js'
 import { createLogger } from '../src/log.js'
 import { apiFixture, type ApiFixture, type Req } from './support/api.js'
 
-/** One row of the error catalogue (SPEC §6): a request and the status and code it must give. */
+/** One row of the error catalogue (docs/api.md): a request and the status and code it must give. */
 interface Scenario {
   name: string
   method: string
@@ -89,7 +89,7 @@ const SCENARIOS: Scenario[] = [
   { name: 'garbage bearer', method: 'GET', path: '/v1/endpoints', req: { key: 'not-a-key' }, status: 401, code: 'invalid_token' },
 ]
 
-describe('error catalogue (SPEC §6)', () => {
+describe('error catalogue (docs/api.md)', () => {
   let f: ApiFixture
   beforeEach(async () => {
     f = await apiFixture({ allowNetworks: [] })

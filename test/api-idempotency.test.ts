@@ -19,7 +19,7 @@ describe('POST /v1/notifications honours Idempotency-Key as POST /v1/events does
   const send = (body: Record<string, unknown>, key?: string) =>
     f.json('POST', '/v1/notifications', { key: f.keys.publisher, body, ...(key === undefined ? {} : { headers: { 'idempotency-key': key } }) })
 
-  it('the header is the dedup_key: a repeat answers 202 (SPEC §7) with the original, deduplicated, and delivers nothing twice', async () => {
+  it('the header is the dedup_key: a repeat answers 202 (docs/notifications-basics.md) with the original, deduplicated, and delivers nothing twice', async () => {
     const first = await send(note(), 'ship-1')
     const again = await send(note({ title: 'changed' }), 'ship-1')
     expect(first).toMatchObject({ status: 202, body: { deduplicated: false, deliveries: 1 } })

@@ -11,7 +11,7 @@ import { createLogger } from '../src/log.js'
 type Role = 'admin' | 'publisher' | 'viewer'
 const ROLES: Role[] = ['admin', 'publisher', 'viewer']
 
-/** Every key-authenticated route of the webhook API and who may call it (SPEC §6 roles). */
+/** Every key-authenticated route of the webhook API and who may call it (docs/api.md roles). */
 const MATRIX: { method: string; path: string; body?: unknown; allowed: Role[] }[] = [
   { method: 'POST', path: '/v1/keys', body: { role: 'viewer' }, allowed: ['admin'] },
   { method: 'GET', path: '/v1/keys', allowed: ['admin', 'viewer'] },
@@ -110,7 +110,7 @@ describe('keys', () => {
     expect([...seen].sort().reverse()).toEqual(seen)
   })
 
-  describe('revoke rules (SPEC §6)', () => {
+  describe('revoke rules (docs/api.md)', () => {
     it('own key → 403 self_revoke_forbidden', async () => {
       const own = f.pb.store.keys.byHash(hashKey(ADMIN_KEY))!
       const res = await f.json('DELETE', `/v1/keys/${own.id}`)
@@ -152,7 +152,7 @@ describe('keys', () => {
   })
 })
 
-describe('first start (SPEC §6)', () => {
+describe('first start (docs/api.md)', () => {
   let cleanup: () => void
   let dir: string
   beforeEach(() => {

@@ -18,7 +18,7 @@ import {
 } from './support/server-process.js'
 
 /**
- * SPEC §1 under SIGKILL: the real server runs as a child process on a temp data directory and
+ * docs/delivery.md under SIGKILL: the real server runs as a child process on a temp data directory and
  * is killed at random moments while events stream in, then restarted on the same files.
  * Everything acknowledged must arrive; the only duplicates allowed are re-sends of deliveries
  * that were in flight when a kill hit.

@@ -28,7 +28,7 @@ import { apiClient, ensureBuilt, killAllChildren, newAdminKey, runCli, serverEnv
 /**
  * Faults from outside: receivers that hang, reset, stream forever or redirect to private
  * addresses; a full disk; a database locked by another process. Each must end in the outcome
- * SPEC §2 classifies, without leaking sockets or memory and without an error reaching clients.
+ * docs/delivery.md classifies, without leaking sockets or memory and without an error reaching clients.
  */
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

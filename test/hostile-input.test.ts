@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { apiFixture, type ApiFixture } from './support/api.js'
 
 /**
- * Bad input never hurts (SPEC §6): property tests throw malformed JSON, wrong types, huge and
+ * Bad input never hurts (docs/api.md): property tests throw malformed JSON, wrong types, huge and
  * deeply nested values, unicode edge cases, prototype-pollution keys, header injection, path
  * traversal and silly pagination at every route. Every answer must be below 500, and every 4xx
  * must carry `{"error": {"code", "message"}}`. Object.prototype must stay clean.
@@ -12,7 +12,7 @@ import { apiFixture, type ApiFixture } from './support/api.js'
 
 type Route = { method: string; path: string; body: boolean; auth: 'admin' | 'user' | 'none' }
 
-/** Every route of SPEC §6; `:id` is replaced per run. The SSE stream is only hit with bad tokens. */
+/** Every route of docs/api.md; `:id` is replaced per run. The SSE stream is only hit with bad tokens. */
 const ROUTES: Route[] = [
   ['GET', '/healthz', 'none'], ['GET', '/readyz', 'none'], ['GET', '/metrics', 'admin'], ['GET', '/openapi.json', 'none'],
   ['POST', '/v1/keys', 'admin'], ['GET', '/v1/keys', 'viewer'], ['DELETE', '/v1/keys/:id', 'admin'],
@@ -214,7 +214,7 @@ describe('hostile input never produces a 5xx', () => {
     await fc.assert(
       fc.asyncProperty(pick(ID_ROUTES), junkId, async (route, id) => {
         const status = await probe(route, { path: route.path.replace(':id', id), body: route.body ? {} : undefined })
-        // Any user id is valid (SPEC §7: inbox recipients need no registration); other ids name rows that do not exist.
+        // Any user id is valid (docs/notifications-basics.md: inbox recipients need no registration); other ids name rows that do not exist.
         if (!route.path.startsWith('/v1/users/')) expect(status, `${route.method} ${route.path} ${id}`).toBeGreaterThanOrEqual(400)
       }),
       { numRuns: 500 },
@@ -247,7 +247,7 @@ describe('hostile input never produces a 5xx', () => {
       const view = await probe(route, { path, token: f.keys.viewer, body: route.body ? {} : undefined })
       const user = await probe(route, { path, token: userToken, body: route.body ? {} : undefined })
       if (PUBLISH.has(name) ? pub === 403 : pub !== 403) wrong.push(`publisher ${name} → ${pub}`)
-      // Endpoint secrets are admin only; every other GET is open to viewers (SPEC §6).
+      // Endpoint secrets are admin only; every other GET is open to viewers (docs/api.md).
       const viewerMayRead = route.method === 'GET' && !route.path.endsWith('/secret')
       if (viewerMayRead ? view === 403 : view !== 403) wrong.push(`viewer ${name} → ${view}`)
       if (user !== 401) wrong.push(`user token ${name} → ${user}`)

@@ -7,7 +7,7 @@ import { newId } from '../src/lib/ids.js'
 import { notifyHarness, type NotifyHarness } from './notify-harness.js'
 import { sseReader } from './support/sse.js'
 
-// The inbox is written by the accept transaction of POST /v1/notifications (SPEC §7: "written at
+// The inbox is written by the accept transaction of POST /v1/notifications (docs/notifications-basics.md: "written at
 // once"): these tests never start the dispatcher unless they test the paths that still use it.
 
 let f: ApiFixture | undefined

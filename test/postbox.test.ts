@@ -18,7 +18,7 @@ describe('resolveConfig', () => {
   })
 })
 
-describe('Postbox library mode (SPEC §8)', () => {
+describe('Postbox library mode (docs/api.md)', () => {
   let dir: string
   let cleanup: () => void
   let receiver: Receiver

@@ -6,7 +6,7 @@ import { startRecordingReceiver, startRedirectReceiver, type HostileReceiver } f
 import { apiClient, ensureBuilt, killAllChildren, newAdminKey, serverEnv, startServer, type ServerProcess } from './support/server-process.js'
 
 /**
- * SPEC §4 as a matrix: every non-public range, in every spelling the WHATWG URL parser accepts,
+ * docs/delivery.md as a matrix: every non-public range, in every spelling the WHATWG URL parser accepts,
  * is refused at endpoint create; names that resolve to them are refused at connect; redirects
  * towards them are never followed. Nothing ever reaches the local receivers.
  */

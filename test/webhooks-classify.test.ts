@@ -23,7 +23,7 @@ async function firstAttempt(reply: Reply, endpoint: Record<string, unknown> = {}
   return { ep, d: h.webhooks.deliveries.get(d.id), t0 }
 }
 
-describe('response classification (SPEC §2)', () => {
+describe('response classification (docs/delivery.md)', () => {
   it('2xx is success and the response body is logged', async () => {
     const { d } = await firstAttempt({ status: 204 })
     expect(d.status).toBe('success')

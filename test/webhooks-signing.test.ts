@@ -16,7 +16,7 @@ const headersOf = (r: { headers: Record<string, string | string[] | undefined> }
   Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : (v ?? '')]))
 
 describe('signed webhook requests', () => {
-  it('sends the SPEC §3 headers and a body the standardwebhooks library verifies; a tampered body fails', async () => {
+  it('sends the Standard Webhooks headers (docs/delivery.md) and a body the standardwebhooks library verifies; a tampered body fails', async () => {
     rx = await startReceiver()
     h = webhookHarness()
     const ep = h.webhooks.endpoints.create({ url: `${rx.url}/hook?x=1`, headers: { 'X-Tenant': 't1' } })

@@ -11,7 +11,7 @@ afterEach(async () => {
   rx = undefined
 })
 
-describe('destination safety (SPEC §4)', () => {
+describe('destination safety (docs/delivery.md)', () => {
   const refused = [
     'http://127.0.0.1/', 'http://10.1.2.3/', 'http://172.16.0.1/', 'http://192.168.1.1/', 'http://169.254.169.254/latest',
     'http://100.64.0.1/', 'http://0.0.0.0/', 'http://224.0.0.1/', 'http://[::1]/', 'http://[fd00::1]/', 'http://[fe80::1]/',

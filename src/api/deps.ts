@@ -19,7 +19,7 @@ export interface ApiDeps {
   readonly log: Log
   readonly clock: Clock
   readonly webhooks: WebhookService
-  /** The notification service (SPEC §7); the notify routes are mounted only when present. */
+  /** The notification service (docs/notifications-basics.md); the notify routes are mounted only when present. */
   readonly notify?: NotifyService
   readonly metrics?: MetricsSource
   /** Group-commit window for POST /v1/events; 0 (default) = coalesce one event-loop turn. */

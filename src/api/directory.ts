@@ -102,7 +102,7 @@ const routes = {
 
 type Out<T extends z.ZodType> = z.infer<T>
 
-/** Users, tokens, subscriptions, preferences and templates (SPEC §6 "Notifications and directory"). */
+/** Users, tokens, subscriptions, preferences and templates (docs/notifications-basics.md). */
 export function directoryRoutes() {
   const r = newRouter()
   r.openapi(routes.putUser, (c) => {

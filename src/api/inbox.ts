@@ -96,7 +96,7 @@ const routes = {
   }),
 }
 
-/** The end-user inbox routes of SPEC §6, authenticated by user token. */
+/** The end-user inbox routes of docs/notifications-basics.md, authenticated by user token. */
 export function inboxRoutes() {
   const r = newRouter()
   r.openAPIRegistry.registerComponent('securitySchemes', 'userToken', { type: 'http', scheme: 'bearer', description: 'pbu_ end-user token' })

@@ -68,7 +68,7 @@ const revoke = createRoute({
   },
 })
 
-/** POST/GET /v1/keys and DELETE /v1/keys/:id with the revoke rules of SPEC §6. */
+/** POST/GET /v1/keys and DELETE /v1/keys/:id with the revoke rules of docs/api.md. */
 export function keyRoutes() {
   const router = newRouter()
   router.openapi(create, (c) => {

@@ -13,7 +13,7 @@ const routes = {
     ...base, method: 'post', path: '/v1/notifications', operationId: 'sendNotification', summary: 'Send a notification (publisher)', middleware: [publisher] as const,
     request: { headers: IdempotencyHeader('The `dedup_key`, when the body has none'), body: jsonBody(NotificationIn) },
     responses: {
-      202: jsonResponse(NotificationAccepted, 'accepted and committed; also a repeat of an accepted dedup_key (or Idempotency-Key), answered with the original and deduplicated: true (SPEC §7)'),
+      202: jsonResponse(NotificationAccepted, 'accepted and committed; also a repeat of an accepted dedup_key (or Idempotency-Key), answered with the original and deduplicated: true (docs/notifications-basics.md)'),
       ...errorResponses,
     },
   }),
@@ -25,13 +25,13 @@ const routes = {
   }),
 }
 
-/** POST /v1/notifications and GET /v1/notifications/:id (SPEC §7). */
+/** POST /v1/notifications and GET /v1/notifications/:id (docs/notifications-basics.md). */
 export function notificationRoutes() {
   const r = newRouter()
   r.openapi(routes.send, (c) => {
     const body = c.req.valid('json')
     // As POST /v1/events, the header is the dedup key when the body has none; unlike events, a
-    // repeat answers 202 too (SPEC §7: the route returns 202 {id, deduplicated, …}).
+    // repeat answers 202 too (docs/notifications-basics.md: the route returns 202 {id, deduplicated, …}).
     const key = idempotencyKey(c.req.valid('header')['idempotency-key'], body.dedup_key, 'dedup_key')
     const result = notifyOf(c).notifications.send(key !== body.dedup_key ? { ...body, dedup_key: key } : body)
     return c.json(result, 202)

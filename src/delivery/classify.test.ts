@@ -4,7 +4,7 @@ import { classifyResponse, classifyTransportError, parseRetryAfter } from './cla
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 0)
 const DAY = 86_400_000
 
-describe('classifyResponse (SPEC §2 table)', () => {
+describe('classifyResponse (docs/delivery.md, "Responses and retries")', () => {
   it.each([200, 201, 202, 204, 299])('%d is success', (status) => {
     expect(classifyResponse(status, null, NOW)).toEqual({ kind: 'success' })
   })

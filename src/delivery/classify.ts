@@ -1,6 +1,6 @@
 import { MAX_RETRY_DELAY_MS } from './retry-policy.js'
 
-/** What an HTTP response or transport error means for the delivery (SPEC §2 table). */
+/** What an HTTP response or transport error means for the delivery (docs/delivery.md, "Responses and retries"). */
 export type Classification =
   | { kind: 'success' }
   | { kind: 'retry'; error: string; retryAfterMs: number | null; breakerFailure: boolean }

@@ -189,7 +189,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (free <= 0) return
       // The last slots of the global cap go only to endpoints with few requests in flight, so
       // slow or hanging endpoints (each holding up to its max_concurrency) can never take them
-      // all and stall every other endpoint until their timeouts (SPEC §1 isolation).
+      // all and stall every other endpoint until their timeouts (docs/delivery.md isolation).
       const general = free - reserve
       const limit = Math.min(general > 0 ? general : free, CLAIM_BATCH)
       const rows = store.deliveries.claimDue({

@@ -4,7 +4,7 @@ import { TokenBucket } from './rate-limit.js'
 import { createEndpointCache } from './endpoint-cache.js'
 
 /**
- * The dispatcher's per-endpoint flow control (SPEC §5): requests in flight against
+ * The dispatcher's per-endpoint flow control (docs/delivery.md): requests in flight against
  * `max_concurrency`, a token bucket for `rate_limit`, and a single probe while the breaker is
  * half-open. Endpoint settings are cached and reloaded when the endpoints store's version moves.
  * Rows without an endpoint are counted under `#<channel>` (the claim's DUE_KEY), each against

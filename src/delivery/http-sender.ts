@@ -52,7 +52,7 @@ const NONE: readonly string[] = []
 /**
  * Creates the webhook sender: one undici Agent (keep-alive pools per origin) whose connect step
  * resolves the host through the SSRF guard and connects to the checked address; signed
- * requests per SPEC §3; never follows redirects; reads at most 16 KiB of every response.
+ * requests per docs/delivery.md; never follows redirects; reads at most 16 KiB of every response.
  */
 export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   const { store, config, clock, rng, log } = deps

@@ -1,6 +1,6 @@
 import type { Rng } from '../lib/clock.js'
 
-/** The cap on what a receiver's Retry-After can ask for (SPEC §2); it never shortens the schedule. */
+/** The cap on what a receiver's Retry-After can ask for (docs/delivery.md); it never shortens the schedule. */
 export const MAX_RETRY_DELAY_MS = 86_400_000
 
 /** Total attempts a schedule allows: the first try plus one per delay. */

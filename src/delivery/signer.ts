@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto'
 /** The prefix of Standard Webhooks secrets. */
 export const SECRET_PREFIX = 'whsec_'
 
-/** How an endpoint signs its requests (SPEC §3). */
+/** How an endpoint signs its requests (docs/delivery.md). */
 export type SignatureMode = 'standard' | 'hmac-sha256'
 
 /** The signing material of one endpoint at one moment. */

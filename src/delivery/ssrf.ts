@@ -2,7 +2,7 @@ import ipaddr from 'ipaddr.js'
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
 
-/** The error code a refused destination carries (SPEC §4); classifies as dead. */
+/** The error code a refused destination carries (docs/delivery.md); classifies as dead. */
 export const DESTINATION_NOT_ALLOWED = 'destination_not_allowed'
 
 /** Thrown (or passed to a lookup callback) when a destination address is refused. */
@@ -49,7 +49,7 @@ export function parseNetworks(cidrs: readonly string[]): Cidr[] {
 }
 
 /**
- * The SPEC §4 policy: only globally routable unicast addresses, unless an allowed network
+ * The policy of docs/delivery.md ("Endpoints, signatures and safety"): only globally routable unicast addresses, unless an allowed network
  * contains the address (or the IPv4 address it embeds). Everything ipaddr.js classifies as a
  * special range (loopback, RFC 1918, link-local, CGNAT, fc00::/7, multicast, unspecified,
  * reserved, benchmarking, Teredo…) is refused.

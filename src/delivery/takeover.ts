@@ -9,7 +9,7 @@ import type { EndpointLimits } from './endpoint-limits.js'
  * processes alive: a row waiting for its ordering key's turn with nothing older left (the
  * schema's trigger should leave none) becomes due; in-flight rows claimed by a process of this
  * PID namespace that is gone are offered again now instead of after their leases (timeout +
- * 30 s), the attempt spent staying spent as SPEC §2 asks. Rows of a process that may be alive
+ * 30 s), the attempt spent staying spent as docs/delivery.md says. Rows of a process that may be alive
  * wait for their leases: releasing them would send them a second time while they are in flight.
  */
 export function repairOnTakeover(store: Store, clock: Clock, log: Log): void {

@@ -16,7 +16,7 @@ import { encodePayload, type DeliveryPayload, type StoredPayload } from './deliv
 import type { InboxStreamHub } from './inbox-stream.js'
 import { publishInboxEvents, writeInboxMessages, type InboxWrite, type WrittenInbox } from './inbox-write.js'
 
-/** The accepted request of POST /v1/notifications (SPEC §7), after validation and defaults. */
+/** The accepted request of POST /v1/notifications (docs/notifications-basics.md), after validation and defaults. */
 export interface NotificationRequest {
   topic: string
   recipients: string[]
@@ -82,7 +82,7 @@ interface Accepted {
 /**
  * Builds `send`: one IMMEDIATE transaction per notification covering dedup, recipients,
  * preferences, schedule, rendering and one delivery per (notification, recipient, channel).
- * The inbox is written in that transaction too (SPEC §7: it is written at once): each inbox
+ * The inbox is written in that transaction too (docs/notifications-basics.md: it is written at once): each inbox
  * delivery is inserted already delivered with its message, unread counter and stream ids, so no
  * claim or settle ever touches it; after commit the messages go to the live streams. Email and
  * webhook deliveries are enqueued for the dispatcher.

@@ -15,7 +15,7 @@ export interface ChannelDecision {
 /** The rule a preference row must match, as (user, topic, channel) with `*` wildcards. */
 type Key = readonly [user: string, topic: string, channel: string]
 
-/** The 8-step precedence of SPEC §7, most specific first. */
+/** The 8-step precedence of docs/notifications-basics.md, most specific first. */
 export function precedence(userId: string, topic: string, channel: string): Key[] {
   return [
     [userId, topic, channel],
@@ -86,7 +86,7 @@ export interface IneffectiveField {
 }
 
 /**
- * The fields of a preference row that SPEC §7 never reads, so a PUT can refuse them instead of
+ * The fields of a preference row that docs/notifications-basics.md never reads, so a PUT can refuse them instead of
  * storing a setting that silently does nothing: quiet hours are read only from rows with a `*`
  * channel, and digests hold email only, so `digest` on an inbox or webhook row does nothing.
  * A null `quiet_hours` and a `none` digest are the stored defaults and always accepted.

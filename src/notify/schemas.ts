@@ -6,7 +6,7 @@ import { NAME_PATTERN, PRINCIPAL_PATTERN, USER_ID_PATTERN, USER_ID_RULE } from '
 import { decodeInboxCursor, MAX_PAGE_SIZE } from '../lib/cursor.js'
 
 /**
- * Request and response schemas of the notification, directory and inbox API (SPEC §6–§7).
+ * Request and response schemas of the notification, directory and inbox API (docs/api.md, docs/notifications-basics.md).
  * One schema validates the request and documents it in /openapi.json.
  */
 

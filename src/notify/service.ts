@@ -21,7 +21,7 @@ import type { NotificationInput, PreferenceInput, TemplateInputBody, UserInputBo
 import { isUserId, PRINCIPAL_PATTERN, selectorError, USER_ID_RULE } from './recipients.js'
 import { ineffectiveFields } from './preferences.js'
 
-/** SPEC §6: a keepalive comment every 25 s keeps proxies from closing an idle stream. */
+/** docs/notifications-basics.md: a keepalive comment every 25 s keeps proxies from closing an idle stream. */
 export const STREAM_KEEPALIVE_MS = 25_000
 
 /** Dependencies of the notify service. */

@@ -226,7 +226,7 @@ describe('claimDue', () => {
     const ok = enqueue('ok', { endpointId: 'ep_ok' })
     expect(ids(claim())).toEqual([ok])
     expect(q.deliveries.get(p)).toMatchObject({ status: 'pending', attempts: 0 })
-    // Pending rows of a disabled or deleted endpoint would never be claimed (SPEC §5, §2).
+    // Pending rows of a disabled or deleted endpoint would never be claimed (docs/delivery.md).
     expect(q.deliveries.get(d)).toMatchObject({ status: 'dead', attempts: 0, lastError: 'endpoint_disabled', completedAt: NOW })
     expect(q.deliveries.get(x)).toMatchObject({ status: 'cancelled', attempts: 0, lastError: 'endpoint_deleted', completedAt: NOW })
     expect(ids(claim(NOW + 5_000))).toEqual([p])

@@ -33,7 +33,7 @@ export type {
 
 export { LEASE_MARGIN_MS } from './delivery-claim.js'
 
-/** Stored response bodies are capped at 16 KiB (SPEC §2). */
+/** Stored response bodies are capped at 16 KiB (docs/delivery.md). */
 export const RESPONSE_BODY_LIMIT = 16 * 1024
 
 const COLUMNS = DELIVERY_COLUMNS
@@ -64,7 +64,7 @@ const SQL = {
       WHERE o.endpoint_id = e.id AND o.ordering_key = ? AND o.status IN ('pending', 'in_flight') AND o.id < ?)`,
   idByEvent: `SELECT id FROM deliveries WHERE event_id = ? AND endpoint_id = ?`,
   idByNotification: `SELECT id FROM deliveries WHERE notification_id = ? AND recipient = ? AND channel = ?`,
-  // One statement per outcome (SPEC §2 table); each needs the claim token of the current claim.
+  // One statement per outcome (docs/delivery.md, "Responses and retries"); each needs the claim token of the current claim.
   // Positional parameters: named binding measured ~3 µs slower per call, and settle runs once
   // per delivery. The argument order of each is built in `settleArgs`.
   settleRetry: `UPDATE deliveries SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
@@ -138,7 +138,7 @@ const SQL = {
   byEvent: `SELECT ${COLUMNS} FROM deliveries WHERE event_id = ? ORDER BY id`,
   byNotification: `SELECT ${COLUMNS} FROM deliveries WHERE notification_id = ? ORDER BY id LIMIT ?`,
   countsByNotification: `SELECT status, count(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY status`,
-  // Only members already due: one held back by its own quiet hours waits for them (SPEC §7).
+  // Only members already due: one held back by its own quiet hours waits for them (docs/notifications-basics.md).
   byGroup: `SELECT ${COLUMNS} FROM deliveries WHERE group_key = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY id`,
   holdPending: `UPDATE deliveries SET next_attempt_at = @until, updated_at = @now
     WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,

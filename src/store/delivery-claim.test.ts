@@ -23,7 +23,7 @@ function saturatedBacklog(): void {
   for (let i = 0; i < BACKLOG; i++) enqueue(`busy${i}`, { endpointId: 'ep_busy', nextAttemptAt: NOW - 60_000 })
 }
 
-describe('claim behind a saturated endpoint (SPEC §1 isolation)', () => {
+describe('claim behind a saturated endpoint (docs/delivery.md isolation)', () => {
   it('takes the other endpoints and the rows without one in turn, one claim after another', () => {
     saturatedBacklog()
     insertEndpoint(q.db, { id: 'ep_b' })

@@ -6,7 +6,7 @@
 import { prepareAll, type Db } from './db.js'
 import { WAITING_IN_ORDER, type Channel, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore } from './delivery-types.js'
 
-/** The lease margin: a request is never re-claimed while in flight (SPEC §1, >= 15 s). */
+/** The lease margin: a request is never re-claimed while in flight (docs/delivery.md, >= 15 s). */
 export const LEASE_MARGIN_MS = 30_000
 
 // Limits are literals, and the claim stops stepping through rows when it has enough: SQLite
@@ -146,7 +146,7 @@ export const WAITS_IN_ORDER = `(ordering_key IS NOT NULL AND (SELECT ordered FRO
 
 /**
  * Ends pending rows (a JSON array of ids) whose endpoint is deleted or disabled, as deleting
- * (SPEC §2: cancelled) and disabling (SPEC §5: dead) do; such a row would never be claimed.
+ * (docs/delivery.md: cancelled) and disabling (docs/delivery.md: dead) do; such a row would never be claimed.
  * Parameters: completed_at, updated_at, ids. Returns the status of each row it ended.
  */
 export const FINISH_IF_ENDPOINT_GONE = `UPDATE deliveries
@@ -249,7 +249,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
    * pause or an ordering barrier, it hands over to the second path: the endpoints with due rows,
    * in turns that continue from the previous claim, each giving its own due rows from the
    * per-endpoint index. So a backlog on one endpoint is never read past, and never delays the
-   * others (SPEC §1 isolation).
+   * others (docs/delivery.md isolation).
    */
   const pickCandidates = (opts: ClaimOptions): Picked => {
     const { now, limit, capacity } = opts

@@ -4,7 +4,7 @@
  */
 import type { Page } from '../lib/cursor.js'
 
-/** Where a delivery is in its lifecycle (SPEC §2). */
+/** Where a delivery is in its lifecycle (docs/delivery.md). */
 export type DeliveryStatus = 'pending' | 'in_flight' | 'success' | 'dead' | 'cancelled'
 
 /**
@@ -88,7 +88,7 @@ export interface Attempt extends Required<AttemptRecord> {
   outcome: string
 }
 
-/** How one claimed attempt ended (SPEC §2 outcome table). */
+/** How one claimed attempt ended (docs/delivery.md, "Responses and retries"). */
 export type Outcome =
   | { kind: 'success' }
   | { kind: 'retry'; at: number }
@@ -114,7 +114,7 @@ export interface ClaimOptions {
   now: number
   /** Default request timeout for rows without an endpoint (inbox, email). */
   defaultTimeoutMs: number
-  /** Added to the timeout to make the lease; SPEC §1 requires at least 15 s. */
+  /** Added to the timeout to make the lease; docs/delivery.md: at least 15 s. */
   leaseMarginMs?: number
   /**
    * Remaining slots per key (concurrency, rate tokens, half-open probe): an endpoint id, or

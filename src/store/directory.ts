@@ -105,7 +105,7 @@ export const DIRECTORY_SQL = {
     ON CONFLICT (topic, principal) DO UPDATE SET enabled = excluded.enabled`,
   deleteSubscription: `DELETE FROM subscriptions WHERE topic = ? AND principal = ?`,
   subscription: `SELECT topic, principal, enabled, created_at AS createdAt FROM subscriptions WHERE topic = ? AND principal = ?`,
-  // Lists are newest first (SPEC §6), rows of the same millisecond in key order, and a page starts
+  // Lists are newest first (docs/api.md), rows of the same millisecond in key order, and a page starts
   // after the previous page's last row. One range cannot say "after (t, topic, principal)" in an
   // order that is descending then ascending, so each reads two: the rest of the millisecond t, then
   // everything older. Both come in index order and are merged without a sort, and reading stops

@@ -1,5 +1,5 @@
 /**
- * Last-Event-ID replay of the inbox stream (SPEC §6). Since schema v3 a user's events live in
+ * Last-Event-ID replay of the inbox stream (docs/notifications-basics.md). Since schema v3 a user's events live in
  * two places: the stream log (state changes, and message events written before v3) and the
  * messages themselves (`seq` for the `notification` event, seq + 1 for its `unread_count`).
  * Used by createInboxStore; import through './inbox.js'.
@@ -8,7 +8,7 @@ import type { Db } from './db.js'
 import type { RawMessage, StreamEvent } from './inbox.js'
 import { parseJsonOr } from '../lib/json.js'
 
-/** The stream log keeps this many events per user for Last-Event-ID replay (SPEC §6). */
+/** The stream log keeps this many events per user for Last-Event-ID replay (docs/notifications-basics.md). */
 export const STREAM_LOG_SIZE = 1000
 
 const SQL = {

@@ -127,7 +127,7 @@ const mapMessage = (r: RawMessage): InboxMessage => ({
   archived: r.archived === 1,
 })
 
-/** The wire shape of a message (SPEC §6 list item); also what the stream log stores. */
+/** The wire shape of a message (docs/notifications-basics.md list item); also what the stream log stores. */
 export function messageJson(m: InboxMessage): Record<string, unknown> {
   return {
     id: m.id,

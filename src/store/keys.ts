@@ -1,7 +1,7 @@
 import type { Db } from './db.js'
 import { decodeIdCursor, pageById, type Page } from '../lib/cursor.js'
 
-/** The roles of SPEC §6. */
+/** The roles of docs/api.md. */
 export type KeyRole = 'admin' | 'publisher' | 'viewer'
 
 /** An API key row, mapped to camelCase. The key itself is never stored, only its hash. */

@@ -294,7 +294,7 @@ CREATE INDEX deliveries_dead ON deliveries (id) WHERE status = 'dead';
 CREATE INDEX deliveries_dead_endpoint ON deliveries (endpoint_id, id) WHERE status = 'dead';
 CREATE INDEX deliveries_cancelled ON deliveries (id) WHERE status = 'cancelled';
 CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE status = 'pending';
--- Ordered endpoints (SPEC §1): a row enqueued behind an older unfinished row of the same endpoint
+-- Ordered endpoints (docs/delivery.md): a row enqueued behind an older unfinished row of the same endpoint
 -- and ordering key waits, its next_attempt_at set to 8640000000000000 (the largest date), instead
 -- of being due (store/deliveries.ts enqueue); so a key blocked by a failing or slow row never makes
 -- claims read its backlog. When a row of the key finishes, the trigger below makes the oldest

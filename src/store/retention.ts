@@ -7,7 +7,7 @@ export interface RetentionStore {
   readonly inbox?: Pick<InboxStore, 'logUnreadCount'>
 }
 
-/** Retention periods (SPEC §2) and the sweep's batch size. */
+/** Retention periods (docs/operations.md) and the sweep's batch size. */
 export interface RetentionOptions {
   now: number
   /** Successful deliveries (and their attempts) older than this, by completed_at, go. */
@@ -18,7 +18,7 @@ export interface RetentionOptions {
   inboxMs: number
   /** Events, and notifications, with no remaining deliveries older than this, by created_at, go. */
   eventsMs: number
-  /** Rows per transaction; default 1,000 (SPEC §2). */
+  /** Rows per transaction; default 1,000 (docs/operations.md). */
   batchSize?: number
   /**
    * Called after each committed batch for every user whose unread count it lowered, with the
@@ -40,7 +40,7 @@ export interface RetentionResult {
   full: boolean
 }
 
-/** The default number of rows deleted per transaction (SPEC §2). */
+/** The default number of rows deleted per transaction (docs/operations.md). */
 export const RETENTION_BATCH_SIZE = 1000
 
 // Deliveries and events are walked by time from where the previous batch stopped (keyset on
@@ -265,7 +265,7 @@ async function runStepsAsync(steps: Generator<void, RetentionResult>): Promise<R
 }
 
 /**
- * Deletes expired rows (SPEC §2) in transactions of at most `batchSize` rows, walking
+ * Deletes expired rows (docs/operations.md) in transactions of at most `batchSize` rows, walking
  * everything from the beginning. Synchronous: it holds the event loop for the whole sweep, so a
  * server should prefer a runner's `sweepAsync`.
  */

@@ -150,7 +150,7 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
     },
     recover(id, input) {
       const i = parseOrThrow(RecoverIn, input)
-      // SPEC §5: recover brings dead deliveries back after a re-enable; while disabled they
+      // docs/delivery.md: recover brings dead deliveries back after a re-enable; while disabled they
       // would only be killed again.
       if (fanOut.endpointOr404(id).disabled) throw errors.conflict('Endpoint is disabled; enable it first')
       const now = clock.now()

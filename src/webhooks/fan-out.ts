@@ -67,7 +67,7 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
     store(ev: EventToStore, only?: EndpointRow): EventAcceptedOutput {
       if (ev.clientId) {
         const existing = store.events.byClientId(ev.clientId)
-        // SPEC §6: a repeat returns the original, whatever it carries now. Never throwing here
+        // docs/api.md: a repeat returns the original, whatever it carries now. Never throwing here
         // keeps one client's repeat from failing the other events of a group commit.
         if (existing) return accepted(existing, store.deliveries.byEvent(existing.id).length, true)
       }

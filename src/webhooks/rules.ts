@@ -73,7 +73,7 @@ export function headerIssues(headers: Record<string, string>): Issue[] {
 }
 
 /**
- * Checks an endpoint URL (SPEC §4): http or https, no credentials, a host, a port other than 0;
+ * Checks an endpoint URL (docs/delivery.md): http or https, no credentials, a host, a port other than 0;
  * a literal IP that the SSRF policy refuses gives 422 destination_not_allowed. Returns the
  * normalised URL.
  */

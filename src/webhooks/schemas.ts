@@ -6,7 +6,7 @@ import { jsonObject } from '../lib/json-object.js'
 const headerValue = (v: unknown): v is string => typeof v === 'string' && v.length <= 4096
 
 /**
- * Request and response schemas of the webhook API (SPEC §6). They are structural: the service
+ * Request and response schemas of the webhook API (docs/api.md). They are structural: the service
  * applies the semantic rules (URL safety, header names, secret format) on top and reports them
  * in the same `validation_failed` shape. The API attaches them to its OpenAPI routes.
  */

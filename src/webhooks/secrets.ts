@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { decodeSecret, SECRET_PREFIX, type SignatureMode } from '../delivery/signer.js'
 
-/** Bytes of a generated secret (SPEC §3). */
+/** Bytes of a generated secret (docs/delivery.md). */
 export const SECRET_BYTES = 32
 
 /** A new `whsec_` + base64(32 random bytes) secret. */

@@ -58,7 +58,7 @@ const EXCHANGE_MS = 60_000
 /**
  * The channel's time limit, from which the dispatcher derives the lease (limit + margin): the
  * wait for a connection plus a whole exchange, so a slow server can never outlive the lease and
- * have the same email claimed and sent a second time (SPEC §1).
+ * have the same email claimed and sent a second time (docs/delivery.md).
  */
 const CHANNEL_TIMEOUT_MS = QUEUE_WAIT_MS + EXCHANGE_MS
 
@@ -183,7 +183,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
       const fewest = Math.min(...claimed.map((w) => w.delivery.attempts), ...pending.map((d) => d.attempts + 1))
       o = { kind: 'retry', at: nextRetryAt(now, schedule, fewest, rng) ?? now }
     } else o = { kind: sent.kind === 'success' ? 'success' : 'dead' }
-    // Each member carried by this message gets the attempt too (SPEC §2: each attempt is kept),
+    // Each member carried by this message gets the attempt too (docs/delivery.md: each attempt is kept),
     // naming the delivery whose message it went out in.
     const carried = { ...a, responseBody: `sent in the message of ${first.delivery.id}${a.responseBody ? `: ${a.responseBody}` : ''}` }
     const ended = store.tx(() => pending.map((d) => store.deliveries.carryGroupMember(d.id, o, carried, now)))
