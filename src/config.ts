@@ -44,6 +44,8 @@ export const DEFAULTS = {
   pollIntervalMs: 250,
   /** SPEC §6: end-user tokens live a day unless asked otherwise. */
   userTokenTtlMs: 86_400_000,
+  /** Open: any event type is accepted, and the catalog only validates the types it lists. */
+  eventTypes: 'open' as 'open' | 'strict',
 }
 
 /** The validated, frozen runtime configuration. */
@@ -76,6 +78,10 @@ export interface Config {
   readonly tokenSecret: string | null
   /** Browser origins allowed to call /v1 (`https://app.example.com`, or `*`); empty = no CORS headers. */
   readonly corsOrigins: readonly string[]
+  /** The server's public base URL (no trailing slash): portal links and click links start with it. */
+  readonly publicUrl: string
+  /** `strict`: only catalog event types are accepted, and endpoints subscribe only to them or to wildcards. */
+  readonly eventTypes: 'open' | 'strict'
 }
 
 /** Thrown for a bad setting; the message names the variable. */
@@ -125,6 +131,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries' },
   { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
   { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset' },
+  { env: 'POSTBOX_PUBLIC_URL', flag: '--public-url', default: 'http://<host>:<port>', description: 'Public base URL of this server, for portal links (127.0.0.1 when the host is 0.0.0.0)' },
+  { env: 'POSTBOX_EVENT_TYPES', flag: '--event-types', default: 'open', description: 'open, or strict: only event types in the catalog are accepted' },
   { env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', default: '(none)', description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any' },
 ]
 
@@ -223,6 +231,8 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     pollIntervalMs: duration('POSTBOX_POLL_INTERVAL', DEFAULTS.pollIntervalMs, 10),
     tokenSecret: get('POSTBOX_TOKEN_SECRET') ?? null,
     corsOrigins: list('POSTBOX_CORS_ORIGINS'),
+    publicUrl: get('POSTBOX_PUBLIC_URL') ?? '',
+    eventTypes: (get('POSTBOX_EVENT_TYPES') ?? DEFAULTS.eventTypes) as Config['eventTypes'],
   }
   return Object.freeze(checkConfig(config))
 }
@@ -358,7 +368,32 @@ export function checkConfig(c: Config): Config {
     if (origin === null) throw new ConfigError('POSTBOX_CORS_ORIGINS', `"${String(o)}" is not an origin such as https://app.example.com (scheme and host, no path), or *`)
     return origin
   })
-  return { ...c, synchronous, logLevel, corsOrigins: [...new Set(corsOrigins)] }
+  const eventTypes = typeof c.eventTypes === 'string' ? (c.eventTypes.toLowerCase() as Config['eventTypes']) : (c.eventTypes ?? DEFAULTS.eventTypes)
+  if (eventTypes !== 'open' && eventTypes !== 'strict') throw new ConfigError('POSTBOX_EVENT_TYPES', `expected open or strict (option eventTypes), got "${String(c.eventTypes)}"`)
+  return { ...c, synchronous, logLevel, corsOrigins: [...new Set(corsOrigins)], publicUrl: publicUrlOf(c), eventTypes }
+}
+
+/**
+ * POSTBOX_PUBLIC_URL without a trailing slash, or `http://<host>:<port>` when unset (127.0.0.1 for a
+ * host of 0.0.0.0, brackets around an IPv6 address).
+ */
+function publicUrlOf(c: Config): string {
+  const given = (c.publicUrl ?? '') as unknown
+  if (typeof given !== 'string') throw new ConfigError('POSTBOX_PUBLIC_URL', 'expected a URL (option publicUrl)')
+  if (given === '') {
+    const host = c.host === '0.0.0.0' ? '127.0.0.1' : c.host === '::' ? '[::1]' : c.host.includes(':') ? `[${c.host}]` : c.host
+    return `http://${host}:${c.port}`
+  }
+  let url: URL
+  try {
+    url = new URL(given)
+  } catch {
+    throw new ConfigError('POSTBOX_PUBLIC_URL', `"${given}" is not a URL such as https://postbox.example.com`)
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username) {
+    throw new ConfigError('POSTBOX_PUBLIC_URL', `"${given}" must be an http(s) URL without query, fragment or credentials`)
+  }
+  return url.href.replace(/\/+$/, '')
 }
 
 /** Options in milliseconds, which library callers may also give as durations (`'20s'`). */
