@@ -5,6 +5,7 @@ import type { Db } from './db.js'
 /** One endpoint's health, for `postbox stats` and the circuit-state metric. */
 export interface EndpointHealthRow {
   id: string
+  appId: string
   url: string
   disabled: boolean
   disabledReason: string | null
@@ -20,7 +21,7 @@ export interface EndpointHealthRow {
 export type EndpointState = Pick<EndpointHealthRow, 'id' | 'disabled' | 'disabledReason' | 'pausedUntil' | 'pauseCount'>
 
 const SQL = {
-  endpointHealth: `SELECT e.id, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
+  endpointHealth: `SELECT e.id, e.app_id AS appId, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
       e.pause_count AS pauseCount, e.failures_since_success AS consecutiveFailures, e.last_success_at AS lastSuccessAt,
       (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending
     FROM endpoints e WHERE e.deleted_at IS NULL ORDER BY e.id LIMIT ?`,
