@@ -183,7 +183,9 @@ async function keys(rest: string[], flags: Record<string, string>, config: Confi
     if (sub === 'create') {
       const role = flags.role
       if (role !== 'admin' && role !== 'publisher' && role !== 'viewer') throw new UsageError('keys create needs --role admin|publisher|viewer')
-      const { row, key } = store.tx(() => createApiKey(store, { name: flags.name ?? role, role: role as KeyRole }, Date.now()))
+      const appId = flags.app
+      if (appId !== undefined && !store.apps.exists(appId)) throw new UsageError(`keys create: no application ${appId} (create it with POST /v1/apps)`)
+      const { row, key } = store.tx(() => createApiKey(store, { name: flags.name ?? role, role: role as KeyRole, appId: appId ?? null }, Date.now()))
       out({ ...keyJson(row), key })
       return 0
     }
