@@ -57,7 +57,9 @@ export interface StatsStore {
 
 /** Creates the stats store over a connection. */
 export function createStatsStore(db: Db): StatsStore {
-  const health = db.prepare(SQL.endpointHealth)
+  // Prepared on first use: `postbox check` builds this store over files of older schema versions too
+  // (for integrityCheck), whose endpoints have no app_id yet.
+  let health: ReturnType<Db['prepare']> | null = null
   const states = db.prepare(SQL.endpointStates)
   const begin = db.prepare(SQL.begin)
   const rollback = db.prepare(SQL.rollback)
@@ -70,6 +72,7 @@ export function createStatsStore(db: Db): StatsStore {
       return rows.length === 1 && rows[0] === 'ok' ? [] : rows
     },
     endpointHealth(limit = 10_000) {
+      health ??= db.prepare(SQL.endpointHealth)
       const rows = health.all(limit) as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]
       return rows.map((r) => ({ ...r, disabled: r.disabled === 1 }))
     },
