@@ -19,12 +19,15 @@ const TOP = readdirSync(join(dirname(fileURLToPath(import.meta.url)), 'src'))
   .filter((name) => !ANYWHERE.includes(name))
 
 /**
- * The layer rule (docs/architecture.md): lib ← store ← {delivery, webhooks, notify} ← api ←
+ * The layer rule (docs/architecture.md): lib ← store ← auth ← apps ← {delivery, webhooks, notify} ← api ←
  * the top-level modules. Each entry lists the folders and modules a layer must not import from.
  */
 const layers = [
-  { files: ['src/lib/**/*.ts'], banned: ['store', 'delivery', 'webhooks', 'notify', 'api', ...ANYWHERE, ...TOP] },
-  { files: ['src/store/**/*.ts'], banned: ['delivery', 'webhooks', 'notify', 'api', ...TOP] },
+  { files: ['src/lib/**/*.ts'], banned: ['store', 'auth', 'apps', 'delivery', 'webhooks', 'notify', 'api', ...ANYWHERE, ...TOP] },
+  { files: ['src/store/**/*.ts'], banned: ['auth', 'apps', 'delivery', 'webhooks', 'notify', 'api', ...TOP] },
+  // Credentials (API keys, portal tokens) sit on the store; applications and the catalog on both.
+  { files: ['src/auth/**/*.ts'], banned: ['apps', 'delivery', 'webhooks', 'notify', 'api', ...TOP] },
+  { files: ['src/apps/**/*.ts'], banned: ['delivery', 'webhooks', 'notify', 'api', ...TOP] },
   { files: ['src/delivery/**/*.ts'], banned: ['webhooks', 'notify', 'api', ...TOP] },
   { files: ['src/webhooks/**/*.ts'], banned: ['notify', 'api', ...TOP] },
   { files: ['src/notify/**/*.ts'], banned: ['api', ...TOP] },

@@ -117,7 +117,13 @@ export function choice<const O extends readonly string[]>(meta: SettingMeta & { 
 
 /** A string; `validate` returns a problem or null. With `default: null` the setting may stay unset. */
 export function text<D extends string | null>(
-  meta: SettingMeta & { default: D; validate?: (s: string, option: string) => string | null; derive?: (c: Readonly<Record<string, unknown>>) => string },
+  meta: SettingMeta & {
+    default: D
+    validate?: (s: string, option: string) => string | null
+    /** Rewrites a valid value into its one form (e.g. a URL without its trailing slash). */
+    normalize?: (s: string) => string
+    derive?: (c: Readonly<Record<string, unknown>>) => string
+  },
 ): Setting<D extends null ? string | null : string> {
   type T = D extends null ? string | null : string
   return setting<T>(meta, meta.default as unknown as T, meta.default ?? '(unset)', {
@@ -126,7 +132,7 @@ export function text<D extends string | null>(
       if (v === null && meta.default === null) return null as T
       if (typeof v !== 'string' || v === '') return fail(`expected ${meta.default === null ? 'a string or nothing' : 'a non-empty string'} (option ${option})`)
       const problem = meta.validate?.(v, option)
-      return problem ? fail(problem) : (v as T)
+      return problem ? fail(problem) : ((meta.normalize ? meta.normalize(v) : v) as T)
     },
   })
 }

@@ -140,6 +140,19 @@ export const SETTING_TABLE = {
     description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any',
     item: (o) => normalizeOrigin(o) ?? settingError(`"${o}" is not an origin such as https://app.example.com (scheme and host, no path), or *`),
   }),
+  // Portal and click links start with it; unset, the server's own address (docs/applications.md).
+  publicUrl: text({
+    env: 'POSTBOX_PUBLIC_URL', flag: '--public-url', default: '', docDefault: 'http://<host>:<port>',
+    description: 'Public base URL of this server, for portal and click links (127.0.0.1 when the host is 0.0.0.0)',
+    validate: publicUrlProblem,
+    normalize: (u) => new URL(u).href.replace(/\/+$/, ''),
+    derive: (c) => defaultPublicUrl(String(c.host), Number(c.port)),
+  }),
+  // Open: any type is accepted and the catalog validates only the types it lists (docs/applications.md).
+  eventTypes: choice({
+    env: 'POSTBOX_EVENT_TYPES', flag: '--event-types', default: 'open', options: ['open', 'strict'],
+    description: 'open, or strict: only event types in the catalog are accepted',
+  }),
 } satisfies Record<string, Setting<unknown>>
 
 type Table = typeof SETTING_TABLE
@@ -316,4 +329,24 @@ export function normalizeOrigin(entry: string): string | null {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return null
   // A path, query, fragment or user name would never match the Origin header a browser sends.
   return url.href === `${url.origin}/` ? url.origin : null
+}
+
+/** `http://<host>:<port>` of a bind address (127.0.0.1 for 0.0.0.0, [::1] for ::), the default public URL. */
+export function defaultPublicUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host
+  return `http://${h}:${port}`
+}
+
+/** Why a POSTBOX_PUBLIC_URL cannot be used, or null: an http(s) URL without query, fragment or credentials. */
+function publicUrlProblem(given: string): string | null {
+  let url: URL
+  try {
+    url = new URL(given)
+  } catch {
+    return `"${given}" is not a URL such as https://postbox.example.com`
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username) {
+    return `"${given}" must be an http(s) URL without query, fragment or credentials`
+  }
+  return null
 }

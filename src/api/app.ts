@@ -19,6 +19,10 @@ import { notificationRoutes } from './notifications.js'
 import { directoryRoutes } from './directory.js'
 import { inboxRoutes, userToken } from './inbox.js'
 import { allowedMethods, strictQuery } from './strict-routes.js'
+import { appRoutes } from './apps.js'
+import { eventTypeRoutes } from './event-types.js'
+import { createAppService } from '../apps/service.js'
+import { randomBytes } from 'node:crypto'
 
 /** The API's major version, in every path (`/v1`); the document's `info.version` is the package's. */
 export const API_VERSION = 'v1'
@@ -70,9 +74,11 @@ export function idempotencyKeyGuard(): MiddlewareHandler<ApiEnv> {
  * the resource routers, /openapi.json from the same zod schemas, and ONE error handler that
  * renders every failure as `{"error": {code, message, details}}`.
  */
-export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
+export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
+  // Without a token key of its own (a test app), portal tokens are signed with a key of this app only.
+  const deps = { ...given, apps: given.apps ?? createAppService({ store: given.store, config: given.config, clock: given.clock, portalKey: randomBytes(32) }) }
   const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook })
-  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'pbk_ API key' })
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'pbk_ API key, or a ptk_ portal token on the portal routes' })
 
   app.use('*', async (c, next) => {
     c.set('deps', deps)
@@ -92,6 +98,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', endpointRoutes())
   app.route('/', eventRoutes(deps))
   app.route('/', deliveryRoutes())
+  app.route('/', appRoutes())
+  app.route('/', eventTypeRoutes())
   if (deps.notify) app.route('/', notificationRoutes())
   if (deps.notify) app.route('/', directoryRoutes())
   if (deps.notify) app.route('/', inboxRoutes())
