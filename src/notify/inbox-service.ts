@@ -154,8 +154,10 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
       catchUp()
       return tokenApp === null ? store.inbox.unreadCount(userId) : store.inbox.counts(userId, { appId: tokenApp }, []).all.unreadCount
     }
-    const change = (c: InboxStateChange) => (ids: readonly string[]) =>
-      publish(userId, store.inbox.changeState(userId, tokenApp, [...new Set(ids)], c, clock.now()))
+    const change = (c: InboxStateChange) => (ids: readonly string[]) => {
+      catchUp()
+      return publish(userId, store.inbox.changeState(userId, tokenApp, [...new Set(ids)], c, clock.now()))
+    }
     const bulk = (c: InboxBulkChange) => (f: InboxFilterInput = {}) => {
       catchUp()
       const sel = { topic: f.topic ?? null, tags: f.tags ?? null, appId: appOf(f.app_id), read: f.read ?? null }
@@ -197,6 +199,7 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
         return r
       },
       snooze(ids, until) {
+        catchUp()
         const now = clock.now()
         if (!(until > now) || until - now > MAX_SNOOZE_MS) {
           throw errors.validation([{ field: 'until', message: 'must be in the future and at most 90 days ahead', in: 'body' }])
