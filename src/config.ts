@@ -148,6 +148,11 @@ export const SETTING_TABLE = {
     normalize: (u) => new URL(u).href.replace(/\/+$/, ''),
     derive: (c) => defaultPublicUrl(String(c.host), Number(c.port)),
   }),
+  // Tracked email links are opt-in: rewriting links changes what recipients see (docs/notifications.md).
+  trackClicks: bool({
+    env: 'POSTBOX_TRACK_CLICKS', flag: '--track-clicks', default: false,
+    description: 'Rewrite email links to a notification’s action_url into tracked <public URL>/c/… links',
+  }),
   // Open: any type is accepted and the catalog validates only the types it lists (docs/applications.md).
   eventTypes: choice({
     env: 'POSTBOX_EVENT_TYPES', flag: '--event-types', default: 'open', options: ['open', 'strict'],
@@ -333,7 +338,8 @@ export function normalizeOrigin(entry: string): string | null {
 
 /** `http://<host>:<port>` of a bind address (127.0.0.1 for 0.0.0.0, [::1] for ::), the default public URL. */
 export function defaultPublicUrl(host: string, port: number): string {
-  const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host
+  // A zone (`fe80::1%eth0`) has no place in a URL: the link names the address alone.
+  const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host.replace(/%.*$/, '')}]` : host
   return `http://${h}:${port}`
 }
 

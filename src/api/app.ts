@@ -23,6 +23,7 @@ import { appRoutes } from './apps.js'
 import { eventTypeRoutes } from './event-types.js'
 import { createAppService } from '../apps/service.js'
 import { randomBytes } from 'node:crypto'
+import { clickRoutes } from './clicks.js'
 
 /** The API's major version, in every path (`/v1`); the document's `info.version` is the package's. */
 export const API_VERSION = 'v1'
@@ -103,6 +104,7 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
   if (deps.notify) app.route('/', notificationRoutes())
   if (deps.notify) app.route('/', directoryRoutes())
   if (deps.notify) app.route('/', inboxRoutes())
+  if (deps.notify) app.route('/', clickRoutes())
 
   // Generated once, on first request, from the same zod schemas that validate requests.
   let openapi: unknown = null

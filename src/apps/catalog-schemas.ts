@@ -1,3 +1,4 @@
+import { decimalInt } from '../lib/query-number.js'
 import { z } from '@hono/zod-openapi'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 import { jsonObject } from '../lib/json-object.js'
@@ -47,7 +48,7 @@ const Flag = z.enum(['true', 'false']).transform((v) => v === 'true')
 /** `GET /v1/event-types` query. */
 export const EventTypeQuery = z.object({
   include_archived: Flag.optional().openapi({ param: { name: 'include_archived', in: 'query' }, description: 'Include archived types' }),
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
+  limit: decimalInt(1, MAX_PAGE_SIZE).optional(),
   cursor: z.string().max(400).optional(),
 })
 

@@ -1,3 +1,4 @@
+import { decimalInt } from '../lib/query-number.js'
 import { z } from '@hono/zod-openapi'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 import { jsonObject } from '../lib/json-object.js'
@@ -77,6 +78,6 @@ export const PortalTokenOut = z
 
 /** `?limit=&cursor=` of the apps list. */
 export const AppQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
+  limit: decimalInt(1, MAX_PAGE_SIZE).optional(),
   cursor: z.string().max(400).optional(),
 })
