@@ -1,5 +1,6 @@
 import type { Config } from './config.js'
-import type { ChannelRegistry, ChannelSender, DispatchObserver } from './delivery/channel.js'
+import type { AttemptHook, ChannelRegistry, ChannelSender, DispatchObserver } from './delivery/channel.js'
+import { createRequestSender } from './delivery/request-sender.js'
 import { createDispatcher, type Dispatcher } from './delivery/dispatcher.js'
 import { createWebhookSender } from './delivery/http-sender.js'
 import type { Clock, Rng } from './lib/clock.js'
@@ -20,6 +21,8 @@ export interface EngineDeps {
   log: Log
   webhooks: WebhookService
   observer?: DispatchObserver
+  /** Called after every attempt of every channel (the library's `onAttempt`). */
+  onAttempt?: AttemptHook
 }
 
 /** The delivery side of a Postbox: the notify service, the channel senders and the dispatcher. */
@@ -44,6 +47,7 @@ export function createEngine(deps: EngineDeps): Engine {
     log,
     onEndpointDisabled: publishEndpointDisabled(webhooks),
   })
+  const requestSender = createRequestSender({ store, config, clock, rng, log })
   const notify = createNotifyService({
     store,
     config,
@@ -61,8 +65,11 @@ export function createEngine(deps: EngineDeps): Engine {
     ['inbox', notify.channels.inbox],
     ['email', notify.channels.email],
     ['notify-webhook', notify.channels['notify-webhook']],
+    ['request', requestSender],
   ])
-  const dispatcher = createDispatcher({ store, config, clock, rng, log, channels, observer: deps.observer })
+  const dispatcher = createDispatcher({
+    store, config, clock, rng, log, channels, observer: deps.observer, ...(deps.onAttempt ? { onAttempt: deps.onAttempt } : {}),
+  })
   return {
     dispatcher,
     notify,
@@ -71,6 +78,7 @@ export function createEngine(deps: EngineDeps): Engine {
         await dispatcher.stop(deadlineMs)
       } finally {
         await sender.close().catch(() => {})
+        await requestSender.close().catch(() => {})
         notify.close()
       }
     },

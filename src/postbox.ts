@@ -16,6 +16,8 @@ import type { WebhookService } from './webhooks/types.js'
 import { createEngine, type Engine } from './engine.js'
 import { repairFutureTimes } from './delivery/clock-repair.js'
 import type { NotifyService, UserInbox } from './notify/service.js'
+import type { AttemptHook } from './delivery/channel.js'
+import { createRequestService, type RequestService } from './webhooks/requests.js'
 
 /** Options of `Postbox.open`: any Config field in camelCase, or a whole `config`. */
 export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNetworks'>> {
@@ -30,6 +32,12 @@ export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNe
   log?: Log
   /** Apply the first-start admin key rules of SPEC §6 (default true). */
   bootstrapAdminKey?: boolean
+  /**
+   * Called after every attempt of every channel (webhook, request, inbox, email…), once its
+   * outcome is committed, outside any transaction; an error it throws is logged and ignored
+   * (docs/requests.md).
+   */
+  onAttempt?: AttemptHook
   /** Add Node.js process metrics (CPU, memory, GC, event loop) to /metrics; the server turns it on. */
   processMetrics?: boolean
 }
@@ -40,7 +48,7 @@ export const RETENTION_INTERVAL_MS = 3_600_000
 /** Builds the Config of library mode: defaults (or `opts.config`) with the given fields over them. */
 export function resolveConfig(opts: PostboxOptions): Config {
   const base = opts.config ?? loadConfig({})
-  const { db, config: _c, clock: _k, rng: _r, log: _l, bootstrapAdminKey: _b, processMetrics: _p, ...fields } = opts
+  const { db, config: _c, clock: _k, rng: _r, log: _l, bootstrapAdminKey: _b, processMetrics: _p, onAttempt: _a, ...fields } = opts
   if (db !== undefined && (typeof db !== 'string' || db === '')) throw new ConfigError('POSTBOX_DB', 'expected a path (option db)')
   const defined = configFromOptions(fields, Object.keys(base).filter((k) => k !== 'dbPath'))
   const dataDir = defined.dataDir ?? (db !== undefined && opts.config === undefined ? dirname(db) : base.dataDir)
@@ -74,9 +82,11 @@ export class Postbox {
     readonly metrics: Metrics,
     private readonly engine: Engine,
     adminKey: AdminKeyBootstrap,
+    /** Durable HTTP requests (docs/requests.md): create, list, get, redeliver, cancel. */
+    readonly requests: RequestService,
   ) {
     this.adminKey = adminKey
-    this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify })
+    this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify, requests })
     this.retention = createRetentionRunner(store)
   }
 
@@ -91,8 +101,9 @@ export class Postbox {
       const adminKey = opts.bootstrapAdminKey === false ? ({ action: 'none' } as const) : ensureAdminKey(store, config, log, clock.now())
       const webhooks = createWebhookService({ store, config, clock, rng, log })
       const metrics = createMetrics(store, clock, { defaultMetrics: opts.processMetrics ?? false })
-      const engine = createEngine({ store, config, clock, rng, log, webhooks, observer: metrics })
-      return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey)
+      const engine = createEngine({ store, config, clock, rng, log, webhooks, observer: metrics, ...(opts.onAttempt ? { onAttempt: opts.onAttempt } : {}) })
+      const requests = createRequestService({ store, config, clock })
+      return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey, requests)
     } catch (err) {
       store.close()
       throw err

@@ -10,6 +10,7 @@ import { jsonBodyGuard } from './body.js'
 import { validationHook, zodDetails } from './common.js'
 import type { ApiDeps, ApiEnv } from './deps.js'
 import { deliveryRoutes } from './deliveries.js'
+import { requestRoutes } from './requests.js'
 import { endpointRoutes } from './endpoints.js'
 import { eventRoutes } from './events.js'
 import { keyRoutes } from './keys.js'
@@ -89,6 +90,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', endpointRoutes())
   app.route('/', eventRoutes(deps))
   app.route('/', deliveryRoutes())
+  app.route('/', requestRoutes())
   if (deps.notify) app.route('/', notificationRoutes())
   if (deps.notify) app.route('/', directoryRoutes())
   if (deps.notify) app.route('/', inboxRoutes())

@@ -5,6 +5,7 @@ import type { Store } from '../store/index.js'
 import type { KeyRole } from '../store/keys.js'
 import type { NotifyService } from '../notify/service.js'
 import type { WebhookService } from '../webhooks/types.js'
+import type { RequestService } from '../webhooks/requests.js'
 
 /** What the API needs to render /metrics; implemented by src/metrics.ts. */
 export interface MetricsSource {
@@ -22,6 +23,14 @@ export interface ApiDeps {
   /** The notification service (SPEC §7); the notify routes are mounted only when present. */
   readonly notify?: NotifyService
   readonly metrics?: MetricsSource
+  /** Durable HTTP requests (docs/requests.md); the /v1/requests routes answer 404 without it. */
+  readonly requests?: RequestService
+  /**
+   * Which application a call acts for: the body's (or query's) `app_id`, as the caller's key
+   * allows. Default `defaultResolveApp`. The applications feature replaces it (scoped keys
+   * override the body; an unknown app is 404).
+   */
+  readonly resolveApp?: (bodyAppId: string | undefined, caller: AuthedKey) => string
   /** Group-commit window for POST /v1/events; 0 (default) = coalesce one event-loop turn. */
   readonly groupCommitMaxBatch?: number
 }
@@ -43,4 +52,12 @@ export interface ApiEnv {
     /** When that user's token expires (epoch ms); an open stream ends then. */
     inboxTokenExpires: number
   }
+}
+
+/** The application of a call before applications exist: the one named, else `default`. */
+export const defaultResolveApp = (bodyAppId: string | undefined, _caller: AuthedKey): string => bodyAppId ?? 'default'
+
+/** The ONE decision "which app does this call belong to, and may the caller use it" (deps.resolveApp). */
+export function resolveApp(deps: ApiDeps, bodyAppId: string | undefined, caller: AuthedKey): string {
+  return (deps.resolveApp ?? defaultResolveApp)(bodyAppId, caller)
 }

@@ -9,6 +9,7 @@ import { createKeysStore, type KeysStore } from './keys.js'
 import { createStatsStore, type StatsStore } from './stats.js'
 import { createClockRepairStore, type ClockRepairStore } from './clock-repair.js'
 import { createLocksStore, type LocksStore } from './locks.js'
+import { createRequestsStore, type RequestsStore } from './requests.js'
 
 /**
  * Every table family behind one object. Services receive a Store and call its plain functions;
@@ -27,6 +28,8 @@ export interface Store {
   readonly stats: StatsStore
   readonly clockRepair: ClockRepairStore
   readonly locks: LocksStore
+  /** Durable HTTP requests (docs/requests.md): their targets, over `request` deliveries. */
+  readonly requests: RequestsStore
   /**
    * Runs `fn` in one IMMEDIATE transaction. When it enqueued due work, the wake listeners run
    * after the commit (never before: a dispatcher must not look for rows it cannot see yet).
@@ -51,10 +54,12 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
     else for (const l of listeners) l()
   }
   const endpoints = createEndpointsStore(db)
+  const deliveries = createDeliveriesStore(db, markDue)
   const store: Store = {
     db,
     path,
-    deliveries: createDeliveriesStore(db, markDue),
+    deliveries,
+    requests: createRequestsStore(db, deliveries),
     events: createEventsStore(db),
     directory: createDirectoryStore(db),
     notifications: createNotificationsStore(db),

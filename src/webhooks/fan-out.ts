@@ -15,6 +15,8 @@ export interface EventToStore {
   data: Record<string, unknown>
   clientId?: string | null
   orderingKey?: string | null
+  /** When its deliveries become due (a delayed event); absent = now. */
+  deliverAt?: number
 }
 
 /** At most this many event types keep their list of endpoints between reloads. */
@@ -87,13 +89,14 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
             eventType: ev.type,
             orderingKey: row.orderingKey,
             maxAttempts: maxAttemptsFor(ep.retrySchedule ?? config.retrySchedule),
-            nextAttemptAt: now,
+            nextAttemptAt: ev.deliverAt !== undefined && ev.deliverAt > now ? ev.deliverAt : now,
           },
           now,
         )
         if (r.created) n++
       }
-      return accepted(row, n, false)
+      const out = accepted(row, n, false)
+      return ev.deliverAt !== undefined && ev.deliverAt > now ? { ...out, deliver_at: toIso(ev.deliverAt) } : out
     },
     /** Throws 404 unless the endpoint exists; the message says when it was deleted (so enable or recover cannot help). */
     endpointOr404(id: string): EndpointRow {

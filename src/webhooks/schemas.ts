@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 import { jsonObject } from '../lib/json-object.js'
+import { Delay, DeliverAt } from './deliver-at.js'
 
 const headerValue = (v: unknown): v is string => typeof v === 'string' && v.length <= 4096
 
@@ -120,6 +121,8 @@ export const EventIn = z
     data: jsonObject('must be an object').openapi({ example: { invoice_id: 'in_1' } }),
     id: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
     ordering_key: z.string().min(1).max(200).optional(),
+    deliver_at: DeliverAt.optional(),
+    delay: Delay.optional(),
   })
   .openapi('EventIn')
 
@@ -134,6 +137,7 @@ export const EventAccepted = z
     deliveries: z.number().int(),
     deduplicated: z.boolean(),
     created_at: z.string(),
+    deliver_at: z.string().optional().openapi({ description: 'When its deliveries become due; present on a delayed event' }),
   })
   .openapi('EventAccepted')
 

@@ -8,6 +8,7 @@ import { createEndpointService } from './endpoints.js'
 import { createFanOut, type EventToStore } from './fan-out.js'
 import { deliveryOut, eventOut, eventSummary } from './present.js'
 import { parseOrThrow } from './rules.js'
+import { resolveDeliverAt } from './deliver-at.js'
 import { EventIn, PublishedEventType } from './schemas.js'
 import type { EventInput, WebhookService } from './types.js'
 
@@ -20,12 +21,18 @@ export interface WebhookServiceDeps {
   log: Log
 }
 
-const toStore = (i: EventInput): EventToStore => ({
-  type: i.type,
-  data: i.data,
-  clientId: i.id ?? null,
-  orderingKey: i.ordering_key ?? null,
-})
+/** The event to store, with when its deliveries are due (`deliver_at` / `delay`, docs/requests.md). */
+const toStore = (i: EventInput, now: number, prefix = ''): EventToStore => {
+  const when = i.deliver_at === undefined && i.delay === undefined ? null : resolveDeliverAt(i, now, prefix)
+  if (when !== null && 'issues' in when) throw errors.validation(when.issues)
+  return {
+    type: i.type,
+    data: i.data,
+    clientId: i.id ?? null,
+    orderingKey: i.ordering_key ?? null,
+    ...(when !== null && when.at > now ? { deliverAt: when.at } : {}),
+  }
+}
 
 /**
  * Creates the webhook service (endpoints, events, deliveries). Every write is one transaction;
@@ -39,11 +46,12 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     endpoints: createEndpointService({ store, config, clock, fanOut }),
     events: {
       send(input) {
-        const ev = toStore(parseOrThrow(EventIn, input))
+        const ev = toStore(parseOrThrow(EventIn, input), clock.now())
         return store.tx(() => fanOut.store(ev))
       },
       sendMany(inputs) {
-        const evs = inputs.map((i, n) => toStore(parseOrThrow(EventIn, i, `events.${n}`)))
+        const now = clock.now()
+        const evs = inputs.map((i, n) => toStore(parseOrThrow(EventIn, i, `events.${n}`), now, `events.${n}`))
         return store.tx(() => evs.map((ev) => fanOut.store(ev)))
       },
       get(id) {

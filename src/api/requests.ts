@@ -1,0 +1,78 @@
+import { createRoute, z } from '@hono/zod-openapi'
+import { RequestAccepted, RequestIn, RequestList, RequestOut, RequestQuery } from '../webhooks/request-schemas.js'
+import { errors } from '../errors.js'
+import { requireRole } from './auth.js'
+import { bearerSecurity, DEFAULT_LIMIT, ErrorBody, errorResponses, idCursorParam, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
+import { resolveApp } from './deps.js'
+import type { ApiEnv } from './deps.js'
+import type { Context } from 'hono'
+
+const publisher = requireRole('publisher')
+const admin = requireRole('admin')
+const viewer = requireRole('viewer')
+const base = { security: bearerSecurity, tags: ['requests'] }
+const Redelivered = z.object({ id: z.string(), status: z.literal('pending') }).openapi('RequestRedelivered')
+
+const routes = {
+  create: createRoute({
+    ...base, method: 'post', path: '/v1/requests', summary: 'Make an HTTP request durably, now or later (publisher)', operationId: 'createRequest',
+    middleware: [publisher] as const,
+    request: { body: jsonBody(RequestIn) },
+    responses: {
+      202: jsonResponse(RequestAccepted, 'accepted and committed'),
+      200: jsonResponse(RequestAccepted, 'a repeat of (app_id, dedup_key): the original, deduplicated'),
+      422: jsonResponse(ErrorBody, 'destination_not_allowed'),
+      ...errorResponses,
+    },
+  }),
+  list: createRoute({
+    ...base, method: 'get', path: '/v1/requests', summary: 'List requests newest first', operationId: 'listRequests', middleware: [viewer] as const,
+    request: { query: RequestQuery.extend({ cursor: idCursorParam('req') }) },
+    responses: { 200: jsonResponse(RequestList, 'newest first'), ...errorResponses },
+  }),
+  get: createRoute({
+    ...base, method: 'get', path: '/v1/requests/{id}', summary: 'A request, its status and every attempt', operationId: 'getRequest',
+    middleware: [viewer] as const,
+    request: { params: IdParam },
+    responses: { 200: jsonResponse(RequestOut, 'the request'), ...errorResponses },
+  }),
+  redeliver: createRoute({
+    ...base, method: 'post', path: '/v1/requests/{id}/redeliver', summary: 'Send a finished request again (admin)', operationId: 'redeliverRequest',
+    middleware: [admin] as const,
+    request: { params: IdParam },
+    responses: { 202: jsonResponse(Redelivered, 'queued'), 409: jsonResponse(ErrorBody, 'not_eligible'), ...errorResponses },
+  }),
+  cancel: createRoute({
+    ...base, method: 'delete', path: '/v1/requests/{id}', summary: 'Cancel a pending request (publisher)', operationId: 'cancelRequest',
+    middleware: [publisher] as const,
+    request: { params: IdParam },
+    responses: { 200: jsonResponse(RequestOut, 'cancelled'), 409: jsonResponse(ErrorBody, 'not_eligible'), ...errorResponses },
+  }),
+}
+
+/** The request service, or 404 when this Postbox has none. */
+const service = (c: Context<ApiEnv>) => {
+  const s = c.var.deps.requests
+  if (!s) throw errors.notFound('Route')
+  return s
+}
+
+/** POST/GET /v1/requests, GET/DELETE /v1/requests/:id and POST /v1/requests/:id/redeliver (docs/requests.md). */
+export function requestRoutes() {
+  const r = newRouter()
+  r.openapi(routes.create, (c) => {
+    const body = c.req.valid('json')
+    const appId = resolveApp(c.var.deps, body.app_id, c.var.apiKey)
+    const out = service(c).create(body, { appId })
+    return c.json(out, out.deduplicated ? 200 : 202)
+  })
+  r.openapi(routes.list, (c) => {
+    const q = c.req.valid('query')
+    const appId = q.app_id === undefined ? undefined : resolveApp(c.var.deps, q.app_id, c.var.apiKey)
+    return c.json(service(c).list({ ...q, ...(appId !== undefined ? { app_id: appId } : {}), limit: q.limit ?? DEFAULT_LIMIT }), 200)
+  })
+  r.openapi(routes.get, (c) => c.json(service(c).get(c.req.valid('param').id), 200))
+  r.openapi(routes.redeliver, (c) => c.json(service(c).redeliver(c.req.valid('param').id), 202))
+  r.openapi(routes.cancel, (c) => c.json(service(c).cancel(c.req.valid('param').id), 200))
+  return r
+}
