@@ -41,6 +41,8 @@ export interface Delivery {
   createdAt: number
   updatedAt: number
   completedAt: number | null
+  /** A request's origin key (`@<origin>`, see DUE_KEY); null on every other row. */
+  targetKey: string | null
 }
 
 /** A row returned by `claimDue`: it holds a fresh claim token and a lease. */
@@ -49,8 +51,6 @@ export interface ClaimedDelivery extends Delivery {
   leaseUntil: number
   /** The event's body for rows with an event (null without one, or once retention removed it), read by the claim. */
   eventBody: string | null
-  /** A request's origin key (`@<origin>`, see DUE_KEY); null on every other row. */
-  targetKey: string | null
 }
 
 /**

@@ -137,7 +137,7 @@ function toRow(r: RawRow): RequestRow {
       recipient: r.recipient, eventType: r.eventType, orderingKey: r.orderingKey, payload: r.payload, groupKey: r.groupKey,
       status: r.status, attempts: r.attempts, maxAttempts: r.maxAttempts, nextAttemptAt: r.nextAttemptAt,
       claimToken: r.claimToken, leaseUntil: r.leaseUntil, lastStatusCode: r.lastStatusCode, lastError: r.lastError,
-      createdAt: r.createdAt, updatedAt: r.updatedAt, completedAt: r.completedAt,
+      createdAt: r.createdAt, updatedAt: r.updatedAt, completedAt: r.completedAt, targetKey: r.targetKey,
     },
   }
 }
