@@ -8,6 +8,7 @@ const suites: [string, string][] = [
   ['webhooks', './webhooks.js'],
   ['notify', './notify.js'],
   ['api', './api.js'],
+  ['requests', './requests.js'],
 ]
 
 const only = process.argv[2]
