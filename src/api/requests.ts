@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi'
 import { RequestAccepted, RequestIn, RequestList, RequestOut, RequestQuery } from '../webhooks/request-schemas.js'
 import { errors } from '../errors.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, DEFAULT_LIMIT, ErrorBody, errorResponses, idCursorParam, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
+import { bearerSecurity, DEFAULT_LIMIT, ErrorBody, errorResponses, idCursorParam, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
 import { resolveApp } from './deps.js'
 import type { ApiEnv } from './deps.js'
 import type { Context } from 'hono'
@@ -17,7 +17,7 @@ const routes = {
   create: createRoute({
     ...base, method: 'post', path: '/v1/requests', summary: 'Make an HTTP request durably, now or later (publisher)', operationId: 'createRequest',
     middleware: [publisher] as const,
-    request: { body: jsonBody(RequestIn) },
+    request: { headers: IdempotencyHeader('The dedup_key, when the body has none'), body: jsonBody(RequestIn) },
     responses: {
       202: jsonResponse(RequestAccepted, 'accepted and committed'),
       200: jsonResponse(RequestAccepted, 'a repeat of (app_id, dedup_key): the original, deduplicated'),
@@ -62,8 +62,9 @@ export function requestRoutes() {
   const r = newRouter()
   r.openapi(routes.create, (c) => {
     const body = c.req.valid('json')
+    const dedup = idempotencyKey(c.req.valid('header')['idempotency-key'], body.dedup_key, 'dedup_key')
     const appId = resolveApp(c.var.deps, body.app_id, c.var.apiKey)
-    const out = service(c).create(body, { appId })
+    const out = service(c).create(dedup !== body.dedup_key ? { ...body, dedup_key: dedup } : body, { appId })
     return c.json(out, out.deduplicated ? 200 : 202)
   })
   r.openapi(routes.list, (c) => {

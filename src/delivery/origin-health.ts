@@ -1,7 +1,5 @@
 import { circuitState, pauseAfterFailure, type BreakerHealth, type CircuitState } from './breaker.js'
 
-/** In-flight requests per origin (docs/requests.md), as an endpoint's default max_concurrency. */
-export const ORIGIN_CONCURRENCY = 16
 /** At most this many failing origins are remembered; the oldest is forgotten first. */
 const MAX_TRACKED = 10_000
 
@@ -11,7 +9,7 @@ const MAX_TRACKED = 10_000
  * A healthy origin has no entry. After a restart every origin starts closed: the worst case is
  * one more round of failures before a dead host pauses again.
  */
-export function createOriginHealth() {
+export function createOriginHealth(concurrency: number) {
   const byKey = new Map<string, BreakerHealth>()
   const fresh = (): BreakerHealth => ({ consecutiveFailures: 0, failuresSinceSuccess: 0, failingSince: null, pausedUntil: null, pauseCount: 0 })
 
@@ -21,10 +19,10 @@ export function createOriginHealth() {
       const h = byKey.get(key)
       return h === undefined ? 'closed' : circuitState(h, now)
     },
-    /** Requests the origin may have in flight now: 16, one probe while half-open, none while open. */
+    /** Requests the origin may have in flight now: `concurrency`, one probe while half-open, none while open. */
     slots(key: string, now: number): number {
       const state = this.circuit(key, now)
-      return state === 'open' ? 0 : state === 'half_open' ? 1 : ORIGIN_CONCURRENCY
+      return state === 'open' ? 0 : state === 'half_open' ? 1 : concurrency
     },
     /** A success closes the origin's breaker. */
     recordSuccess(key: string): void {
