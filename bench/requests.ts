@@ -18,7 +18,7 @@ import { Agent } from 'undici'
 import { Postbox } from '../src/postbox.js'
 
 const N = 10_000
-/** A request origin's default concurrency (POSTBOX_REQUEST_ORIGIN_CONCURRENCY), used for every side. */
+/** A request origin's concurrency (ORIGIN_CONCURRENCY in delivery/origin-health.ts), used for every side. */
 const CONCURRENCY = 16
 const DELAYED = 100_000
 const IDLE_SECONDS = 3

@@ -40,8 +40,6 @@ export const DEFAULTS = {
   shutdownTimeoutMs: 10_000,
   /** Global cap on in-flight deliveries; 256 sockets keep 2 cores busy without exhausting fds. */
   concurrency: 256,
-  /** Durable requests in flight per origin (docs/requests.md), as an endpoint's default max_concurrency. */
-  requestOriginConcurrency: 16,
   /** Only scheduled retries wait on this timer; new work wakes the dispatcher on commit. */
   pollIntervalMs: 250,
   /** SPEC §6: end-user tokens live a day unless asked otherwise. */
@@ -74,7 +72,6 @@ export interface Config {
   readonly disableAfterMs: number
   readonly shutdownTimeoutMs: number
   readonly concurrency: number
-  readonly requestOriginConcurrency: number
   readonly pollIntervalMs: number
   readonly tokenSecret: string | null
   /** Browser origins allowed to call /v1 (`https://app.example.com`, or `*`); empty = no CORS headers. */
@@ -126,7 +123,6 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_DISABLE_AFTER', flag: '--disable-after', default: '5d', description: 'Disable an endpoint with no success for this long and at least 10 failures' },
   { env: 'POSTBOX_SHUTDOWN_TIMEOUT', flag: '--shutdown-timeout', default: '10s', description: 'Deadline to drain in-flight requests on SIGTERM/SIGINT' },
   { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries' },
-  { env: 'POSTBOX_REQUEST_ORIGIN_CONCURRENCY', flag: '--request-origin-concurrency', default: '16', description: 'Durable HTTP requests in flight per origin (scheme://host:port)' },
   { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
   { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset' },
   { env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', default: '(none)', description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any' },
@@ -224,7 +220,6 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     disableAfterMs: duration('POSTBOX_DISABLE_AFTER', DEFAULTS.disableAfterMs, 60_000),
     shutdownTimeoutMs: duration('POSTBOX_SHUTDOWN_TIMEOUT', DEFAULTS.shutdownTimeoutMs),
     concurrency: int('POSTBOX_CONCURRENCY', DEFAULTS.concurrency, 1, 10_000),
-    requestOriginConcurrency: int('POSTBOX_REQUEST_ORIGIN_CONCURRENCY', DEFAULTS.requestOriginConcurrency, 1, 10_000),
     pollIntervalMs: duration('POSTBOX_POLL_INTERVAL', DEFAULTS.pollIntervalMs, 10),
     tokenSecret: get('POSTBOX_TOKEN_SECRET') ?? null,
     corsOrigins: list('POSTBOX_CORS_ORIGINS'),
@@ -243,7 +238,6 @@ const BOUNDS: readonly (readonly [keyof Config, string, number, number])[] = [
   ['port', 'POSTBOX_PORT', 0, 65_535],
   ['maxBody', 'POSTBOX_MAX_BODY', 1024, 64 * 1024 * 1024],
   ['concurrency', 'POSTBOX_CONCURRENCY', 1, 10_000],
-  ['requestOriginConcurrency', 'POSTBOX_REQUEST_ORIGIN_CONCURRENCY', 1, 10_000],
   ['retentionSuccessMs', 'POSTBOX_RETENTION_SUCCESS', 60_000, 3650 * DAY],
   ['retentionDeadMs', 'POSTBOX_RETENTION_DEAD', 60_000, 3650 * DAY],
   ['retentionInboxMs', 'POSTBOX_RETENTION_INBOX', 60_000, 3650 * DAY],

@@ -1,5 +1,7 @@
 import { circuitState, pauseAfterFailure, type BreakerHealth, type CircuitState } from './breaker.js'
 
+/** In-flight requests per origin (docs/requests.md), as an endpoint's default max_concurrency. */
+export const ORIGIN_CONCURRENCY = 16
 /** At most this many failing origins are remembered; the oldest is forgotten first. */
 const MAX_TRACKED = 10_000
 
@@ -9,7 +11,7 @@ const MAX_TRACKED = 10_000
  * A healthy origin has no entry. After a restart every origin starts closed: the worst case is
  * one more round of failures before a dead host pauses again.
  */
-export function createOriginHealth(concurrency: number) {
+export function createOriginHealth(concurrency = ORIGIN_CONCURRENCY) {
   const byKey = new Map<string, BreakerHealth>()
   const fresh = (): BreakerHealth => ({ consecutiveFailures: 0, failuresSinceSuccess: 0, failingSince: null, pausedUntil: null, pauseCount: 0 })
 

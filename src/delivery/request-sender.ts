@@ -47,7 +47,7 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
   const { store, config, clock, rng, log } = deps
   const userAgent = `Postbox/${deps.version ?? packageVersion()}`
   const agent = createGuardedAgent(config.allowNetworks, deps.resolve)
-  const origins = createOriginHealth(config.requestOriginConcurrency)
+  const origins = createOriginHealth()
   const inFlight = new Map<Exchange, AbortSignal>()
   const watched = new WeakSet<AbortSignal>()
   const watch = (signal: AbortSignal): void => {
