@@ -101,7 +101,7 @@ CREATE INDEX deliveries_cancelled ON deliveries (id) WHERE status = 'cancelled';
 -- v7: keyed by endpoint, or by `#<channel>` for rows without one (DUE_KEY in store/delivery-claim.ts),
 -- so inbox, email and notify-webhook rows take their turns apart and a slow mail server holds
 -- back email only.
-CREATE INDEX deliveries_endpoint_due ON deliveries (coalesce(endpoint_id, '#' || channel), next_attempt_at, id) WHERE status = 'pending';
+-- (deliveries_endpoint_due itself is created in the v9 block below: since v9 its key also holds target_key.)
 -- Ordered endpoints (docs/delivery.md): a row enqueued behind an older unfinished row of the same endpoint
 -- and ordering key waits, its next_attempt_at set to 8640000000000000 (the largest date), instead
 -- of being due (store/deliveries.ts enqueue); so a key blocked by a failing or slow row never makes
@@ -454,5 +454,40 @@ BEGIN
      AND tag IN (SELECT '' UNION ALL SELECT value FROM json_each(OLD.tags));
   UPDATE inbox_counters SET unread_count = unread_count - (OLD.read = 0) WHERE user_id = OLD.user_id;
 END;
+
+-- ── v9: durable HTTP requests ──
+-- A request (POST /v1/requests) is a delivery of channel `request`: one queue, one claim and settle
+-- engine. target_key is its origin (`@https://host:port`), under which its rows take their
+-- concurrency slots and breaker turns (DUE_KEY in store/delivery-claim.ts), so one dead host holds
+-- back only its own requests. NULL on every other row.
+ALTER TABLE deliveries ADD COLUMN target_key TEXT;
+-- The claim's second path: when the due rows at the head of the queue all belong to saturated or
+-- paused endpoints (or blocked ordering keys), it takes each other key's due rows from here instead
+-- of reading past them. Keyed by endpoint, by target_key for requests, or by `#<channel>` for the
+-- other rows without an endpoint (inbox, email, notify-webhook).
+CREATE INDEX deliveries_endpoint_due ON deliveries (coalesce(endpoint_id, target_key, '#' || channel), next_attempt_at, id) WHERE status = 'pending';
+-- The target of a request, copied at enqueue and never changed; one row per `request` delivery,
+-- removed with it by retention. The public id is `req_` + the delivery id's suffix.
+CREATE TABLE requests (
+  delivery_id     TEXT PRIMARY KEY REFERENCES deliveries (id) ON DELETE CASCADE,
+  app_id          TEXT NOT NULL DEFAULT 'default',
+  method          TEXT NOT NULL,
+  url             TEXT NOT NULL,
+  headers         TEXT NOT NULL DEFAULT '{}', -- JSON object of custom headers, as accepted
+  body            TEXT,                       -- the bytes sent on every attempt; NULL = no body
+  body_json       INTEGER NOT NULL DEFAULT 0, -- 1: body is JSON, sent as application/json
+  signing_secret  TEXT,                       -- whsec_…; NULL = unsigned
+  source          TEXT,
+  ref_id          TEXT,
+  dedup_key       TEXT,
+  timeout_ms      INTEGER NOT NULL,
+  retry_schedule  TEXT,                       -- JSON array of ms; NULL = the global schedule
+  deliver_at      INTEGER NOT NULL,
+  created_at      INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX requests_dedup ON requests (app_id, dedup_key) WHERE dedup_key IS NOT NULL;
+CREATE INDEX requests_app ON requests (app_id, delivery_id);
+CREATE INDEX requests_source ON requests (source, delivery_id) WHERE source IS NOT NULL;
+CREATE INDEX requests_ref ON requests (ref_id, delivery_id) WHERE ref_id IS NOT NULL;
 
 PRAGMA user_version = 9;

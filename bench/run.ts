@@ -10,6 +10,7 @@ const suites: [string, string][] = [
   ['inbox', './inbox.js'],
   ['api', './api.js'],
   ['apps', './apps.js'],
+  ['requests', './requests.js'],
 ]
 
 const only = process.argv[2]

@@ -1,7 +1,9 @@
 import { SETTINGS } from './config.js'
 
 /** Flags that belong to one command rather than to the configuration. */
-const COMMAND_FLAGS = new Set(['--role', '--name', '--json', '--app'])
+const COMMAND_FLAGS = new Set(['--role', '--name', '--json', '--app', '--method', '--header', '--body', '--json-body', '--delay', '--dedup-key'])
+/** Flags that may be given more than once; their values are joined with a newline (no header value holds one). */
+const REPEATED_FLAGS = new Set(['--header'])
 const BOOLEAN_FLAGS = new Set(['--json', '--help', '-h', ...SETTINGS.filter((s) => s.boolean).map((s) => s.flag)])
 
 /** A parsed command line: the positional words and the command-specific flags. */
@@ -35,7 +37,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     else if (BOOLEAN_FLAGS.has(name) && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'))) value = 'true'
     else if (argv[i + 1] === undefined) throw new UsageError(`${name} needs a value`)
     else value = argv[++i]!
-    if (COMMAND_FLAGS.has(name)) flags[name.slice(2)] = value
+    const flag = name.slice(2)
+    if (REPEATED_FLAGS.has(name) && flags[flag] !== undefined) flags[flag] += `\n${value}`
+    else if (COMMAND_FLAGS.has(name)) flags[flag] = value
   }
   return { positionals, flags, help }
 }
@@ -49,6 +53,7 @@ const ARGUMENTS: Record<string, readonly string[]> = {
   'keys list': [],
   'keys revoke': ['<id>'],
   send: ['<type>', '<json>'],
+  'send-request': ['<url>'],
   stats: [],
   check: [],
 }
@@ -95,6 +100,8 @@ export function usage(): string {
     '  keys list                     list API keys',
     '  keys revoke <id>              revoke an API key',
     '  send <type> <json>            publish one event',
+    '  send-request <url> [--method M] [--header "k: v"]... [--body TEXT | --json-body JSON] [--delay 30s] [--dedup-key K]',
+    '                                make one HTTP request durably (retried until it answers)',
     '  stats                         counts by status, oldest pending, endpoint health',
     '  check                         validate the configuration and the database',
     '',

@@ -112,6 +112,8 @@ async function run(command: string, rest: string[], flags: Record<string, string
       }
       return 0
     }
+    case 'send-request':
+      return sendRequest(rest[0]!, flags, config)
     case 'stats': {
       requireDatabase(config, 'stats')
       const store = openProtectedStore(config, { schema: 'current' })
@@ -126,6 +128,8 @@ async function run(command: string, rest: string[], flags: Record<string, string
           deliveries: store.deliveries.countByStatus(),
           // The same counts per application (docs/applications.md).
           apps: deliveriesByApp(store.apps.countsByApp()),
+          // Durable HTTP requests (docs/requests.md), per status: they are deliveries too.
+          requests: store.requests.countByStatus(),
           // When the oldest pending delivery was accepted, and the earliest time one is due (in the
           // past: how far the queue is behind; in the future: only retries and held rows wait).
           oldest_pending_at: iso(store.stats.oldestPendingCreatedAt()),
@@ -212,6 +216,43 @@ async function keys(rest: string[], flags: Record<string, string>, config: Confi
   } finally {
     store.close()
   }
+}
+
+/** `postbox send-request <url> …`: enqueues one durable HTTP request and prints it. */
+async function sendRequest(url: string, flags: Record<string, string>, config: Config): Promise<number> {
+  const headers: Record<string, string> = {}
+  for (const line of flags.header?.split('\n') ?? []) {
+    const colon = line.indexOf(':')
+    if (colon <= 0) throw new UsageError(`--header needs "name: value", got ${JSON.stringify(line)}`)
+    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim()
+  }
+  if (flags.body !== undefined && flags['json-body'] !== undefined) throw new UsageError('give --body or --json-body, not both')
+  let body: unknown = flags.body
+  if (flags['json-body'] !== undefined) {
+    try {
+      body = JSON.parse(flags['json-body'])
+    } catch {
+      throw new UsageError('--json-body is not valid JSON')
+    }
+  }
+  requireDatabase(config, 'send-request')
+  openDatabase(config.dbPath, { readonly: true, schema: 'current' }).close()
+  const { Postbox } = await import('./postbox.js')
+  const pb = await Postbox.open({ config, log: silentLogger() })
+  try {
+    const input = {
+      url,
+      ...(flags.method !== undefined ? { method: flags.method.toUpperCase() } : {}),
+      ...(Object.keys(headers).length > 0 ? { headers } : {}),
+      ...(body !== undefined ? { body } : {}),
+      ...(flags.delay !== undefined ? { delay: flags.delay } : {}),
+      ...(flags['dedup-key'] !== undefined ? { dedup_key: flags['dedup-key'] } : {}),
+    }
+    out(pb.requests.create(input))
+  } finally {
+    await pb.close()
+  }
+  return 0
 }
 
 function readVersion(path: string): number {

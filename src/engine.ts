@@ -1,5 +1,6 @@
 import type { Config } from './config.js'
-import type { ChannelRegistry, ChannelSender, DispatchObserver } from './delivery/channel.js'
+import type { AttemptHook, ChannelRegistry, ChannelSender, DispatchObserver } from './delivery/channel.js'
+import { createRequestSender } from './delivery/request-sender.js'
 import { createDispatcher, type Dispatcher } from './delivery/dispatcher.js'
 import { createWebhookSender, type WebhookSender, type WebhookSenderDeps } from './delivery/http-sender.js'
 import type { Clock, Rng } from './lib/clock.js'
@@ -20,6 +21,8 @@ export interface EngineDeps {
   log: Log
   webhooks: WebhookService
   observer?: DispatchObserver
+  /** Called after every attempt of every channel (the library's `onAttempt`). */
+  onAttempt?: AttemptHook
 }
 
 /** The delivery side of a Postbox: the notify service, the channel senders and the dispatcher. */
@@ -41,12 +44,12 @@ export interface DeliveryStackDeps extends Omit<EngineDeps, 'observer'> {
   channels?: ReadonlyMap<Channel, ChannelSender> | undefined
 }
 
-/** The webhook sender, the channel registry and the dispatcher over it. */
+/** The webhook and request senders, the channel registry and the dispatcher over it. */
 export interface DeliveryStack {
   readonly sender: WebhookSender
   readonly channels: ChannelRegistry
   readonly dispatcher: Dispatcher
-  /** Stops the dispatcher (drain within `deadlineMs`, release claims), then closes the webhook sender. */
+  /** Stops the dispatcher (drain within `deadlineMs`, release claims), then closes the webhook and request senders. */
   stop(deadlineMs: number): Promise<void>
 }
 
@@ -58,14 +61,20 @@ export interface DeliveryStack {
 export function createDeliveryStack(deps: DeliveryStackDeps): DeliveryStack {
   const { store, config, clock, rng, log, webhooks, notify } = deps
   const sender = createWebhookSender({ store, config, clock, rng, log, onEndpointDisabled: publishEndpointDisabled(webhooks), ...deps.sender })
-  const channels = new Map<Channel, ChannelSender>([['webhook', sender]])
+  const requestSender = createRequestSender({ store, config, clock, rng, log })
+  const channels = new Map<Channel, ChannelSender>([
+    ['webhook', sender],
+    ['request', requestSender],
+  ])
   if (notify) {
     channels.set('inbox', notify.channels.inbox)
     channels.set('email', notify.channels.email)
     channels.set('notify-webhook', notify.channels['notify-webhook'])
   }
   for (const [name, channel] of deps.channels ?? []) channels.set(name, channel)
-  const dispatcher = createDispatcher({ store, config, clock, rng, log, channels, observer: deps.observer })
+  const dispatcher = createDispatcher({
+    store, config, clock, rng, log, channels, observer: deps.observer, ...(deps.onAttempt ? { onAttempt: deps.onAttempt } : {}),
+  })
   return {
     sender,
     channels,
@@ -75,6 +84,7 @@ export function createDeliveryStack(deps: DeliveryStackDeps): DeliveryStack {
         await dispatcher.stop(deadlineMs)
       } finally {
         await sender.close().catch(() => {})
+        await requestSender.close().catch(() => {})
       }
     },
   }

@@ -20,6 +20,8 @@ import { loadTokenKey } from './notify/tokens.js'
 import { portalKey } from './auth/portal-tokens.js'
 import { createAppService, type AppService } from './apps/service.js'
 import type { Catalog } from './apps/catalog.js'
+import type { AttemptHook } from './delivery/channel.js'
+import { createRequestService, type RequestService } from './webhooks/requests.js'
 
 /** Options of `Postbox.open`: any Config field in camelCase, or a whole `config`. */
 export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNetworks'>> {
@@ -34,6 +36,12 @@ export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNe
   log?: Log
   /** Apply the first-start admin key rules of docs/api.md (default true). */
   bootstrapAdminKey?: boolean
+  /**
+   * Called after every attempt of every channel (webhook, request, inbox, email…), once its
+   * outcome is committed, outside any transaction; an error it throws is logged and ignored
+   * (docs/requests.md).
+   */
+  onAttempt?: AttemptHook
   /** Add Node.js process metrics (CPU, memory, GC, event loop) to /metrics; the server turns it on. */
   processMetrics?: boolean
 }
@@ -44,7 +52,7 @@ export const RETENTION_INTERVAL_MS = 3_600_000
 /** Builds the Config of library mode: defaults (or `opts.config`) with the given fields over them. */
 export function resolveConfig(opts: PostboxOptions): Config {
   const base = opts.config ?? loadConfig({})
-  const { db, config: _c, clock: _k, rng: _r, log: _l, bootstrapAdminKey: _b, processMetrics: _p, ...fields } = opts
+  const { db, config: _c, clock: _k, rng: _r, log: _l, bootstrapAdminKey: _b, processMetrics: _p, onAttempt: _a, ...fields } = opts
   if (db !== undefined && (typeof db !== 'string' || db === '')) throw new ConfigError('POSTBOX_DB', 'expected a path (option db)')
   const defined = configFromOptions(fields, Object.keys(base).filter((k) => k !== 'dbPath'))
   const dataDir = defined.dataDir ?? (db !== undefined && opts.config === undefined ? dirname(db) : base.dataDir)
@@ -80,9 +88,11 @@ export class Postbox {
     adminKey: AdminKeyBootstrap,
     /** Applications (tenants) and their portal tokens: create, list, get, update, remove, portalToken. */
     readonly apps: AppService,
+    /** Durable HTTP requests (docs/requests.md): create, list, get, redeliver, cancel. */
+    readonly requests: RequestService,
   ) {
     this.adminKey = adminKey
-    this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify, apps })
+    this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify, apps, requests })
     this.retention = createRetentionRunner(store)
   }
 
@@ -97,9 +107,10 @@ export class Postbox {
       const adminKey = opts.bootstrapAdminKey === false ? ({ action: 'none' } as const) : ensureAdminKey(store, config, log, clock.now())
       const webhooks = createWebhookService({ store, config, clock, rng, log })
       const metrics = createMetrics(store, clock, { defaultMetrics: opts.processMetrics ?? false })
-      const engine = createEngine({ store, config, clock, rng, log, webhooks, observer: metrics })
+      const engine = createEngine({ store, config, clock, rng, log, webhooks, observer: metrics, ...(opts.onAttempt ? { onAttempt: opts.onAttempt } : {}) })
       const apps = createAppService({ store, config, clock, portalKey: portalKey(loadTokenKey(config.tokenSecret, config.dataDir)) })
-      return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey, apps)
+      const requests = createRequestService({ store, config, clock })
+      return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey, apps, requests)
     } catch (err) {
       store.close()
       throw err

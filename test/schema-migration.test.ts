@@ -139,7 +139,7 @@ describe('schema migrations', () => {
       expect(schemaVersion(db)).toBe(SCHEMA_VERSION)
       expect(db.pragma('foreign_keys', { simple: true })).toBe(1)
       const after = db.prepare(`SELECT * FROM deliveries ORDER BY id`).all()
-      expect(after).toEqual(before.map(({ dedup_key: _, ...rest }) => ({ ...rest, app_id: 'default' })))
+      expect(after).toEqual(before.map(({ dedup_key: _, ...rest }) => ({ ...rest, app_id: 'default', target_key: null })))
       expect(db.prepare(`SELECT delivery_id, attempt, outcome FROM attempts ORDER BY id`).raw().all()).toEqual([
         ['dlv_1', 1, 'retry'],
         ['dlv_1', 2, 'success'],
@@ -188,6 +188,36 @@ describe('schema migrations', () => {
       db.prepare(`UPDATE inbox_messages SET archived = 0, archived_at = NULL WHERE id = 'msg_4'`).run()
       expect(db.prepare(`SELECT unread_count FROM inbox_counters WHERE user_id = 'u1'`).pluck().get()).toBe(3)
       expect(db.prepare(`SELECT sum(total) FROM inbox_counts WHERE user_id = 'u1' AND tag = ''`).pluck().get()).toBe(4)
+    } finally {
+      db.close()
+    }
+  })
+
+  it('v8 → v9 keeps queued rows under their keys and adds request rows keyed by origin', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const path = join(t.dir, 'v8.db')
+    const raw = new Database(path)
+    raw.pragma('foreign_keys = ON')
+    for (const step of MIGRATIONS.slice(0, 8)) raw.exec(step)
+    raw.pragma('user_version = 8')
+    raw.exec(`INSERT INTO events (id, type, body, created_at) VALUES ('evt_1', 't', '{}', 1);
+      INSERT INTO endpoints (id, url, secret, created_at, updated_at) VALUES ('ep_1', 'https://example.com', 's', 1, 1);
+      INSERT INTO deliveries (id, channel, event_id, endpoint_id, event_type, status, attempts, max_attempts, next_attempt_at, created_at, updated_at)
+        VALUES ('dlv_1', 'webhook', 'evt_1', 'ep_1', 't', 'pending', 0, 8, 5, 1, 1);
+      INSERT INTO deliveries (id, channel, notification_id, recipient, event_type, status, attempts, max_attempts, next_attempt_at, created_at, updated_at)
+        VALUES ('dlv_2', 'email', 'ntf_1', 'u1', 'topic', 'pending', 0, 6, 5, 1, 1);`)
+    raw.close()
+
+    const db = openDatabase(path)
+    try {
+      expect(schemaVersion(db)).toBe(SCHEMA_VERSION)
+      const deliveries = createDeliveriesStore(db)
+      deliveries.enqueue({ channel: 'request', eventType: 'POST', targetKey: '@https://a.example', maxAttempts: 8, nextAttemptAt: 5 }, 5)
+      const keys = db.prepare(`SELECT coalesce(endpoint_id, target_key, '#' || channel) FROM deliveries INDEXED BY deliveries_endpoint_due WHERE status = 'pending' ORDER BY 1`).pluck().all()
+      expect(keys).toEqual(['#email', '@https://a.example', 'ep_1'])
+      const claimed = deliveries.claimDue({ limit: 10, now: 10, defaultTimeoutMs: 1000, capacity: (k) => (k === 'ep_1' ? 0 : 1) })
+      expect(claimed.map((c) => c.channel).sort()).toEqual(['email', 'request'])
     } finally {
       db.close()
     }

@@ -11,6 +11,7 @@ import { jsonBodyGuard } from './body.js'
 import { validationHook, zodDetails } from './common.js'
 import type { ApiDeps, ApiEnv } from './deps.js'
 import { deliveryRoutes } from './deliveries.js'
+import { requestRoutes } from './requests.js'
 import { endpointRoutes } from './endpoints.js'
 import { eventRoutes } from './events.js'
 import { keyRoutes } from './keys.js'
@@ -101,6 +102,7 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', deliveryRoutes())
   app.route('/', appRoutes())
   app.route('/', eventTypeRoutes())
+  app.route('/', requestRoutes())
   if (deps.notify) app.route('/', notificationRoutes())
   if (deps.notify) app.route('/', directoryRoutes())
   if (deps.notify) app.route('/', inboxRoutes())

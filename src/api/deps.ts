@@ -6,6 +6,7 @@ import type { KeyRole } from '../store/keys.js'
 import type { NotifyService } from '../notify/service.js'
 import type { WebhookService } from '../webhooks/types.js'
 import type { AppService } from '../apps/service.js'
+import type { RequestService } from '../webhooks/requests.js'
 
 /** What the API needs to render /metrics; implemented by src/metrics.ts. */
 export interface MetricsSource {
@@ -25,6 +26,8 @@ export interface ApiDeps {
   /** The notification service (docs/notifications-basics.md); the notify routes are mounted only when present. */
   readonly notify?: NotifyService
   readonly metrics?: MetricsSource
+  /** Durable HTTP requests (docs/requests.md); the /v1/requests routes answer 404 without it. */
+  readonly requests?: RequestService
   /** Group-commit window for POST /v1/events; 0 (default) = coalesce one event-loop turn. */
   readonly groupCommitMaxBatch?: number
 }

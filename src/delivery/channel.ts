@@ -23,6 +23,12 @@ export interface ChannelSender {
    * so they never hold the slots other channels' rows need.
    */
   readonly maxInFlight?: number
+  /**
+   * For a channel whose rows carry a target key (`@<origin>`, the request channel): how many of
+   * that key's rows may be in flight at `now` (its concurrency, one probe while its breaker is
+   * half-open, none while open). The dispatcher subtracts those already in flight.
+   */
+  slotsFor?(key: string, now: number): number
   send(delivery: ClaimedDelivery, signal: AbortSignal): Promise<ChannelResult>
 }
 
@@ -33,3 +39,29 @@ export type ChannelRegistry = ReadonlyMap<Channel, ChannelSender>
 export interface DispatchObserver {
   attempt(channel: Channel, outcome: 'success' | 'retry' | 'dead' | 'snooze' | 'release' | 'missed', durationMs: number): void
 }
+
+/**
+ * One finished attempt, as the library's `onAttempt` hook receives it (docs/requests.md), after
+ * its outcome is committed. `outcome` is what the attempt came to (a retry on the last attempt
+ * is `dead`); `status` the row's status after it, null when another claim had taken it over.
+ */
+export interface AttemptReport {
+  delivery_id: string
+  channel: Channel
+  /** The attempt number, 1-based. */
+  attempt: number
+  outcome: 'success' | 'retry' | 'dead' | 'snooze'
+  status: 'pending' | 'success' | 'dead' | 'cancelled' | 'in_flight' | null
+  status_code: number | null
+  error: string | null
+  duration_ms: number
+  started_at: number
+  event_id: string | null
+  endpoint_id: string | null
+  notification_id: string | null
+  /** The request's id (`req_…`) for the request channel, else null. */
+  request_id: string | null
+}
+
+/** Called after every attempt of every channel, outside any transaction; what it throws is logged and ignored. */
+export type AttemptHook = (attempt: AttemptReport) => void | Promise<void>

@@ -2,8 +2,9 @@ import type { Config } from '../config.js'
 import type { Clock, Rng } from '../lib/clock.js'
 import type { Log } from '../log.js'
 import type { Store } from '../store/index.js'
-import type { ClaimedDelivery, SettleInput } from '../store/deliveries.js'
-import type { ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
+import type { ClaimedDelivery, SettleInput, SettleResult } from '../store/deliveries.js'
+import type { AttemptHook, ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
+import { reportAttempts } from './attempt-hook.js'
 import { createEndpointLimits } from './endpoint-limits.js'
 import type { Lock } from './lock.js'
 import { CLAIM_OWNER } from './claim-owner.js'
@@ -24,6 +25,8 @@ export interface DispatcherDeps {
   /** The prefix of this dispatcher's claim tokens; default this process's (tests name another). */
   claimOwner?: string
   observer?: DispatchObserver
+  /** Called after every settled attempt, outside any transaction (the library's `onAttempt`). */
+  onAttempt?: AttemptHook
 }
 
 /** The claim → send → settle loop. */
@@ -76,7 +79,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { store, config, clock, log, channels, observer } = deps
   const lock = deps.lock ?? createStoreLock(store, { clock, log })
   const owner = deps.claimOwner ?? CLAIM_OWNER
-  const limits = createEndpointLimits(store, new Map([...channels].map(([name, sender]) => [channelKey(name), sender.maxInFlight ?? Infinity])))
+  const targeted = [...channels.values()].find((c) => c.slotsFor !== undefined)
+  const limits = createEndpointLimits(
+    store,
+    new Map([...channels].map(([name, sender]) => [channelKey(name), sender.maxInFlight ?? Infinity])),
+    targeted ? (key, now) => targeted.slotsFor!(key, now) : undefined,
+  )
   const foreign = createForeignCounts({ store, limits, owner, clock, log })
   const running = new Set<string>()
   // Only shutdown aborts sends, and it aborts all of them: one controller per run, not per send.
@@ -305,11 +313,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const now = clock.now()
     const claimed: ClaimedDelivery[] = []
     let claimedInTx = false
+    let settled: SettleResult[] | null = null
     // The settle and the next claim share one transaction: one commit instead of two, and the
     // freed slots are refilled at once.
     try {
       store.tx(() => {
         const out = store.deliveries.settle(batch, now)
+        settled = out
         out.forEach((r, i) => {
           if (r.result === 'missed') observer?.attempt(rows[i]!.channel, 'missed', 0)
         })
@@ -340,6 +350,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       }
     }
     for (const d of claimed) launch(d, now)
+    if (settled !== null && deps.onAttempt) reportAttempts(deps.onAttempt, batch, rows, settled, log)
     for (const r of batch) if (r.outcome.kind === 'retry' || r.outcome.kind === 'snooze') wakeAt(r.outcome.at, now)
     if (running.size === 0 && drained) drained()
     // The claim inside the transaction already saw every row this settle made due.

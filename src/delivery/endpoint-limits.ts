@@ -8,9 +8,15 @@ import { createEndpointCache } from './endpoint-cache.js'
  * `max_concurrency`, a token bucket for `rate_limit`, and a single probe while the breaker is
  * half-open. Endpoint settings are cached and reloaded when the endpoints store's version moves.
  * Rows without an endpoint are counted under `#<channel>` (the claim's DUE_KEY), each against
- * its channel's limit in `channelLimits` (none when absent).
+ * its channel's limit in `channelLimits` (none when absent); requests under their origin key
+ * (`@<origin>`) against `targetSlots`.
  */
-export function createEndpointLimits(store: Store, channelLimits: ReadonlyMap<string, number> = new Map()) {
+export function createEndpointLimits(
+  store: Store,
+  channelLimits: ReadonlyMap<string, number> = new Map(),
+  /** Slots of a request origin key (`@<origin>`) at `now`, before subtracting those in use; none without it. */
+  targetSlots: (key: string, now: number) => number = () => 0,
+) {
   const inflight = new Map<string, number>()
   // Rows another process still has in flight (the previous lock holder draining): they use
   // their endpoints' slots too until they settle.
@@ -28,6 +34,7 @@ export function createEndpointLimits(store: Store, channelLimits: ReadonlyMap<st
 
   const capacity = (id: string, now: number): number => {
     if (id.startsWith('#')) return Math.max(0, (channelLimits.get(id) ?? Infinity) - used(id))
+    if (id.startsWith('@')) return Math.max(0, targetSlots(id, now) - used(id))
     const l = info(id)
     if (!l) return 0
     const state = circuitState(l, now)
@@ -60,7 +67,7 @@ export function createEndpointLimits(store: Store, channelLimits: ReadonlyMap<st
     /** Counts a claimed row against its endpoint. */
     acquire(id: string, now: number): void {
       inflight.set(id, (inflight.get(id) ?? 0) + 1)
-      if (id.startsWith('#')) return
+      if (id.startsWith('#') || id.startsWith('@')) return
       const l = info(id)
       if (l?.rateLimit) bucketFor(id, l.rateLimit, now).take(1, now)
     },

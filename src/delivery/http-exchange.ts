@@ -8,7 +8,8 @@ export interface ExchangeRequest {
   method: string
   /** Flat `[name, value, name, value, …]`, names lower-case. */
   headers: string[]
-  body: string
+  /** null: no body (a GET, or a request stored without one). */
+  body: string | null
   timeoutMs: number
 }
 
@@ -125,7 +126,7 @@ export function startExchange(agent: Dispatcher, req: ExchangeRequest, limit = R
   }
 
   try {
-    agent.dispatch({ origin: req.origin, path: req.path, method: req.method as Dispatcher.HttpMethod, headers: req.headers, body: req.body }, handler)
+    agent.dispatch({ origin: req.origin, path: req.path, method: req.method as Dispatcher.HttpMethod, headers: req.headers, body: req.body ?? null }, handler)
   } catch (err) {
     finish(err, false, false)
   }

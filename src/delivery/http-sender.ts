@@ -1,5 +1,4 @@
 import type { lookup as dnsLookup } from 'node:dns'
-import { Agent, buildConnector } from 'undici'
 import type { Config } from '../config.js'
 import type { Clock, Rng } from '../lib/clock.js'
 import type { Log } from '../log.js'
@@ -8,7 +7,7 @@ import type { ClaimedDelivery } from '../store/deliveries.js'
 import type { EndpointRow } from '../store/endpoints.js'
 import type { ChannelResult, ChannelSender } from './channel.js'
 import { classifyResponse, classifyTransportError, type Classification } from './classify.js'
-import { createAddressPolicy, DestinationNotAllowedError, guardedLookup, literalIp } from './ssrf.js'
+import { createGuardedAgent } from './guarded-agent.js'
 import { signatureHeaders } from './signer.js'
 import { transportErrorCode } from './http-util.js'
 import { startExchange, type Exchange } from './http-exchange.js'
@@ -57,14 +56,7 @@ const NONE: readonly string[] = []
 export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   const { store, config, clock, rng, log } = deps
   const userAgent = `Postbox/${deps.version ?? packageVersion()}`
-  const policy = createAddressPolicy(config.allowNetworks)
-  const baseConnect = buildConnector({ lookup: guardedLookup(policy, deps.resolve), timeout: 10_000 } as buildConnector.BuildOptions)
-  const connect: buildConnector.connector = (opts, cb) => {
-    const ip = literalIp(opts.hostname)
-    if (ip !== null && !policy.isAllowed(ip)) return cb(new DestinationNotAllowedError(ip), null)
-    return baseConnect(opts, cb)
-  }
-  const agent = new Agent({ connect, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, pipelining: 1 })
+  const agent = createGuardedAgent(config.allowNetworks, deps.resolve)
   const health = createHealthRecorder({ store, config, log, onEndpointDisabled: deps.onEndpointDisabled })
 
   const endpoint = createEndpointCache(store)

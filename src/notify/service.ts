@@ -1,10 +1,10 @@
+import { requireApp as requireAppIn } from '../apps/service.js'
 import type { Store } from '../store/index.js'
 import { STREAM_LOG_SIZE } from '../store/inbox.js'
 import type { ChannelSender, DispatchObserver } from '../delivery/channel.js'
 import type { Config } from '../config.js'
 import type { Log } from '../log.js'
 import { toIso, type Clock, type Rng } from '../lib/clock.js'
-import { errors } from '../errors.js'
 import { createPipeline, type RenderingDeps } from './pipeline.js'
 import { createInboxStreamHub, type InboxStreamHub } from './inbox-stream.js'
 import { issueUserToken, verifyUserToken, type UserTokenClaims } from './tokens.js'
@@ -27,14 +27,6 @@ export const STREAM_KEEPALIVE_MS = 25_000
 /** An application id: what `requireApp` is asked about, and what tokens and notifications carry. */
 export const APP_ID_PATTERN = /^[a-zA-Z0-9_.:-]{1,100}$/
 
-/**
- * The one decision "may this app id be used": until the apps table is wired in, every
- * well-formed id is accepted. Replace through NotifyDeps.requireApp (unknown app → 404).
- */
-export function acceptWellFormedApp(appId: string): void {
-  if (!APP_ID_PATTERN.test(appId)) throw errors.notFound('Application')
-}
-
 /** Dependencies of the notify service. */
 export interface NotifyDeps {
   store: Store
@@ -46,7 +38,7 @@ export interface NotifyDeps {
   tokenKey: Buffer | string
   /** Publishes an event through the webhook engine (the notify layer never imports webhooks). */
   publishEvent: PublishEvent
-  /** Throws 404 `not_found` unless the application exists; every well-formed id by default (acceptWellFormedApp). */
+  /** Throws 404 `not_found` unless the application exists (by default: in the apps table). */
   requireApp?: (appId: string) => void
   /** Keepalive comment interval of the SSE inbox stream; 25 s by default (tests shorten it). */
   streamKeepaliveMs?: number
@@ -85,7 +77,7 @@ export interface NotifyService extends DirectoryService {
 /** Builds the notify service and its three channel senders. */
 export function createNotifyService(deps: NotifyDeps): NotifyService {
   const { store, config, clock, rng, log, tokenKey } = deps
-  const requireApp = deps.requireApp ?? acceptWellFormedApp
+  const requireApp = deps.requireApp ?? ((appId: string) => void requireAppIn(store, appId))
   const schedule = config.notificationRetrySchedule
   const hub = createInboxStreamHub()
   const accept = createPipeline({ store, config, clock, log, hub, observer: deps.observer, rendering: deps.rendering })

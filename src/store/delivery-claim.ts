@@ -28,7 +28,7 @@ export const PASS_ENDPOINTS = 256
 // status, updated_at and completed_at are known after a claim and are filled in by `toClaimed`.
 const CLAIM_COLUMNS = `id, channel, event_id, endpoint_id, notification_id, recipient, event_type,
   ordering_key, payload, group_key, attempts, max_attempts, next_attempt_at, claim_token, lease_until,
-  last_status_code, last_error, created_at, (SELECT body FROM events WHERE id = deliveries.event_id), app_id`
+  last_status_code, last_error, created_at, (SELECT body FROM events WHERE id = deliveries.event_id), app_id, target_key`
 
 /** Maps one raw CLAIM_COLUMNS row of a claim made at `now`. */
 function toClaimed(r: unknown[], now: number): ClaimedDelivery {
@@ -56,6 +56,7 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
     completedAt: null,
     eventBody: r[18] as string | null,
     appId: r[19] as string,
+    targetKey: r[20] as string | null,
   }
 }
 
@@ -68,15 +69,20 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
 // `o.status IN (…)` term repeats the partial index's condition so SQLite can use
 // deliveries_order_barrier; without it the check read every delivery the endpoint ever had.
 /**
- * Whose slots a pending row takes, and whose turn it waits for: its endpoint, or `#<channel>` for
- * the rows without one (inbox, email, notify-webhook), so a slow mail server holds only email
- * rows back. The expression of deliveries_endpoint_due: a statement must spell it the same way
- * for SQLite to use that index.
+ * Whose slots a pending row takes, and whose turn it waits for: its endpoint, the origin of a
+ * request (target_key, `@<origin>`), or `#<channel>` for the other rows without an endpoint
+ * (inbox, email, notify-webhook), so a slow mail server holds only email rows back and a dead
+ * host only its own requests. The expression of deliveries_endpoint_due: a statement must spell
+ * it the same way for SQLite to use that index.
  */
-export const DUE_KEY = (t = ''): string => `coalesce(${t}endpoint_id, '#' || ${t}channel)`
+export const DUE_KEY = (t = ''): string => `coalesce(${t}endpoint_id, ${t}target_key, '#' || ${t}channel)`
 
-/** DUE_KEY of a row in code: its endpoint, or `#<channel>` for a row without one. */
-export const dueKey = (row: { endpointId?: string | null; channel: string }): string => row.endpointId ?? channelKey(row.channel)
+/** DUE_KEY of a row in code: its endpoint, its request origin, or `#<channel>`. */
+export const dueKey = (row: { endpointId?: string | null; targetKey?: string | null; channel: string }): string =>
+  row.endpointId ?? row.targetKey ?? channelKey(row.channel)
+
+/** The key under which the requests to one origin take slots and turns (a row's target_key). */
+export const originKey = (origin: string): string => `@${origin}`
 
 /** The key under which a channel's rows without an endpoint take slots and turns. */
 export const channelKey = (channel: string): string => `#${channel}`
@@ -186,7 +192,8 @@ export const CLAIM_SQL = {
   // which saves one id-index lookup per row.
   claim: `UPDATE deliveries
       SET status = 'in_flight', claim_token = @owner || lower(hex(randomblob(12))), attempts = attempts + 1, updated_at = @now,
-          lease_until = @now + @margin + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = deliveries.endpoint_id), @defaultTimeout)
+          lease_until = @now + @margin + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = deliveries.endpoint_id),
+            CASE WHEN target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = deliveries.id) END, @defaultTimeout)
     WHERE rowid IN (SELECT value FROM json_each(@rowids)) AND status = 'pending'
     RETURNING ${CLAIM_COLUMNS}`,
 } as const

@@ -10,7 +10,7 @@ export const DELIVERY_COLUMNS = `id, app_id AS appId, channel, event_id AS event
   payload, group_key AS groupKey, status, attempts, max_attempts AS maxAttempts,
   next_attempt_at AS nextAttemptAt, claim_token AS claimToken, lease_until AS leaseUntil,
   last_status_code AS lastStatusCode, last_error AS lastError, created_at AS createdAt,
-  updated_at AS updatedAt, completed_at AS completedAt`
+  updated_at AS updatedAt, completed_at AS completedAt, target_key AS targetKey`
 
 /** Each status as the literal a list query may put in its SQL (only these five strings). */
 const STATUS_LITERAL: Record<DeliveryStatus, DeliveryStatus> = { pending: 'pending', in_flight: 'in_flight', success: 'success', dead: 'dead', cancelled: 'cancelled' }

@@ -16,7 +16,7 @@ export const WAITING_IN_ORDER = 8_640_000_000_000_000
  * The channels that share the delivery queue. `webhook` rows go to an endpoint; `notify-webhook`
  * rows are a notification's webhook channel, which publishes a `notification.<topic>` event.
  */
-export type Channel = 'webhook' | 'inbox' | 'email' | 'notify-webhook'
+export type Channel = 'webhook' | 'inbox' | 'email' | 'notify-webhook' | 'request'
 
 /** A delivery row, mapped to camelCase. */
 export interface Delivery {
@@ -43,6 +43,8 @@ export interface Delivery {
   createdAt: number
   updatedAt: number
   completedAt: number | null
+  /** A request's origin key (`@<origin>`, see DUE_KEY); null on every other row. */
+  targetKey: string | null
 }
 
 /** A row returned by `claimDue`: it holds a fresh claim token and a lease. */
@@ -69,6 +71,8 @@ export interface NewDelivery {
   orderingKey?: string | null
   payload?: string | null
   groupKey?: string | null
+  /** A request's origin key (`@<origin>`): its rows take slots and turns under it. */
+  targetKey?: string | null
   maxAttempts: number
   nextAttemptAt: number
   /** The application; `default` when not given. */

@@ -13,6 +13,7 @@ import { createAppsStore, type AppsStore } from './apps.js'
 import { createEventTypesStore, type EventTypesStore } from './event-types.js'
 import { createUserListStore, type UserListStore } from './user-list.js'
 import { createReceiptsStore, type ReceiptsStore } from './receipts.js'
+import { createRequestsStore, type RequestsStore } from './requests.js'
 
 /**
  * Every table family behind one object. Services receive a Store and call its plain functions;
@@ -35,6 +36,8 @@ export interface Store {
   readonly eventTypes: EventTypesStore
   readonly userList: UserListStore
   readonly receipts: ReceiptsStore
+  /** Durable HTTP requests (docs/requests.md): their targets, over `request` deliveries. */
+  readonly requests: RequestsStore
   /**
    * Runs `fn` in one IMMEDIATE transaction. When it enqueued due work, the wake listeners run
    * after the commit (never before: a dispatcher must not look for rows it cannot see yet).
@@ -59,10 +62,12 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
     else for (const l of listeners) l()
   }
   const endpoints = createEndpointsStore(db)
+  const deliveries = createDeliveriesStore(db, markDue)
   const store: Store = {
     db,
     path,
-    deliveries: createDeliveriesStore(db, markDue),
+    deliveries,
+    requests: createRequestsStore(db, deliveries),
     events: createEventsStore(db),
     directory: createDirectoryStore(db),
     notifications: createNotificationsStore(db),

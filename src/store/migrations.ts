@@ -515,5 +515,31 @@ BEGIN
      AND tag IN (SELECT '' UNION ALL SELECT value FROM json_each(OLD.tags));
   UPDATE inbox_counters SET unread_count = unread_count - (OLD.read = 0) WHERE user_id = OLD.user_id;
 END;
+
+-- ── v9: durable HTTP requests ──
+ALTER TABLE deliveries ADD COLUMN target_key TEXT;
+DROP INDEX deliveries_endpoint_due;
+CREATE INDEX deliveries_endpoint_due ON deliveries (coalesce(endpoint_id, target_key, '#' || channel), next_attempt_at, id) WHERE status = 'pending';
+CREATE TABLE requests (
+  delivery_id     TEXT PRIMARY KEY REFERENCES deliveries (id) ON DELETE CASCADE,
+  app_id          TEXT NOT NULL DEFAULT 'default',
+  method          TEXT NOT NULL,
+  url             TEXT NOT NULL,
+  headers         TEXT NOT NULL DEFAULT '{}',
+  body            TEXT,
+  body_json       INTEGER NOT NULL DEFAULT 0,
+  signing_secret  TEXT,
+  source          TEXT,
+  ref_id          TEXT,
+  dedup_key       TEXT,
+  timeout_ms      INTEGER NOT NULL,
+  retry_schedule  TEXT,
+  deliver_at      INTEGER NOT NULL,
+  created_at      INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX requests_dedup ON requests (app_id, dedup_key) WHERE dedup_key IS NOT NULL;
+CREATE INDEX requests_app ON requests (app_id, delivery_id);
+CREATE INDEX requests_source ON requests (source, delivery_id) WHERE source IS NOT NULL;
+CREATE INDEX requests_ref ON requests (ref_id, delivery_id) WHERE ref_id IS NOT NULL;
 `,
 ]

@@ -17,6 +17,8 @@ export interface EventToStore {
   data: Record<string, unknown>
   clientId?: string | null
   orderingKey?: string | null
+  /** When its deliveries become due (a delayed event); absent = now. */
+  deliverAt?: number
 }
 
 /** At most this many event types per application keep their list of endpoints between reloads. */
@@ -104,14 +106,15 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
             eventType: ev.type,
             orderingKey: row.orderingKey,
             maxAttempts: maxAttemptsFor(ep.retrySchedule ?? config.retrySchedule),
-            nextAttemptAt: now,
+            nextAttemptAt: ev.deliverAt !== undefined && ev.deliverAt > now ? ev.deliverAt : now,
             appId,
           },
           now,
         )
         if (r.created) n++
       }
-      return accepted(row, n, false)
+      const out = accepted(row, n, false)
+      return ev.deliverAt !== undefined && ev.deliverAt > now ? { ...out, deliver_at: toIso(ev.deliverAt) } : out
     },
     /**
      * Throws 404 unless the endpoint exists and a caller scoped to `scope` (an application) may see

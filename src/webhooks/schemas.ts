@@ -3,6 +3,7 @@ import { decimalInt } from '../lib/query-number.js'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 import { jsonObject } from '../lib/json-object.js'
 import { AppId } from '../apps/schemas.js'
+import { Delay, DeliverAt } from './deliver-at.js'
 
 const headerValue = (v: unknown): v is string => typeof v === 'string' && v.length <= 4096
 
@@ -139,6 +140,8 @@ export const EventIn = z
     id: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
     ordering_key: z.string().min(1).max(200).optional(),
     app_id: AppId.optional(),
+    deliver_at: DeliverAt.optional(),
+    delay: Delay.optional(),
   })
   .openapi('EventIn')
 
@@ -154,6 +157,7 @@ export const EventAccepted = z
     deliveries: z.number().int(),
     deduplicated: z.boolean(),
     created_at: z.string(),
+    deliver_at: z.string().optional().openapi({ description: 'When its deliveries become due; present on a delayed event' }),
   })
   .openapi('EventAccepted')
 

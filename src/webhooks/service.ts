@@ -10,6 +10,7 @@ import { createEndpointService } from './endpoints.js'
 import { createFanOut, type EventToStore } from './fan-out.js'
 import { deliveryOut, eventOut, eventSummary } from './present.js'
 import { parseOrThrow } from './rules.js'
+import { resolveDeliverAt } from './deliver-at.js'
 import { EventIn, PublishedEventType } from './schemas.js'
 import { DEFAULT_APP } from '../store/apps.js'
 import type { AppScope, EventAcceptedOutput, EventInput, EventItemError, WebhookService } from './types.js'
@@ -23,13 +24,19 @@ export interface WebhookServiceDeps {
   log: Log
 }
 
-const toStore = (i: EventInput, appId: string): EventToStore => ({
-  appId,
-  type: i.type,
-  data: i.data,
-  clientId: i.id ?? null,
-  orderingKey: i.ordering_key ?? null,
-})
+/** The event to store in its application, with when its deliveries are due (`deliver_at` / `delay`, docs/requests.md). */
+const toStore = (i: EventInput, appId: string, now: number, prefix = ''): EventToStore => {
+  const when = i.deliver_at === undefined && i.delay === undefined ? null : resolveDeliverAt(i, now, prefix)
+  if (when !== null && 'issues' in when) throw errors.validation(when.issues)
+  return {
+    appId,
+    type: i.type,
+    data: i.data,
+    clientId: i.id ?? null,
+    orderingKey: i.ordering_key ?? null,
+    ...(when !== null && when.at > now ? { deliverAt: when.at } : {}),
+  }
+}
 
 /**
  * Creates the webhook service (endpoints, events, deliveries). Every write is one transaction;
@@ -41,9 +48,9 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
   const catalog = createCatalog({ store, config, clock })
 
   /** Parses, places and checks one event: the zod shape, its application, then the catalog. */
-  const prepare = (input: unknown, scope: AppScope, prefix = ''): EventToStore => {
+  const prepare = (input: unknown, scope: AppScope, prefix = '', now = clock.now()): EventToStore => {
     const i = parseOrThrow(EventIn, input, prefix)
-    const ev = toStore(i, appForWrite(store, scope, i.app_id))
+    const ev = toStore(i, appForWrite(store, scope, i.app_id), now, prefix)
     catalog.check(ev.type, ev.data)
     return ev
   }
@@ -57,14 +64,16 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         return store.tx(() => fanOut.store(ev))
       },
       sendMany(inputs, scope) {
-        const evs = inputs.map((i, n) => prepare(i, scope, `events.${n}`))
+        const now = clock.now()
+        const evs = inputs.map((i, n) => prepare(i, scope, `events.${n}`, now))
         return store.tx(() => evs.map((ev) => fanOut.store(ev)))
       },
       sendBatch(inputs, scope) {
         // The shape and the application of every item first: a malformed batch is refused whole.
+        const now = clock.now()
         const parsed = inputs.map((i, n) => {
           const e = parseOrThrow(EventIn, i, `events.${n}`)
-          return toStore(e, appForWrite(store, scope, e.app_id))
+          return toStore(e, appForWrite(store, scope, e.app_id), now, `events.${n}`)
         })
         const checked = parsed.map((ev): EventToStore | EventItemError => {
           try {
