@@ -14,11 +14,14 @@ export interface Published {
 
 /**
  * A notify service over a real SQLite file with a manual clock, plus `drain()`: a minimal
- * dispatcher (claim every due row, send it through its notify channel, settle the batch).
+ * dispatcher (claim every due row, send it through its notify channel, settle the batch). The
+ * applications `a1` and `a2` exist beside `default`.
  */
 export function notifyHarness(overrides: Partial<Config> = {}, deps: Partial<NotifyDeps> = {}) {
   const { store, dir, cleanup } = tempStore()
   const clock = new ManualClock(Date.parse('2026-01-15T12:00:00Z'))
+  // Two applications besides default, for the app-scoped inbox tests (an unknown app_id is 404).
+  for (const id of ['a1', 'a2']) store.apps.insert({ id, name: id, metadata: {} }, clock.now())
   const config = testConfig({ dataDir: dir, ...overrides })
   const published: Published[] = []
   const notify: NotifyService = createNotifyService({

@@ -232,6 +232,7 @@ describe('retries, dead, redeliver and cancel (injected clock)', () => {
     expect(a.status).toBe(202)
     expect(b.status).toBe(200)
     expect(b.body).toMatchObject({ id: a.body.id, deduplicated: true, url: 'https://example.com/a' })
+    expect((await f.json('POST', '/v1/apps', { body: { id: 'shop', name: 'Shop' } })).status).toBe(201)
     const other = await f.json('POST', '/v1/requests', { body: { ...body, app_id: 'shop' } })
     expect(other.status).toBe(202)
     expect(other.body.id).not.toBe(a.body.id)
