@@ -17,6 +17,7 @@ import { opsRoutes } from './ops.js'
 import { notificationRoutes } from './notifications.js'
 import { directoryRoutes } from './directory.js'
 import { inboxRoutes, userToken } from './inbox.js'
+import { sdkAssetRoutes } from './sdk-assets.js'
 
 /** The version reported in the OpenAPI document. */
 export const API_VERSION = '1.0.0'
@@ -90,6 +91,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.use('*', jsonBodyGuard(deps.config.maxBody))
 
   app.route('/', opsRoutes())
+  app.route('/', sdkAssetRoutes(deps.sdkDir))
   app.route('/', keyRoutes())
   app.route('/', endpointRoutes())
   app.route('/', eventRoutes(deps))
