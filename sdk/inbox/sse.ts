@@ -132,7 +132,7 @@ export function openStream(opts: StreamOptions, h: StreamHandlers): () => void {
       const headers: Record<string, string> = { authorization: `Bearer ${opts.token}`, accept: 'text/event-stream' }
       if (lastEventId !== null) headers['last-event-id'] = lastEventId
       touch()
-      const res = await doFetch(opts.url, { headers, signal, cache: 'no-store' })
+      const res = await doFetch(opts.url, { headers, signal })
       if (res.status === 401 || res.status === 403) {
         const body = (await res.json().catch(() => null)) as { error?: { code?: string } } | null
         closed = true
