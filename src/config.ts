@@ -44,6 +44,8 @@ export const DEFAULTS = {
   pollIntervalMs: 250,
   /** SPEC §6: end-user tokens live a day unless asked otherwise. */
   userTokenTtlMs: 86_400_000,
+  /** Tracked email links are opt-in: rewriting links changes what recipients see (docs/notifications.md). */
+  trackClicks: false,
 }
 
 /** The validated, frozen runtime configuration. */
@@ -78,6 +80,10 @@ export interface Config {
   readonly corsOrigins: readonly string[]
   /** Browser origins allowed to call the user-token routes (/v1/inbox…); empty = any origin. */
   readonly inboxOrigins: readonly string[]
+  /** Where this server is reached from outside (links in emails, portal URLs); no trailing slash. */
+  readonly publicUrl: string
+  /** Rewrite email links to action_url into tracked `<publicUrl>/c/<signed>` links. */
+  readonly trackClicks: boolean
 }
 
 /** Thrown for a bad setting; the message names the variable. */
@@ -127,6 +133,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries' },
   { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
   { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset' },
+  { env: 'POSTBOX_PUBLIC_URL', flag: '--public-url', default: 'http://<host>:<port>', description: 'The URL this server is reached at from outside, for links in emails (127.0.0.1 when the host is 0.0.0.0)' },
+  { env: 'POSTBOX_TRACK_CLICKS', flag: '--track-clicks', default: 'false', description: 'Rewrite email links to a notification’s action_url into tracked <public URL>/c/… links' },
   { env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', default: '(none)', description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any' },
   { env: 'POSTBOX_INBOX_ORIGINS', flag: '--inbox-origins', default: '(any)', description: 'Comma list of browser origins allowed to call the user-token routes /v1/inbox… (CORS, for the inbox element); unset means any origin' },
 ]
@@ -227,11 +235,29 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     tokenSecret: get('POSTBOX_TOKEN_SECRET') ?? null,
     corsOrigins: list('POSTBOX_CORS_ORIGINS'),
     inboxOrigins: list('POSTBOX_INBOX_ORIGINS'),
+    publicUrl: publicUrlOf(get('POSTBOX_PUBLIC_URL'), get('POSTBOX_HOST') ?? DEFAULTS.host, int('POSTBOX_PORT', DEFAULTS.port, 0, 65535)),
+    trackClicks: bool('POSTBOX_TRACK_CLICKS', DEFAULTS.trackClicks),
   }
   return Object.freeze(checkConfig(config))
 }
 
 const DAY = 86_400_000
+
+/** POSTBOX_PUBLIC_URL without a trailing slash, or `http://<host>:<port>` (127.0.0.1 for 0.0.0.0). */
+function publicUrlOf(configured: string | undefined, host: string, port: number): string {
+  if (configured === undefined) {
+    const h = host === '0.0.0.0' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
+    return `http://${h}:${port}`
+  }
+  let url: URL
+  try {
+    url = new URL(configured)
+  } catch {
+    throw new ConfigError('POSTBOX_PUBLIC_URL', `expected an http(s) URL, got "${configured}"`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('POSTBOX_PUBLIC_URL', `expected an http(s) URL, got "${configured}"`)
+  return configured.replace(/\/+$/, '')
+}
 
 /**
  * The range of every numeric setting, with the variable that sets it. Checked for the

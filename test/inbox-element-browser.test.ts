@@ -121,8 +121,11 @@ describe('<postbox-inbox> in a browser', () => {
     expect(opened.url()).toBe(`${siteUrl}/landing?invoice=1`)
     await opened.close()
     await expect.poll(() => badge().isHidden(), WAIT).toBe(true)
-    // The server agrees: the message is read.
+    // The server agrees: the message is read, and the click is recorded.
     await expect.poll(async () => (await call('GET', '/v1/inbox/unread-count', undefined, token)).json.unread_count, WAIT).toBe(0)
+    const [clicked] = (await call('GET', '/v1/inbox', undefined, token)).json.data
+    expect(clicked).toMatchObject({ title: 'Invoice paid', read: true })
+    expect(Date.parse(clicked.clicked_at)).toBeGreaterThan(0)
   })
 
   it('is operable from the keyboard: bell, messages, their actions, tabs and Escape', async () => {
@@ -159,6 +162,45 @@ describe('<postbox-inbox> in a browser', () => {
     expect(await focused()).toMatch(/^bell\|/)
   })
 
+  it('tabs by tag show exact counts from /v1/inbox/counts and filter the list', async () => {
+    await send('New sign-in', { topic: 'security.login', tags: ['security'] })
+    await send('Password changed', { topic: 'security.password', tags: ['security'] })
+    await expect.poll(() => badge().textContent(), WAIT).toBe('3')
+    await shadow('.bell').click()
+    const tabText = () => shadow('[role="tab"]').allTextContents()
+    // Billing: "Card expiring" unread (Invoice paid was clicked); Security: two unread.
+    await expect.poll(tabText, WAIT).toEqual(['All3, 3 unread', 'Billing1, 1 unread', 'Security2, 2 unread'])
+    await shadow('[role="tab"]').filter({ hasText: 'Security' }).click()
+    await expect.poll(titles, WAIT).toEqual(['Password changed', 'New sign-in'])
+    expect(await shadow('[role="tabpanel"]').getAttribute('aria-labelledby')).toBe('tab-security')
+    // A new billing message does not enter the Security list, but its tab count moves.
+    await send('Refund issued')
+    await expect.poll(tabText, WAIT).toEqual(['All4, 4 unread', 'Billing2, 2 unread', 'Security2, 2 unread'])
+    expect(await titles()).toEqual(['Password changed', 'New sign-in'])
+    // "Mark all as read" in a tab marks that tab only.
+    await shadow('[data-action="read-all"]').click()
+    await expect.poll(tabText, WAIT).toEqual(['All2, 2 unread', 'Billing2, 2 unread', 'Security'])
+    await expect.poll(() => badge().textContent(), WAIT).toBe('2')
+  })
+
+  it('archive and snooze from the list, and the server agrees', async () => {
+    const archive = shadow('.item').filter({ hasText: 'New sign-in' }).locator('[data-action="archive"]')
+    await archive.click()
+    await expect.poll(titles, WAIT).toEqual(['Password changed'])
+    await shadow('.item').filter({ hasText: 'Password changed' }).locator('[data-action="snooze-menu"]').click()
+    await shadow('.menu:not([hidden]) button').filter({ hasText: 'For 1 hour' }).click()
+    await expect.poll(titles, WAIT).toEqual([])
+    expect(await shadow('.empty').isVisible()).toBe(true)
+    const inbox = (await call('GET', '/v1/inbox?tags=security&archived=false', undefined, token)).json
+    expect(inbox.data).toEqual([])
+    const snoozed = (await call('GET', '/v1/inbox?snoozed=true', undefined, token)).json
+    expect(snoozed.data.map((m: { title: string }) => m.title)).toEqual(['Password changed'])
+    expect(Date.parse(snoozed.data[0].snoozed_until) - Date.now()).toBeGreaterThan(3_500_000)
+    await shadow('[role="tab"]').filter({ hasText: 'All' }).click()
+    await expect.poll(titles, WAIT).toEqual(['Refund issued', 'Card expiring', 'Invoice paid'])
+    await shadow('.bell').click()
+  })
+
   it('has no serious or critical accessibility violations, closed and open', async () => {
     expect(await seriousA11yViolations(page)).toEqual([])
     await shadow('.bell').click()
@@ -175,6 +217,7 @@ describe('<postbox-inbox> in a browser', () => {
 
   it('after the server restarts, it reconnects with Last-Event-ID and shows what it missed exactly once', async () => {
     const before = await titles()
+    const unreadBefore = Number(await badge().textContent())
     // Hold the element's next stream request until the restarted server has the missed messages.
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
@@ -200,7 +243,7 @@ describe('<postbox-inbox> in a browser', () => {
     await waitConnected()
     await expect.poll(titles, WAIT).toEqual(['Missed two', 'Missed one', ...before])
     expect(resumed[0]).toMatch(/^\d+$/)
-    await expect.poll(() => badge().textContent(), WAIT).toBe('3')
+    await expect.poll(() => badge().textContent(), WAIT).toBe(String(unreadBefore + 2))
     // Nothing arrives twice, even after another round trip.
     await send('After restart')
     await expect.poll(titles, WAIT).toEqual(['After restart', 'Missed two', 'Missed one', ...before])

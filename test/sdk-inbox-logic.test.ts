@@ -99,8 +99,9 @@ describe('openStream', () => {
 })
 
 const item = (id: string, over: Partial<InboxItem> = {}): InboxItem => ({
-  id, topic: 't', title: id, body: '', severity: 'info', action_url: null, seen: false, read: false, archived: false,
-  created_at: `2026-12-01T10:00:0${id.slice(-1)}.000Z`, ...over,
+  id, notification_id: null, app_id: 'default', topic: 't', title: id, body: '', body_format: 'text', severity: 'info', action_url: null,
+  tags: [], data: {}, seen: false, read: false, archived: false, seen_at: null, read_at: null, clicked_at: null, archived_at: null,
+  snoozed_until: null, created_at: `2026-12-01T10:00:0${id.slice(-1)}.000Z`, ...over,
 })
 
 describe('the element policy', () => {
@@ -142,7 +143,17 @@ describe('the element policy', () => {
     expect(applyStateChange(items, 'clicked', ['m2'])!.map((m) => m.read)).toEqual([true, false])
     expect(applyStateChange(items, 'archive', ['m2'])!.map((m) => m.id)).toEqual(['m1'])
     expect(applyStateChange(items, 'snooze', ['m1'])!.map((m) => m.id)).toEqual(['m2'])
-    expect(applyStateChange(items, 'read_all', null)!.every((m) => m.read)).toBe(true)
     for (const change of ['unarchive', 'unsnooze', 'something_new']) expect(applyStateChange(items, change, ['m1'])).toBeNull()
+    expect(applyStateChange(items, 'something_new_all', null, {})).toBeNull()
+  })
+
+  it('applies a bulk change to the messages its filter selects, as the server did', () => {
+    const items = [item('m4', { tags: ['billing'], topic: 'invoice' }), item('m3', { tags: ['security'], read: true }), item('m2', { app_id: 'acme' }), item('m1', { tags: ['billing', 'security'] })]
+    const ids = (list: InboxItem[] | null, pick: (m: InboxItem) => boolean) => list!.filter(pick).map((m) => m.id)
+    expect(ids(applyStateChange(items, 'read_all', null, { topic: null, tags: null, app_id: null, read: null }), (m) => m.read)).toEqual(['m4', 'm3', 'm2', 'm1'])
+    expect(ids(applyStateChange(items, 'read_all', null, { tags: ['billing'] }), (m) => m.read)).toEqual(['m4', 'm3', 'm1'])
+    expect(ids(applyStateChange(items, 'seen_all', null, { app_id: 'acme' }), (m) => m.seen)).toEqual(['m2'])
+    expect(ids(applyStateChange(items, 'archive_all', null, { read: true }), () => true)).toEqual(['m4', 'm2', 'm1'])
+    expect(ids(applyStateChange(items, 'archive_all', null, { tags: ['security'], topic: 't' }), () => true)).toEqual(['m4', 'm2'])
   })
 })

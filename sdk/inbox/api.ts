@@ -1,44 +1,32 @@
-import type { Client } from 'openapi-fetch'
-import { createPostboxClient, PostboxApiError, unwrap, type components, type paths } from '../client/index.js'
-import type { InboxCounts, PendingPaths } from './pending-routes.js'
+import { createPostboxClient, PostboxApiError, unwrap, type components, type PostboxClient } from '../client/index.js'
 
-/** One inbox message as the element shows it (the list item, with the receipts fields when the server sends them). */
-export type InboxItem = components['schemas']['InboxMessage'] & {
-  tags?: string[]
-  snoozed_until?: string | null
-  clicked_at?: string | null
-}
+/** One inbox message as the list and the stream carry it. */
+export type InboxItem = components['schemas']['InboxMessage']
 
-export type { InboxCounts }
+/** Exact counts over the visible messages, and per tag asked for (the tabs). */
+export type InboxCounts = components['schemas']['InboxCounts']
 
 /** One page of the list. */
-export interface InboxPage {
-  data: InboxItem[]
-  unread_count: number
-  next_cursor: string | null
-}
+export type InboxPage = components['schemas']['InboxList']
 
-/** Snooze at most this far ahead (the server's limit is 90 days). */
-const MAX_SNOOZE_MS = 90 * 86_400_000
+/** Snooze at most this far ahead (the server's limit is 90 days; a minute of margin for clock skew). */
+const MAX_SNOOZE_MS = 90 * 86_400_000 - 60_000
 
 /**
  * The REST calls of the inbox element, over the typed client with the user token. A server
- * without the counts route (older than the receipts) answers 404: `counts` then resolves null
- * and the element shows the unread count alone.
+ * older than the receipts (no counts or clicked route) answers 404: `counts` then resolves
+ * null, and a click is recorded as a read.
  */
 export class InboxApi {
-  private readonly client: Client<paths & PendingPaths>
+  private readonly client: PostboxClient
   constructor(server: string, token: string, fetchImpl?: typeof fetch) {
-    this.client = createPostboxClient({ baseUrl: server, token, ...(fetchImpl ? { fetch: fetchImpl } : {}) }) as unknown as Client<paths & PendingPaths>
+    this.client = createPostboxClient({ baseUrl: server, token, ...(fetchImpl ? { fetch: fetchImpl } : {}) })
   }
 
-  /** A page of non-archived messages, newest first; `tag` limits it to one tab. */
+  /** A page of visible (not archived, not snoozed) messages, newest first; `tag` limits it to one tab. */
   async list(tag: string | null, cursor: string | null, limit = 20): Promise<InboxPage> {
-    // `tags` is the receipts filter; typed as an extra field so older schemas still compile.
-    const query: NonNullable<paths['/v1/inbox']['get']['parameters']['query']> & { tags?: string } = { status: 'all', archived: 'false', limit }
-    if (cursor) query.cursor = cursor
-    if (tag) query.tags = tag
-    return (await unwrap(this.client.GET('/v1/inbox', { params: { query } }))) as InboxPage
+    const query = { status: 'all', archived: 'false', limit, ...(cursor ? { cursor } : {}), ...(tag ? { tags: tag } : {}) } as const
+    return unwrap(this.client.GET('/v1/inbox', { params: { query } }))
   }
 
   /** Exact counts, per tag for `tags`; null when the server has no counts route. */
@@ -51,11 +39,6 @@ export class InboxApi {
     }
   }
 
-  /** The exact unread count. */
-  async unreadCount(): Promise<number> {
-    return (await unwrap(this.client.GET('/v1/inbox/unread-count'))).unread_count
-  }
-
   /** Changes the state of messages; resolves how many changed. */
   async change(change: 'read' | 'unread' | 'seen' | 'archive' | 'unarchive', ids: string[]): Promise<number> {
     if (ids.length === 0) return 0
@@ -64,11 +47,10 @@ export class InboxApi {
 
   /** Marks everything read (in one tab when `tag` is given). */
   async readAll(tag: string | null): Promise<number> {
-    const init = tag ? { body: { tags: [tag] } as never } : {}
-    return (await unwrap(this.client.POST('/v1/inbox/read-all', init))).updated
+    return (await unwrap(this.client.POST('/v1/inbox/read-all', { body: tag ? { tags: [tag] } : {} }))).updated
   }
 
-  /** Hides messages until `until`. */
+  /** Hides messages until `until` (capped at the server's 90 days). */
   async snooze(ids: string[], until: Date): Promise<number> {
     const capped = new Date(Math.min(until.getTime(), Date.now() + MAX_SNOOZE_MS))
     return (await unwrap(this.client.POST('/v1/inbox/snooze', { body: { ids, until: capped.toISOString() } }))).updated

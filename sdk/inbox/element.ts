@@ -1,7 +1,7 @@
 import { InboxApi, type InboxCounts, type InboxItem } from './api.js'
 import { h, icon, ICONS } from './dom.js'
 import { renderItem } from './item-view.js'
-import { applyStateChange, mergePage, newestFirst, parseTabs, safeActionUrl, snoozeUntil, type SnoozeChoice, type Tab } from './policy.js'
+import { applyStateChange, mergePage, type BulkFilter, newestFirst, parseTabs, safeActionUrl, snoozeUntil, type SnoozeChoice, type Tab } from './policy.js'
 import { openStream, type SseEvent } from './sse.js'
 import { STYLES } from './styles.js'
 
@@ -263,14 +263,15 @@ export class PostboxInbox extends HTMLElement {
     } else if (e.event === 'unread_count' && typeof data.unread_count === 'number') {
       this.setUnread(data.unread_count)
     } else if (e.event === 'state') {
-      this.applyState(String(data.change), Array.isArray(data.ids) ? (data.ids as string[]) : null)
+      const filter = typeof data.filter === 'object' && data.filter !== null ? (data.filter as BulkFilter) : {}
+      this.applyState(String(data.change), Array.isArray(data.ids) ? (data.ids as string[]) : null, filter)
     }
     this.scheduleCounts()
   }
 
   /** A state change made elsewhere (another tab, another device) or here. */
-  private applyState(change: string, ids: string[] | null): void {
-    const next = applyStateChange(this.items, change, ids)
+  private applyState(change: string, ids: string[] | null, filter: BulkFilter): void {
+    const next = applyStateChange(this.items, change, ids, filter)
     if (next === null) return void this.reload()
     this.items = next
     this.render()

@@ -60,18 +60,40 @@ export function mergePage(shown: readonly InboxItem[], page: readonly InboxItem[
   return [...shown.filter((m) => !ids.has(m.id) && keep(m)), ...page].sort(newestFirst)
 }
 
+/** The filter a bulk change names (`read_all`, `seen_all`, `archive_all`): null fields match anything. */
+export interface BulkFilter {
+  topic?: string | null
+  tags?: string[] | null
+  app_id?: string | null
+  read?: boolean | null
+}
+
+/** Whether a message is one a bulk change's filter selects, as the server decided it. */
+export function matchesFilter(m: InboxItem, f: BulkFilter): boolean {
+  if (f.topic && m.topic !== f.topic) return false
+  if (f.app_id && m.app_id !== f.app_id) return false
+  if (f.tags && f.tags.length > 0 && !m.tags.some((t) => f.tags!.includes(t))) return false
+  if (f.read !== null && f.read !== undefined && m.read !== f.read) return false
+  return true
+}
+
 /**
- * Applies a `state` stream event to the shown messages; returns null when it cannot be applied
- * locally (unarchive, unsnooze, a filtered bulk change, a change this version does not know)
- * and the page must be read again.
+ * Applies a `state` stream event to the shown messages: `{change, ids}` for one-by-one changes,
+ * `{change, filter}` for bulk ones. Returns null when it cannot be applied locally (unarchive,
+ * unsnooze, a change this version does not know): the page must be read again.
  */
-export function applyStateChange(items: readonly InboxItem[], change: string, ids: readonly string[] | null): InboxItem[] | null {
-  const touched = (m: InboxItem): boolean => ids === null || ids.includes(m.id)
+export function applyStateChange(items: readonly InboxItem[], change: string, ids: readonly string[] | null, filter: BulkFilter = {}): InboxItem[] | null {
+  const touched = (m: InboxItem): boolean => (ids === null ? matchesFilter(m, filter) : ids.includes(m.id))
   const set = (patch: Partial<InboxItem>) => items.map((m) => (touched(m) ? { ...m, ...patch } : m))
-  if (change === 'read' || change === 'clicked') return set({ read: true, seen: true })
-  if (change === 'unread') return set({ read: false })
-  if (change === 'seen') return set({ seen: true })
-  if ((change === 'archive' || change === 'snooze') && ids) return items.filter((m) => !touched(m))
-  if (change === 'read_all' && ids === null) return set({ read: true, seen: true })
+  if (ids !== null) {
+    if (change === 'read' || change === 'clicked') return set({ read: true, seen: true })
+    if (change === 'unread') return set({ read: false })
+    if (change === 'seen') return set({ seen: true })
+    if (change === 'archive' || change === 'snooze') return items.filter((m) => !touched(m))
+    return null
+  }
+  if (change === 'read_all') return set({ read: true, seen: true })
+  if (change === 'seen_all') return set({ seen: true })
+  if (change === 'archive_all') return items.filter((m) => !touched(m))
   return null
 }

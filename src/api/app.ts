@@ -18,6 +18,7 @@ import { notificationRoutes } from './notifications.js'
 import { directoryRoutes } from './directory.js'
 import { inboxRoutes, userToken } from './inbox.js'
 import { sdkAssetRoutes } from './sdk-assets.js'
+import { clickRoutes } from './clicks.js'
 
 /** The version reported in the OpenAPI document. */
 export const API_VERSION = '1.0.0'
@@ -99,6 +100,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   if (deps.notify) app.route('/', notificationRoutes())
   if (deps.notify) app.route('/', directoryRoutes())
   if (deps.notify) app.route('/', inboxRoutes())
+  if (deps.notify) app.route('/', clickRoutes())
 
   // Generated once, on first request, from the same zod schemas that validate requests.
   let openapi: unknown = null
