@@ -1,9 +1,7 @@
 import { InboxApi, type InboxCounts, type InboxItem } from './api.js'
-import { h, icon, ICONS } from './dom.js'
-import { renderItem } from './item-view.js'
-import { applyStateChange, mergePage, type BulkFilter, newestFirst, parseTabs, safeActionUrl, snoozeUntil, type SnoozeChoice, type Tab } from './policy.js'
+import { buildPanel, closeSnoozeMenu, renderList, renderTabs, showUnread, toggleSnoozeMenu, type PanelElements } from './panel-view.js'
+import { applyStateChange, mergePage, type BulkFilter, newestFirst, parseTabs, safeActionUrl, snoozeUntil, tabKeyTarget, type SnoozeChoice, type Tab } from './policy.js'
 import { openStream, type SseEvent } from './sse.js'
-import { STYLES } from './styles.js'
 
 /**
  * `<postbox-inbox server="…" token="…" tabs="billing,security">`: a bell with the unread count
@@ -34,18 +32,7 @@ export class PostboxInbox extends HTMLElement {
   static readonly observedAttributes = ['server', 'token', 'tabs', 'open']
 
   private readonly root: ShadowRoot
-  private readonly els: {
-    bell: HTMLButtonElement
-    badge: HTMLSpanElement
-    live: HTMLSpanElement
-    panel: HTMLElement
-    tablist: HTMLDivElement
-    list: HTMLUListElement
-    empty: HTMLParagraphElement
-    more: HTMLButtonElement
-    readAll: HTMLButtonElement
-    status: HTMLParagraphElement
-  }
+  private readonly els: PanelElements
   private api: InboxApi | null = null
   private closeStream: (() => void) | null = null
   private items: InboxItem[] = []
@@ -54,7 +41,6 @@ export class PostboxInbox extends HTMLElement {
   private counts: InboxCounts | null = null
   private tabs: Tab[] = parseTabs(null)
   private tab: string | null = null
-  private lastEventId: string | null = null
   private loaded = false
   private generation = 0
   private countsTimer: ReturnType<typeof setTimeout> | null = null
@@ -65,20 +51,8 @@ export class PostboxInbox extends HTMLElement {
   constructor() {
     super()
     this.root = this.attachShadow({ mode: 'open' })
-    const style = h('style', {}, STYLES)
-    const badge = h('span', { class: 'badge', part: 'badge', 'aria-hidden': 'true', hidden: true })
-    const bell = h('button', { type: 'button', class: 'bell', part: 'bell', 'aria-expanded': 'false', 'aria-controls': 'panel', 'aria-label': 'Notifications' }, icon(ICONS.bell), badge)
-    const live = h('span', { class: 'sr', role: 'status', 'aria-live': 'polite', 'aria-atomic': 'true' })
-    const readAll = h('button', { type: 'button', class: 'link', 'data-action': 'read-all' }, 'Mark all as read')
-    const tablist = h('div', { role: 'tablist', 'aria-label': 'Filter notifications' })
-    const list = h('ul', { class: 'list', id: 'list', role: 'list', 'aria-label': 'Messages' })
-    const empty = h('p', { class: 'empty', hidden: true }, 'No notifications')
-    const more = h('button', { type: 'button', class: 'more', 'data-action': 'more', hidden: true }, 'Load more')
-    const status = h('p', { class: 'status', role: 'status' })
-    const tabpanel = h('div', { id: 'tabpanel', role: 'tabpanel' }, list, empty, more)
-    const panel = h('section', { class: 'panel', id: 'panel', part: 'panel', role: 'dialog', 'aria-label': 'Notifications', hidden: true }, h('header', {}, h('h2', {}, 'Notifications'), readAll), tablist, tabpanel, status)
-    this.root.append(style, bell, live, panel)
-    this.els = { bell, badge, live, panel, tablist, list, empty, more, readAll, status }
+    this.els = buildPanel(this.root)
+    const { bell } = this.els
     bell.addEventListener('click', () => this.setOpen(!this.isOpen, true))
     this.root.addEventListener('click', (e) => this.onClick(e as MouseEvent))
     this.root.addEventListener('keydown', (e) => this.onKey(e as KeyboardEvent))
@@ -110,6 +84,12 @@ export class PostboxInbox extends HTMLElement {
   }
 
   connectedCallback(): void {
+    // A token set on the element before this module defined it sits on the instance: move it to the accessor.
+    if (Object.prototype.hasOwnProperty.call(this, 'token')) {
+      const value = (this as unknown as { token: string }).token
+      delete (this as unknown as { token?: string }).token
+      this.tokenValue = value
+    }
     this.renderTabs()
     document.addEventListener('click', this.onDocClick)
     if (this.isOpen) this.els.panel.hidden = false
@@ -153,7 +133,6 @@ export class PostboxInbox extends HTMLElement {
     this.stop()
     this.items = []
     this.nextCursor = null
-    this.lastEventId = null
     this.loaded = false
     this.counts = null
     const token = this.token
@@ -167,7 +146,7 @@ export class PostboxInbox extends HTMLElement {
     this.setStatus('Connecting…')
     let firstOpen = true
     this.closeStream = openStream(
-      { url: `${this.server}/v1/inbox/stream`, token, lastEventId: this.lastEventId },
+      { url: `${this.server}/v1/inbox/stream`, token },
       {
         onOpen: () => {
           if (gen !== this.generation) return
@@ -245,7 +224,6 @@ export class PostboxInbox extends HTMLElement {
 
   /** Applies one stream event; a replay after a reconnect repeats nothing (messages are keyed by id). */
   private onStreamEvent(e: SseEvent): void {
-    this.lastEventId = e.id
     let data: Record<string, unknown>
     try {
       data = JSON.parse(e.data) as Record<string, unknown>
@@ -284,12 +262,7 @@ export class PostboxInbox extends HTMLElement {
   private setUnread(n: number): void {
     if (n === this.unread && this.loaded) return
     this.unread = n
-    const label = n === 0 ? 'No unread notifications' : `${n} unread notification${n === 1 ? '' : 's'}`
-    this.els.badge.textContent = n > 99 ? '99+' : String(n)
-    this.els.badge.hidden = n === 0
-    this.els.bell.setAttribute('aria-label', `Notifications, ${n === 0 ? 'none' : n} unread`)
-    this.els.live.textContent = label
-    this.els.readAll.disabled = n === 0
+    showUnread(this.els, n)
     this.emit('postbox:unread', { unread: n })
   }
 
@@ -334,7 +307,7 @@ export class PostboxInbox extends HTMLElement {
     if (action === 'open') this.open(item)
     else if (action === 'toggle-read') this.changeOne(item, item.read ? 'unread' : 'read')
     else if (action === 'archive') this.changeOne(item, 'archive')
-    else if (action === 'snooze-menu') this.toggleMenu(button, item.id)
+    else if (action === 'snooze-menu') toggleSnoozeMenu(this.root, button, item.id)
     else if (action.startsWith('snooze:')) void this.snooze(item, action.slice(7) as SnoozeChoice)
   }
 
@@ -390,17 +363,6 @@ export class PostboxInbox extends HTMLElement {
     ;(next ?? this.els.bell).focus()
   }
 
-  private toggleMenu(button: HTMLElement, id: string): void {
-    const menu = this.root.getElementById(`snooze-${id}`)
-    if (!menu) return
-    const open = menu.hidden
-    for (const m of this.root.querySelectorAll<HTMLElement>('.menu')) m.hidden = true
-    for (const b of this.root.querySelectorAll('[data-action="snooze-menu"]')) b.setAttribute('aria-expanded', 'false')
-    menu.hidden = !open
-    button.setAttribute('aria-expanded', String(open))
-    if (open) menu.querySelector<HTMLElement>('button')?.focus()
-  }
-
   private selectTab(tag: string | null, focus: boolean): void {
     if (tag === this.tab) return
     this.tab = tag
@@ -415,19 +377,15 @@ export class PostboxInbox extends HTMLElement {
   private onKey(e: KeyboardEvent): void {
     const target = e.target as HTMLElement
     if (e.key === 'Escape') {
-      const menu = target.closest<HTMLElement>('.menu')
-      if (menu) {
-        menu.hidden = true
-        menu.closest('li')?.querySelector<HTMLElement>('[data-action="snooze-menu"]')?.focus()
-      } else if (this.isOpen) this.setOpen(false, true)
+      if (!closeSnoozeMenu(target) && this.isOpen) this.setOpen(false, true)
       e.preventDefault()
       return
     }
     if (target.getAttribute('role') === 'tab') {
       const tabs = [...this.els.tablist.querySelectorAll<HTMLElement>('[role="tab"]')]
       const i = tabs.indexOf(target)
-      const j = e.key === 'ArrowRight' ? (i + 1) % tabs.length : e.key === 'ArrowLeft' ? (i - 1 + tabs.length) % tabs.length : e.key === 'Home' ? 0 : e.key === 'End' ? tabs.length - 1 : -1
-      if (j >= 0) {
+      const j = tabKeyTarget(e.key, i, tabs.length)
+      if (j !== null) {
         e.preventDefault()
         this.selectTab(tabs[j]!.dataset.tag || null, true)
       }
@@ -435,39 +393,10 @@ export class PostboxInbox extends HTMLElement {
   }
 
   private renderTabs(): void {
-    const list = this.els.tablist
-    list.hidden = this.tabs.length < 2
-    const focused = this.root.activeElement?.getAttribute('role') === 'tab'
-    list.replaceChildren(
-      ...this.tabs.map((t) => {
-        const c = t.tag === null ? this.counts : this.counts?.by_tag[t.tag]
-        const unread = c?.unread_count ?? (t.tag === null ? this.unread : undefined)
-        const selected = t.tag === this.tab
-        return h(
-          'button',
-          { type: 'button', role: 'tab', part: 'tab', 'data-action': 'tab', 'data-tag': t.tag ?? '', 'aria-selected': String(selected), 'aria-controls': 'tabpanel', tabindex: selected ? '0' : '-1', id: `tab-${t.tag ?? 'all'}` },
-          t.label,
-          unread ? h('span', { class: 'count', 'aria-hidden': 'true' }, String(unread)) : null,
-          unread ? h('span', { class: 'sr' }, `, ${unread} unread`) : null,
-        )
-      }),
-    )
-    this.els.tablist.parentElement?.querySelector('#tabpanel')?.setAttribute('aria-labelledby', `tab-${this.tab ?? 'all'}`)
-    if (focused) list.querySelector<HTMLElement>('[aria-selected="true"]')?.focus()
+    renderTabs(this.els, this.root, this.tabs, this.tab, this.counts, this.unread)
   }
 
-  /** Redraws the list, keeping keyboard focus on the same control of the same message. */
   private render(): void {
-    const active = this.root.activeElement as HTMLElement | null
-    const keep = active?.closest<HTMLElement>('[data-id]') ? { id: active.closest<HTMLElement>('[data-id]')!.dataset.id, action: active.dataset.action } : null
-    const now = Date.now()
-    const locale = document.documentElement.lang || undefined
-    this.els.list.replaceChildren(...this.items.map((m) => renderItem(m, now, locale)))
-    this.els.empty.hidden = this.items.length > 0 || !this.loaded
-    this.els.more.hidden = this.nextCursor === null
-    if (keep) {
-      const li = [...this.els.list.children].find((el) => (el as HTMLElement).dataset.id === keep.id)
-      li?.querySelector<HTMLElement>(`[data-action="${keep.action}"]`)?.focus()
-    }
+    renderList(this.els, this.root, this.items, this.loaded, this.nextCursor)
   }
 }

@@ -97,3 +97,12 @@ export function applyStateChange(items: readonly InboxItem[], change: string, id
   if (change === 'archive_all') return items.filter((m) => !touched(m))
   return null
 }
+
+/** The tab a key moves to in a tablist of `n` (arrows wrap, Home, End), or null for other keys. */
+export function tabKeyTarget(key: string, index: number, n: number): number | null {
+  if (key === 'ArrowRight') return (index + 1) % n
+  if (key === 'ArrowLeft') return (index - 1 + n) % n
+  if (key === 'Home') return 0
+  if (key === 'End') return n - 1
+  return null
+}
