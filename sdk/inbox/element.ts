@@ -45,7 +45,7 @@ export class PostboxInbox extends HTMLElement {
   private generation = 0
   private countsTimer: ReturnType<typeof setTimeout> | null = null
   private readonly onDocClick = (e: MouseEvent): void => {
-    if (this.isOpen && !e.composedPath().includes(this)) this.setOpen(false, false)
+    if (this.isOpen && !this.hasAttribute('inline') && !e.composedPath().includes(this)) this.setOpen(false, false)
   }
 
   constructor() {
@@ -92,7 +92,8 @@ export class PostboxInbox extends HTMLElement {
     }
     this.renderTabs()
     document.addEventListener('click', this.onDocClick)
-    if (this.isOpen) this.els.panel.hidden = false
+    this.els.panel.hidden = !this.isOpen
+    this.els.bell.setAttribute('aria-expanded', String(this.isOpen))
     this.restart()
   }
 
