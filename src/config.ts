@@ -140,6 +140,12 @@ export const SETTING_TABLE = {
     description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any',
     item: (o) => normalizeOrigin(o) ?? settingError(`"${o}" is not an origin such as https://app.example.com (scheme and host, no path), or *`),
   }),
+  // Unset: the user-token routes answer any origin, as the inbox element runs on the operator's site (docs/inbox-element.md).
+  inboxOrigins: list({
+    env: 'POSTBOX_INBOX_ORIGINS', flag: '--inbox-origins', noun: 'origins', docDefault: '(any)',
+    description: 'Comma list of browser origins allowed to call the user-token routes /v1/inbox… (CORS, for the inbox element); unset means any origin',
+    item: (o) => normalizeOrigin(o) ?? settingError(`"${o}" is not an origin such as https://app.example.com (scheme and host, no path), or *`),
+  }),
   // Portal and click links start with it; unset, the server's own address (docs/applications.md).
   publicUrl: text({
     env: 'POSTBOX_PUBLIC_URL', flag: '--public-url', default: '', docDefault: 'http://<host>:<port>',

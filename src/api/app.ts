@@ -24,6 +24,7 @@ import { appRoutes } from './apps.js'
 import { eventTypeRoutes } from './event-types.js'
 import { createAppService } from '../apps/service.js'
 import { randomBytes } from 'node:crypto'
+import { sdkAssetRoutes } from './sdk-assets.js'
 import { clickRoutes } from './clicks.js'
 
 /** The API's major version, in every path (`/v1`); the document's `info.version` is the package's. */
@@ -40,7 +41,8 @@ const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
 const CORS_MAX_AGE = 600
 
 /**
- * CORS for the browser front end of POSTBOX_CORS_ORIGINS (hono/cors). Credentials are bearer
+ * CORS for the browser front end of POSTBOX_CORS_ORIGINS, or the inbox element's pages
+ * (POSTBOX_INBOX_ORIGINS) on the user-token routes (hono/cors). Credentials are bearer
  * tokens, never cookies, so no Allow-Credentials. A preflight from an origin not on the list
  * is not answered as one: it goes on as if CORS were off (auth, then 404), with no CORS headers.
  */
@@ -87,7 +89,11 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
     await next()
   })
   // Before auth: a preflight carries no Authorization header, and a 401 must be readable too.
-  if (deps.config.corsOrigins?.length) app.use('/v1/*', corsMiddleware(deps.config.corsOrigins))
+  // The user-token routes serve the inbox element on the operator's own site: any origin unless
+  // POSTBOX_INBOX_ORIGINS narrows it (bearer tokens, never cookies, so a foreign page gains nothing).
+  const inboxCors = corsMiddleware(deps.config.inboxOrigins?.length ? deps.config.inboxOrigins : ['*'])
+  const apiCors = deps.config.corsOrigins?.length ? corsMiddleware(deps.config.corsOrigins) : null
+  app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? inboxCors(c, next) : apiCors ? apiCors(c, next) : next()))
   const auth = authenticate()
   // The inbox authenticates with user tokens, also before the body guard.
   app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? (deps.notify ? userToken(c, next) : next()) : auth(c, next)))
@@ -96,6 +102,7 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
   app.use('*', jsonBodyGuard(deps.config.maxBody))
 
   app.route('/', opsRoutes())
+  app.route('/', sdkAssetRoutes(deps.sdkDir))
   app.route('/', keyRoutes())
   app.route('/', endpointRoutes())
   app.route('/', eventRoutes(deps))
