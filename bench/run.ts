@@ -8,6 +8,7 @@ const suites: [string, string][] = [
   ['webhooks', './webhooks.js'],
   ['notify', './notify.js'],
   ['api', './api.js'],
+  ['startup', './startup.js'],
 ]
 
 const only = process.argv[2]

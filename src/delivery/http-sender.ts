@@ -1,5 +1,6 @@
 import type { lookup as dnsLookup } from 'node:dns'
-import { Agent, buildConnector } from 'undici'
+import { createRequire } from 'node:module'
+import type { Agent, buildConnector } from 'undici'
 import type { Config } from '../config.js'
 import type { Clock, Rng } from '../lib/clock.js'
 import type { Log } from '../log.js'
@@ -58,13 +59,21 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   const { store, config, clock, rng, log } = deps
   const userAgent = `Postbox/${deps.version ?? packageVersion()}`
   const policy = createAddressPolicy(config.allowNetworks)
-  const baseConnect = buildConnector({ lookup: guardedLookup(policy, deps.resolve), timeout: 10_000 } as buildConnector.BuildOptions)
-  const connect: buildConnector.connector = (opts, cb) => {
-    const ip = literalIp(opts.hostname)
-    if (ip !== null && !policy.isAllowed(ip)) return cb(new DestinationNotAllowedError(ip), null)
-    return baseConnect(opts, cb)
+  // undici (~20 MB with its 110 files) is loaded with the first request: an idle server, or one
+  // with no webhook endpoint, never loads it (docs/performance.md).
+  let pool: Agent | null = null
+  const agent = (): Agent => {
+    if (pool) return pool
+    const undici = createRequire(import.meta.url)('undici') as typeof import('undici')
+    const baseConnect = undici.buildConnector({ lookup: guardedLookup(policy, deps.resolve), timeout: 10_000 } as buildConnector.BuildOptions)
+    const connect: buildConnector.connector = (opts, cb) => {
+      const ip = literalIp(opts.hostname)
+      if (ip !== null && !policy.isAllowed(ip)) return cb(new DestinationNotAllowedError(ip), null)
+      return baseConnect(opts, cb)
+    }
+    pool = new undici.Agent({ connect, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, pipelining: 1 })
+    return pool
   }
-  const agent = new Agent({ connect, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, pipelining: 1 })
   const health = createHealthRecorder({ store, config, log, onEndpointDisabled: deps.onEndpointDisabled })
 
   const endpoint = createEndpointCache(store)
@@ -115,7 +124,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     headers.push('postbox-event-type', d.eventType, 'postbox-delivery-id', d.id, 'postbox-attempt', String(d.attempts))
 
     watch(signal)
-    const x = startExchange(agent, { origin: t.origin, path: t.path, method: ep.method, headers, body, timeoutMs: ep.timeoutMs })
+    const x = startExchange(agent(), { origin: t.origin, path: t.path, method: ep.method, headers, body, timeoutMs: ep.timeoutMs })
     inFlight.set(x, signal)
     const r = await x.result
     inFlight.delete(x)
@@ -160,6 +169,8 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     send,
     async close() {
       // A connect still in progress (stop() already settled its row) must not hold the close.
+      if (pool === null) return
+      const agent = pool
       let timer: NodeJS.Timeout | undefined
       const graceful = await Promise.race([
         agent.close().then(() => true),

@@ -1,0 +1,163 @@
+/**
+ * Startup benchmark: `node dist/src/cli.js serve` on an empty data directory, timed from the
+ * spawn until `/healthz` answers 200, and its resident memory once idle. The child gets a small
+ * preload (`--import`, a data: URL) that answers one IPC message with process.memoryUsage(),
+ * V8's heap and code statistics and the CommonJS modules loaded, so the report says what the
+ * remaining memory is; the preload itself costs well under 1 MB.
+ *
+ * Also: what each heavy dependency costs to import on its own (a fresh `node` per package, RSS
+ * and wall time of the import), to show which ones the idle server avoids loading.
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROUNDS = 5
+const KEY = 'pbk_' + 'c'.repeat(43)
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const CLI = join(ROOT, 'dist/src/cli.js')
+
+/** Answers `{ probe: true }` with the process's memory figures and its loaded CommonJS files. */
+const PRELOAD = `
+import { createRequire } from 'node:module'
+import v8 from 'node:v8'
+const require = createRequire('/')
+process.on('message', (m) => {
+  if (!m || !m.probe) return
+  globalThis.gc?.()
+  const heap = v8.getHeapStatistics()
+  const code = v8.getHeapCodeStatistics()
+  process.send({ mem: process.memoryUsage(), heap, code, cjs: Object.keys(require.cache) })
+})
+`
+const PRELOAD_URL = `data:text/javascript,${encodeURIComponent(PRELOAD)}`
+
+/** What the child reported about its memory. */
+interface Probe {
+  mem: NodeJS.MemoryUsage
+  heap: { used_heap_size: number; total_heap_size: number }
+  code: { code_and_metadata_size: number; bytecode_and_metadata_size: number; external_script_source_size: number }
+  cjs: string[]
+}
+
+const mb = (b: number): string => `${(b / 1048576).toFixed(1)} MB`
+
+/** Resident set of a process from /proc (VmRSS), in bytes. */
+function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m ? Number(m[1]) * 1024 : NaN
+}
+
+/** One start: ms from spawn to the first 200 on /healthz, then RSS after 1 s idle and the probe. */
+async function oneStart(dir: string, port: number): Promise<{ ms: number; rss: number; probe: Probe }> {
+  const t0 = performance.now()
+  const child = spawn(process.execPath, ['--expose-gc', '--import', PRELOAD_URL, CLI, 'serve'], {
+    env: { ...process.env, POSTBOX_DATA_DIR: dir, POSTBOX_PORT: String(port), POSTBOX_ADMIN_KEY: KEY, POSTBOX_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  })
+  try {
+    let ms = NaN
+    for (;;) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/healthz`)
+        await res.arrayBuffer()
+        if (res.status === 200) {
+          ms = performance.now() - t0
+          break
+        }
+      } catch {
+        // not listening yet
+      }
+      if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`)
+      if (performance.now() - t0 > 20_000) throw new Error('serve did not answer /healthz within 20 s')
+      await new Promise((r) => setTimeout(r, 2))
+    }
+    await new Promise((r) => setTimeout(r, 1000))
+    const probe = await new Promise<Probe>((resolve) => {
+      child.once('message', (m) => resolve(m as Probe))
+      child.send({ probe: true })
+    })
+    await new Promise((r) => setTimeout(r, 100))
+    return { ms, rss: rssOf(child.pid!), probe }
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r))
+    child.kill('SIGTERM')
+    await exited
+  }
+}
+
+/** Packages whose import cost the table shows; the idle server should load only the first group. */
+const PACKAGES: [string, string][] = [
+  ['better-sqlite3', "await import('better-sqlite3')"],
+  ['hono + @hono/zod-openapi', "await import('@hono/zod-openapi')"],
+  ['zod', "await import('zod')"],
+  ['pino', "await import('pino')"],
+  ['prom-client', "await import('prom-client')"],
+  ['undici', "await import('undici')"],
+  ['liquidjs', "await import('liquidjs')"],
+  ['nodemailer', "await import('nodemailer')"],
+  ['marked', "await import('marked')"],
+  ['ajv', "await import('ajv')"],
+]
+
+/** RSS and ms one import adds to a fresh `node` (median of 3). */
+function importCost(code: string): { ms: number; rss: number } {
+  const script = `const r0 = process.memoryUsage().rss; const t0 = performance.now(); ${code}; const ms = performance.now() - t0; globalThis.gc(); console.log(JSON.stringify({ ms, rss: process.memoryUsage().rss - r0 }))`
+  const runs = Array.from({ length: 3 }, () => {
+    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' })
+    if (r.status !== 0) throw new Error(r.stderr)
+    return JSON.parse(r.stdout) as { ms: number; rss: number }
+  })
+  const med = <K extends 'ms' | 'rss'>(k: K): number => runs.map((r) => r[k]).sort((a, b) => a - b)[1]!
+  return { ms: med('ms'), rss: med('rss') }
+}
+
+/** Which package a loaded file belongs to (`node_modules/<pkg>`), or `postbox` for our own. */
+function packageOf(file: string): string {
+  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)
+  return m ? m[1]! : 'postbox'
+}
+
+/** The figures `run` prints; exported for bench/summary.ts. */
+export interface StartupFigures {
+  startMs: number
+  idleRss: number
+}
+
+/** Runs the startup benchmark and prints start time, idle RSS and what it is made of. */
+export async function run(): Promise<StartupFigures> {
+  const starts: { ms: number; rss: number; probe: Probe }[] = []
+  for (let i = 0; i < ROUNDS; i++) {
+    const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-start-'))
+    try {
+      starts.push(await oneStart(dir, 20_000 + Math.floor(Math.random() * 20_000)))
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  const byMs = [...starts].sort((a, b) => a.ms - b.ms)
+  const byRss = [...starts].sort((a, b) => a.rss - b.rss)
+  const med = byRss[Math.floor(ROUNDS / 2)]!
+  const p = med.probe
+  console.log(`node dist/src/cli.js serve on an empty data directory, ${ROUNDS} starts (the first warms the file cache)`)
+  console.log(`| measure | min | median | target |`)
+  console.log(`| --- | ---: | ---: | --- |`)
+  console.log(`| spawn → /healthz 200 | ${byMs[0]!.ms.toFixed(0)} ms | ${byMs[Math.floor(ROUNDS / 2)]!.ms.toFixed(0)} ms | <= 300 ms |`)
+  console.log(`| idle RSS 1 s after start | ${mb(byRss[0]!.rss)} | ${mb(med.rss)} | <= 60 MB |`)
+  console.log(`idle memory of the median start: RSS ${mb(med.rss)} = V8 heap ${mb(p.heap.total_heap_size)} (used ${mb(p.mem.heapUsed)}; of it code ${mb(p.code.code_and_metadata_size)}, bytecode ${mb(p.code.bytecode_and_metadata_size)}) + external ${mb(p.mem.external)} (array buffers ${mb(p.mem.arrayBuffers)}) + the rest (node binary, libc, better-sqlite3's native code and page cache, thread stacks): ${mb(med.rss - p.heap.total_heap_size - p.mem.external)}`)
+  const pkgs = new Map<string, number>()
+  for (const f of p.cjs) pkgs.set(packageOf(f), (pkgs.get(packageOf(f)) ?? 0) + 1)
+  console.log(`CommonJS files loaded at idle, by package: ${[...pkgs].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}`)
+  console.log('| package, imported alone in a fresh node | ms | RSS added | loaded by the idle server |')
+  console.log('| --- | ---: | ---: | --- |')
+  for (const [name, code] of PACKAGES) {
+    const c = importCost(code)
+    const first = name.split(' ')[0]!
+    const loaded = [...pkgs.keys()].some((k) => k === first) ? 'yes' : first === 'hono' || first === 'zod' || first === 'undici' ? '(ESM, see note)' : 'no'
+    console.log(`| ${name} | ${c.ms.toFixed(0)} | ${mb(c.rss)} | ${loaded} |`)
+  }
+  console.log('(ESM packages do not show in require.cache; hono, zod and undici are needed by the idle server: the API and the sender.)')
+  return { startMs: byMs[Math.floor(ROUNDS / 2)]!.ms, idleRss: med.rss }
+}
