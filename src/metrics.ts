@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { createRequire } from 'node:module'
+import type { Counter, Histogram, Registry } from 'prom-client'
 import { circuitState } from './delivery/breaker.js'
 import type { DispatchObserver } from './delivery/channel.js'
 import type { Clock } from './lib/clock.js'
@@ -17,8 +18,39 @@ export interface Metrics extends DispatchObserver {
   render(): Promise<string>
 }
 
-/** Creates the metrics on a private Registry (never the global one, so several instances coexist). */
+/**
+ * Creates the metrics on a private Registry (never the global one, so several instances coexist).
+ * prom-client (~13 MB with the OpenTelemetry API its process metrics load) is loaded at the first
+ * attempt or scrape, not at start: an idle server never loads it, and the process metrics
+ * (`defaultMetrics`) are collected from then on (docs/performance.md).
+ */
 export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics?: boolean } = {}): Metrics {
+  let built: Built | null = null
+  const get = (): Built => (built ??= build(store, clock, opts))
+  return {
+    get registry() {
+      return get().registry
+    },
+    get contentType() {
+      return get().registry.contentType
+    },
+    attempt(channel: Channel, outcome, durationMs) {
+      const { deliveries, latency } = get()
+      deliveries.inc({ channel, outcome })
+      if (outcome !== 'release' && outcome !== 'missed') latency.observe({ channel }, durationMs / 1000)
+    },
+    render: () => get().registry.metrics(),
+  }
+}
+
+interface Built {
+  registry: Registry
+  deliveries: Counter<'channel' | 'outcome'>
+  latency: Histogram<'channel'>
+}
+
+function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }): Built {
+  const { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } = createRequire(import.meta.url)('prom-client') as typeof import('prom-client')
   const registry = new Registry()
   if (opts.defaultMetrics ?? false) collectDefaultMetrics({ register: registry, prefix: 'postbox_' })
 
@@ -93,15 +125,7 @@ export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics
     },
   })
 
-  return {
-    registry,
-    contentType: registry.contentType,
-    attempt(channel: Channel, outcome, durationMs) {
-      deliveries.inc({ channel, outcome })
-      if (outcome !== 'release' && outcome !== 'missed') latency.observe({ channel }, durationMs / 1000)
-    },
-    render: () => registry.metrics(),
-  }
+  return { registry, deliveries, latency }
 }
 
 function safe<T>(fn: () => T, fallback: T): T {
