@@ -59,9 +59,9 @@ function cpuMsOf(pid: number): number {
 }
 
 /** One start: ms from spawn to the first 200 on /healthz, then RSS after 1 s idle and the probe. */
-async function oneStart(dir: string, port: number, esmDebug = false): Promise<Start> {
+async function oneStart(dir: string, port: number, esmDebug = false, cli = CLI): Promise<Start> {
   const t0 = performance.now()
-  const child = spawn(process.execPath, ['--expose-gc', '--import', PRELOAD_URL, CLI, 'serve'], {
+  const child = spawn(process.execPath, ['--expose-gc', '--import', PRELOAD_URL, cli, 'serve'], {
     env: { ...process.env, POSTBOX_DATA_DIR: dir, POSTBOX_PORT: String(port), POSTBOX_ADMIN_KEY: KEY, POSTBOX_LOG_LEVEL: 'warn', ...(esmDebug ? { NODE_DEBUG: 'esm' } : {}) },
     stdio: ['ignore', 'ignore', esmDebug ? 'pipe' : 'inherit', 'ipc'],
   })
@@ -153,15 +153,22 @@ function packageOf(file: string): string {
 /** Runs the startup benchmark and prints start time, idle RSS and what it is made of. */
 export async function run(): Promise<Figure[]> {
   const starts: Start[] = []
-  const startIn = async (esmDebug: boolean): Promise<Start> => {
+  const startIn = async (esmDebug: boolean, cli = CLI): Promise<Start> => {
     const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-start-'))
     try {
-      return await oneStart(dir, 20_000 + Math.floor(Math.random() * 20_000), esmDebug)
+      return await oneStart(dir, 20_000 + Math.floor(Math.random() * 20_000), esmDebug, cli)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
   }
-  for (let i = 0; i < ROUNDS; i++) starts.push(await startIn(false))
+  // BENCH_BASE_CLI=<another build's dist/src/cli.js>: its starts alternate with these, for a
+  // before/after of the same run.
+  const base = process.env.BENCH_BASE_CLI
+  const before: Start[] = []
+  for (let i = 0; i < ROUNDS; i++) {
+    starts.push(await startIn(false))
+    if (base) before.push(await startIn(false, base))
+  }
   // One more start logs the ES modules it loads (NODE_DEBUG=esm slows it; not counted above).
   const listed = await startIn(true)
   const mid = Math.floor(ROUNDS / 2)
@@ -175,6 +182,12 @@ export async function run(): Promise<Figure[]> {
   console.log(`| spawn → /healthz 200 | ${med('ms').toFixed(0)} ms | ${Math.min(...starts.map((s) => s.ms)).toFixed(0)} ms | <= 300 ms |`)
   console.log(`| … CPU the server used until then | ${med('cpuMs').toFixed(0)} ms | ${Math.min(...starts.map((s) => s.cpuMs)).toFixed(0)} ms | |`)
   console.log(`| idle RSS 1 s after start | ${mb(m.rss)} | ${mb(byRss[0]!.rss)} | <= 60 MB |`)
+  if (base) {
+    const bm = <K extends 'ms' | 'cpuMs' | 'rss'>(k: K): number => before.map((s) => s[k]).sort((a, b) => a - b)[mid]!
+    console.log(`| before: ${base}, spawn → /healthz 200 | ${bm('ms').toFixed(0)} ms | ${Math.min(...before.map((s) => s.ms)).toFixed(0)} ms | |`)
+    console.log(`| before: CPU until then | ${bm('cpuMs').toFixed(0)} ms | ${Math.min(...before.map((s) => s.cpuMs)).toFixed(0)} ms | |`)
+    console.log(`| before: idle RSS | ${mb(bm('rss'))} | ${mb(Math.min(...before.map((s) => s.rss)))} | |`)
+  }
   console.log(`idle memory of the median start: RSS ${mb(m.rss)} = file-backed ${mb(m.file)} (the node binary's pages, libc, better-sqlite3's .node; shared with every node process) + anonymous ${mb(m.anon)}.`)
   console.log(`  V8 heap ${mb(p.heap.total_heap_size)} committed, ${mb(p.mem.heapUsed)} used after a GC (of it code ${mb(p.code.code_and_metadata_size)}, bytecode ${mb(p.code.bytecode_and_metadata_size)}); external ${mb(p.mem.external)} (array buffers ${mb(p.mem.arrayBuffers)}); the rest of the anonymous memory is malloc (SQLite's page cache, ICU, libuv) and thread stacks.`)
   const pkgs = new Map<string, number>()
