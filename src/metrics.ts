@@ -21,12 +21,14 @@ export interface Metrics extends DispatchObserver {
 /**
  * Creates the metrics on a private Registry (never the global one, so several instances coexist).
  * prom-client (~13 MB with the OpenTelemetry API its process metrics load) is loaded at the first
- * attempt or scrape, not at start: an idle server never loads it, and the process metrics
- * (`defaultMetrics`) are collected from then on (docs/performance.md).
+ * attempt or scrape, not at start: an idle server never loads it. Of the process metrics
+ * (`defaultMetrics`), CPU counts from here, GC and event-loop figures from then on (docs/performance.md).
  */
 export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics?: boolean } = {}): Metrics {
   let built: Built | null = null
-  const get = (): Built => (built ??= build(store, clock, opts))
+  // The process CPU counters count from here, as when prom-client was loaded at start.
+  const cpuAtStart = process.cpuUsage()
+  const get = (): Built => (built ??= build(store, clock, opts, cpuAtStart))
   return {
     get registry() {
       return get().registry
@@ -49,10 +51,18 @@ interface Built {
   latency: Histogram<'channel'>
 }
 
-function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }): Built {
+function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }, cpuAtStart: NodeJS.CpuUsage): Built {
   const { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } = createRequire(import.meta.url)('prom-client') as typeof import('prom-client')
   const registry = new Registry()
-  if (opts.defaultMetrics ?? false) collectDefaultMetrics({ register: registry, prefix: 'postbox_' })
+  if (opts.defaultMetrics ?? false) {
+    collectDefaultMetrics({ register: registry, prefix: 'postbox_' })
+    // prom-client counts CPU from its own start; add what was used since createMetrics.
+    const d = process.cpuUsage(cpuAtStart)
+    const inc = (name: string, us: number): void => void (registry.getSingleMetric(`postbox_${name}`) as Counter | undefined)?.inc(us / 1e6)
+    inc('process_cpu_user_seconds_total', d.user)
+    inc('process_cpu_system_seconds_total', d.system)
+    inc('process_cpu_seconds_total', d.user + d.system)
+  }
 
   // Two gauges read the endpoints' state: one read per scrape (the gauges collect in the same
   // turn), not one each.
