@@ -23,6 +23,8 @@ import { openStore } from '../src/store/index.js'
 import { startCheckpointer } from '../src/store/checkpointer.js'
 import { createDeliveryStack } from '../src/engine.js'
 import { createWebhookService } from '../src/webhooks/service.js'
+import type { Figure } from './figures.js'
+import { plainjobThroughput } from './plainjob.js'
 
 const EVENTS = 20_000
 const CONCURRENCY = 64
@@ -96,7 +98,7 @@ async function withCpu<T>(items: number, fn: () => Promise<T>): Promise<Measured
 }
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
 
-function startReceiver(): Promise<{ url: string; stats(): Promise<{ count: number; latencies: number[] }>; close(): Promise<void> }> {
+export function startReceiver(): Promise<{ url: string; stats(): Promise<{ count: number; latencies: number[] }>; close(): Promise<void> }> {
   const worker = new Worker(RECEIVER, { eval: true })
   return new Promise((resolve) => {
     worker.once('message', ({ port }: { port: number }) => {
@@ -163,7 +165,7 @@ async function senderOnly(dir: string, url: string, n: number): Promise<number> 
 }
 
 /** Sends events i … i + 499 (fewer at the end of n) in one `sendMany`, as the throughput runs enqueue. */
-function enqueueBatch(pb: { webhooks: ReturnType<typeof createWebhookService> }, i: number, n: number): void {
+export function enqueueBatch(pb: { webhooks: ReturnType<typeof createWebhookService> }, i: number, n: number): void {
   pb.webhooks.events.sendMany(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
 }
 
@@ -193,7 +195,7 @@ async function queueOnly(dir: string, n: number): Promise<number> {
   return settled
 }
 
-function postboxStack(dir: string, name: string) {
+export function postboxStack(dir: string, name: string) {
   const store = openStore(join(dir, `${name}.db`))
   let successes = 0
   // The default global cap (256): the endpoint's max_concurrency (CONCURRENCY) is what binds.
@@ -222,7 +224,7 @@ function postboxStack(dir: string, name: string) {
 }
 
 /** Waits until `n` successes were reported and settled (the observer fires just before the settle). */
-async function waitForSuccess(pb: { successes(): number; store: ReturnType<typeof openStore> }, n: number): Promise<void> {
+export async function waitForSuccess(pb: { successes(): number; store: ReturnType<typeof openStore> }, n: number): Promise<void> {
   while (pb.successes() < n) await new Promise((r) => setTimeout(r, 1))
   while ((pb.store.deliveries.countByStatus().success ?? 0) < n) await new Promise((r) => setImmediate(r))
 }
@@ -263,7 +265,7 @@ async function postboxLatency(dir: string, url: string): Promise<number> {
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 
 /** Runs the webhook benchmark and prints deliveries/s (with the ratio to raw undici) and latency percentiles. */
-export async function run(): Promise<void> {
+export async function run(): Promise<Figure[]> {
   const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-webhooks-'))
   const rx = await startReceiver()
   try {
@@ -274,6 +276,8 @@ export async function run(): Promise<void> {
     const ours = await withCpu(EVENTS, () => postboxThroughput(dir, rx.url, EVENTS))
     const got = await rx.stats()
     if (got.count !== EVENTS) throw new Error(`receiver got ${got.count} of ${EVENTS}`)
+    const plain = await withCpu(EVENTS, () => plainjobThroughput(dir, rx.url, EVENTS, CONCURRENCY))
+    if ((await rx.stats()).count !== EVENTS) throw new Error('plainjob: receiver count mismatch')
     const alone = await withCpu(EVENTS, () => senderOnly(dir, rx.url, EVENTS))
     if ((await rx.stats()).count !== EVENTS) throw new Error('sender-only: receiver count mismatch')
     const queue = await withCpu(EVENTS, () => queueOnly(dir, EVENTS))
@@ -286,6 +290,8 @@ export async function run(): Promise<void> {
     const cpu = (x: number | null): string => (x === null ? 'n/a' : `${x.toFixed(1)} µs`)
     const cpuRatio = (a: number | null, b: number | null): string => (a && b ? (b / a).toFixed(2) : 'n/a')
     console.log(`| deliveries/s, enqueue → receiver → settled | ${fmt(ours.value)} | ${fmt(raw.value)} | ${(ours.value / raw.value).toFixed(2)} |`)
+    console.log(`| plainjob (SQLite job queue), same receiver and concurrency: jobs/s | ${fmt(plain.value)} | ${fmt(raw.value)} | ${(plain.value / raw.value).toFixed(2)} |`)
+    console.log(`| postbox / plainjob | ${fmt(ours.value)} | ${fmt(plain.value)} | ${(ours.value / plain.value).toFixed(2)} |`)
     console.log(`| main-thread CPU per delivery (enqueue included) | ${cpu(ours.cpuUs)} | ${cpu(raw.cpuUs)} | ${cpuRatio(ours.cpuUs, raw.cpuUs)} |`)
     console.log(`| receiver-side CPU per delivery (other threads) | ${cpu(ours.otherCpuUs)} | ${cpu(raw.otherCpuUs)} | |`)
     console.log(`| sender alone, no queue: requests/s | ${fmt(alone.value)} | ${fmt(raw.value)} | ${(alone.value / raw.value).toFixed(2)} |`)
@@ -302,6 +308,14 @@ export async function run(): Promise<void> {
       console.log(`| ceiling, queue on its own thread, ${cpus} CPUs shared with the receiver | ${fmt(ownThread)} | ${fmt(raw.value)} | ${(ownThread / raw.value).toFixed(2)} |`)
     }
     console.log(`latency enqueue → receipt at ${LATENCY_RATE} events/s (${fmt(sent)} events): p50 ${pct(lat, 50).toFixed(2)} ms, p90 ${pct(lat, 90).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms, max ${lat[lat.length - 1]!.toFixed(2)} ms`)
+    const e2e = ours.value / raw.value
+    const vsPlain = ours.value / plain.value
+    return [
+      { measure: 'end to end / raw undici loop', value: `${fmt(ours.value)} / ${fmt(raw.value)} = ${e2e.toFixed(2)}`, target: '>= 0.6', met: e2e >= 0.6 },
+      { measure: 'end to end / plainjob', value: `${fmt(ours.value)} / ${fmt(plain.value)} = ${vsPlain.toFixed(2)}`, target: '>= 2.5', met: vsPlain >= 2.5 },
+      { measure: 'main-thread CPU per delivery in the pipeline', value: `${cpu(ours.cpuUs)} (raw loop ${cpu(raw.cpuUs)})`, target: '', met: null },
+      { measure: `latency at ${LATENCY_RATE} events/s, p50 / p99`, value: `${pct(lat, 50).toFixed(2)} / ${pct(lat, 99).toFixed(2)} ms`, target: '<= 5 / <= 25 ms', met: pct(lat, 50) <= 5 && pct(lat, 99) <= 25 },
+    ]
   } finally {
     await rx.close()
     rmSync(dir, { recursive: true, force: true })

@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { createRequire } from 'node:module'
+import type { Counter, Histogram, Registry } from 'prom-client'
 import { circuitState } from './delivery/breaker.js'
 import type { DispatchObserver } from './delivery/channel.js'
 import type { Clock } from './lib/clock.js'
@@ -20,10 +21,51 @@ export interface Metrics extends DispatchObserver {
   render(): Promise<string>
 }
 
-/** Creates the metrics on a private Registry (never the global one, so several instances coexist). */
+/**
+ * Creates the metrics on a private Registry (never the global one, so several instances coexist).
+ * prom-client (~13 MB with the OpenTelemetry API its process metrics load) is loaded at the first
+ * attempt or scrape, not at start: an idle server never loads it. Of the process metrics
+ * (`defaultMetrics`), CPU counts from here, GC and event-loop figures from then on (docs/performance.md).
+ */
 export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics?: boolean } = {}): Metrics {
+  let built: Built | null = null
+  // The process CPU counters count from here, as when prom-client was loaded at start.
+  const cpuAtStart = process.cpuUsage()
+  const get = (): Built => (built ??= build(store, clock, opts, cpuAtStart))
+  return {
+    get registry() {
+      return get().registry
+    },
+    get contentType() {
+      return get().registry.contentType
+    },
+    attempt(channel: Channel, outcome, durationMs) {
+      const { deliveries, latency } = get()
+      deliveries.inc({ channel, outcome })
+      if (outcome !== 'release' && outcome !== 'missed') latency.observe({ channel }, durationMs / 1000)
+    },
+    render: () => get().registry.metrics(),
+  }
+}
+
+interface Built {
+  registry: Registry
+  deliveries: Counter<'channel' | 'outcome'>
+  latency: Histogram<'channel'>
+}
+
+function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }, cpuAtStart: NodeJS.CpuUsage): Built {
+  const { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } = createRequire(import.meta.url)('prom-client') as typeof import('prom-client')
   const registry = new Registry()
-  if (opts.defaultMetrics ?? false) collectDefaultMetrics({ register: registry, prefix: 'postbox_' })
+  if (opts.defaultMetrics ?? false) {
+    collectDefaultMetrics({ register: registry, prefix: 'postbox_' })
+    // prom-client counts CPU from its own start; add what was used since createMetrics.
+    const d = process.cpuUsage(cpuAtStart)
+    const inc = (name: string, us: number): void => void (registry.getSingleMetric(`postbox_${name}`) as Counter | undefined)?.inc(us / 1e6)
+    inc('process_cpu_user_seconds_total', d.user)
+    inc('process_cpu_system_seconds_total', d.system)
+    inc('process_cpu_seconds_total', d.user + d.system)
+  }
 
   // Two gauges read the endpoints' state: one read per scrape (the gauges collect in the same
   // turn), not one each.
@@ -106,15 +148,7 @@ export function createMetrics(store: Store, clock: Clock, opts: { defaultMetrics
     },
   })
 
-  return {
-    registry,
-    contentType: registry.contentType,
-    attempt(channel: Channel, outcome, durationMs) {
-      deliveries.inc({ channel, outcome })
-      if (outcome !== 'release' && outcome !== 'missed') latency.observe({ channel }, durationMs / 1000)
-    },
-    render: () => registry.metrics(),
-  }
+  return { registry, deliveries, latency }
 }
 
 function safe<T>(fn: () => T, fallback: T): T {

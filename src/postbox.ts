@@ -10,7 +10,8 @@ import { silentLogger, type Log } from './log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import type { Store } from './store/index.js'
 import { createRetentionRunner, type RetentionRunner } from './store/retention.js'
-import { startCheckpointer, type Checkpointer } from './store/checkpointer.js'
+import type { Checkpointer } from './store/checkpointer.js'
+import { startCheckpointerOnDemand } from './store/checkpointer-on-demand.js'
 import { createWebhookService } from './webhooks/service.js'
 import type { WebhookService } from './webhooks/types.js'
 import { createEngine, type Engine } from './engine.js'
@@ -181,7 +182,7 @@ export class Postbox {
   start(): this {
     if (this.started || this.closed) return this
     this.started = true
-    this.checkpointer = startCheckpointer(this.store, this.log)
+    this.checkpointer = startCheckpointerOnDemand(this.store, this.log)
     this.engine.dispatcher.start()
     this.sweep(false)
     this.retentionTimer = setInterval(() => this.sweep(true), RETENTION_INTERVAL_MS)

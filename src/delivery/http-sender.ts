@@ -7,7 +7,7 @@ import type { ClaimedDelivery } from '../store/deliveries.js'
 import type { EndpointRow } from '../store/endpoints.js'
 import type { ChannelResult, ChannelSender } from './channel.js'
 import { classifyResponse, classifyTransportError, type Classification } from './classify.js'
-import { createGuardedAgent } from './guarded-agent.js'
+import { lazyGuardedAgent } from './guarded-agent.js'
 import { signatureHeaders } from './signer.js'
 import { transportErrorCode } from './http-util.js'
 import { startExchange, type Exchange } from './http-exchange.js'
@@ -56,7 +56,9 @@ const NONE: readonly string[] = []
 export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   const { store, config, clock, rng, log } = deps
   const userAgent = `Postbox/${deps.version ?? packageVersion()}`
-  const agent = createGuardedAgent(config.allowNetworks, deps.resolve)
+  // undici (~20 MB with its 110 files) is loaded with the first request: an idle server, or one
+  // with no webhook endpoint, never loads it (docs/performance.md).
+  const agent = lazyGuardedAgent(config.allowNetworks, deps.resolve)
   const health = createHealthRecorder({ store, config, log, onEndpointDisabled: deps.onEndpointDisabled })
 
   const endpoint = createEndpointCache(store)
@@ -107,7 +109,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     headers.push('postbox-event-type', d.eventType, 'postbox-delivery-id', d.id, 'postbox-attempt', String(d.attempts))
 
     watch(signal)
-    const x = startExchange(agent, { origin: t.origin, path: t.path, method: ep.method, headers, body, timeoutMs: ep.timeoutMs })
+    const x = startExchange(agent.get(), { origin: t.origin, path: t.path, method: ep.method, headers, body, timeoutMs: ep.timeoutMs })
     inFlight.set(x, signal)
     const r = await x.result
     inFlight.delete(x)
@@ -150,15 +152,6 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   return {
     timeoutMs: config.requestTimeoutMs,
     send,
-    async close() {
-      // A connect still in progress (stop() already settled its row) must not hold the close.
-      let timer: NodeJS.Timeout | undefined
-      const graceful = await Promise.race([
-        agent.close().then(() => true),
-        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS))),
-      ])
-      clearTimeout(timer)
-      if (!graceful) await agent.destroy()
-    },
+    close: () => agent.close(CLOSE_GRACE_MS),
   }
 }

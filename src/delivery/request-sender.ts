@@ -7,7 +7,7 @@ import type { ClaimedDelivery } from '../store/deliveries.js'
 import { requestIdOf } from '../store/requests.js'
 import type { ChannelResult, ChannelSender } from './channel.js'
 import { classifyResponse, classifyTransportError, type Classification } from './classify.js'
-import { closeAgent, createGuardedAgent } from './guarded-agent.js'
+import { lazyGuardedAgent } from './guarded-agent.js'
 import { startExchange, type Exchange } from './http-exchange.js'
 import { transportErrorCode } from './http-util.js'
 import { createOriginHealth, type OriginHealth } from './origin-health.js'
@@ -46,7 +46,7 @@ export interface RequestSender extends ChannelSender {
 export function createRequestSender(deps: RequestSenderDeps): RequestSender {
   const { store, config, clock, rng, log } = deps
   const userAgent = `Postbox/${deps.version ?? packageVersion()}`
-  const agent = createGuardedAgent(config.allowNetworks, deps.resolve)
+  const agent = lazyGuardedAgent(config.allowNetworks, deps.resolve)
   const origins = createOriginHealth()
   const inFlight = new Map<Exchange, AbortSignal>()
   const watched = new WeakSet<AbortSignal>()
@@ -98,7 +98,7 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
     }
 
     watch(signal)
-    const x = startExchange(agent, { origin: url.origin, path: url.pathname + url.search, method: t.method, headers, body: t.body, timeoutMs: t.timeoutMs })
+    const x = startExchange(agent.get(), { origin: url.origin, path: url.pathname + url.search, method: t.method, headers, body: t.body, timeoutMs: t.timeoutMs })
     inFlight.set(x, signal)
     const r = await x.result
     inFlight.delete(x)
@@ -135,6 +135,6 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
     origins,
     slotsFor: (key, now) => origins.slots(key, now),
     send,
-    close: () => closeAgent(agent, 500),
+    close: () => agent.close(500),
   }
 }

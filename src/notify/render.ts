@@ -1,4 +1,5 @@
-import { Liquid, type Template } from 'liquidjs'
+import { createRequire } from 'node:module'
+import type { Liquid, Template } from 'liquidjs'
 import type { TemplateRow } from '../store/directory.js'
 
 /** A rendered notification for one channel and locale. */
@@ -80,12 +81,18 @@ const MAX_CACHED = 500
  * `{% include %}`, `{% render %}` and `{% layout %}` find nothing instead of reading server files.
  */
 const NO_FILES = { templates: {}, relativeReference: false, strictVariables: false, strictFilters: false }
-const checker = new Liquid(NO_FILES)
+// liquidjs (~16 MB, ~0.3 s to load) is required on first use: an idle server, and one that sends
+// no templated notification, never loads it (docs/performance.md).
+let LiquidClass: typeof Liquid | null = null
+const newLiquid = (opts: ConstructorParameters<typeof Liquid>[0]): Liquid =>
+  new (LiquidClass ??= (createRequire(import.meta.url)('liquidjs') as typeof import('liquidjs')).Liquid)(opts)
+let checkerEngine: Liquid | null = null
+const checker = (): Liquid => (checkerEngine ??= newLiquid(NO_FILES))
 
 /** The Liquid syntax error of a template text, or null when it parses. */
 export function templateSyntaxError(text: string): string | null {
   try {
-    checker.parse(text)
+    checker().parse(text)
     return null
   } catch (err) {
     return (err as Error).message.split('\n')[0]!.slice(0, 300)
@@ -99,8 +106,10 @@ export function templateSyntaxError(text: string): string | null {
 export function createRenderer(): Renderer {
   // Limits keep a runaway admin template (a huge range loop) from stalling the pipeline transaction.
   const limits = { ...NO_FILES, renderLimit: RENDER_LIMIT_MS, memoryLimit: 16e6 }
-  const plain = new Liquid(limits)
-  const html = new Liquid({ ...limits, outputEscape: 'escape' })
+  let plainEngine: Liquid | null = null
+  let htmlEngine: Liquid | null = null
+  const plain = (): Liquid => (plainEngine ??= newLiquid(limits))
+  const html = (): Liquid => (htmlEngine ??= newLiquid({ ...limits, outputEscape: 'escape' }))
   const cache = new Map<string, Template[]>()
   const parse = (engine: Liquid, key: string, text: string): Template[] => {
     let parsed = cache.get(key)
@@ -113,14 +122,14 @@ export function createRenderer(): Renderer {
   }
   return (template, ctx, limitMs = RENDER_LIMIT_MS) => {
     if (!template) return renderFallback(ctx)
-    const engine = template.format === 'html' ? html : plain
+    const engine = template.format === 'html' ? html() : plain()
     const scope = { ...ctx, title: ctx.title ?? ctx.topic, body: ctx.body ?? '' }
     // Subject and body share one time limit: liquidjs's renderLimit counts per renderSync call.
     const deadline = performance.now() + Math.max(0, Math.min(RENDER_LIMIT_MS, limitMs))
     const run = (text: string, escaped: boolean): string => {
       if (text === '') return ''
       // The subject is never HTML, so it is rendered without escaping.
-      const e = escaped ? engine : plain
+      const e = escaped ? engine : plain()
       const renderLimit = Math.max(0, deadline - performance.now())
       return e.renderSync(parse(e, `${escaped ? 'h' : 'p'}:${text}`, text), scope, { renderLimit }) as string
     }
@@ -174,7 +183,7 @@ function readsRecipient(text: string): boolean {
   if (!text.includes('recipient') && !text.includes('[')) return false
   if (text.length > ANALYSIS_MAX_CHARS) return true
   try {
-    const a = checker.analyzeSync(checker.parse(text), { partials: false })
+    const a = checker().analyzeSync(checker().parse(text), { partials: false })
     if (Object.hasOwn(a.globals, 'recipient')) return true
     // The analysis reports `[key].id` as the path `key.id`: its location, at the `[`, tells them
     // apart. A quoted or numeric root (`['recipient']`, `[0]`) is a plain name and was counted.

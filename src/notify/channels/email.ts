@@ -1,5 +1,5 @@
-import nodemailer, { type Transporter } from 'nodemailer'
-import shared from 'nodemailer/lib/shared/index.js'
+import { createRequire } from 'node:module'
+import type { Transporter } from 'nodemailer'
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js'
 import type { Store } from '../../store/index.js'
 import type { ClaimedDelivery } from '../../store/deliveries.js'
@@ -10,7 +10,7 @@ import { parseJsonOr } from '../../lib/json.js'
 import type { DeliveryPayload } from '../pipeline.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
 import { maxAttemptsFor, nextRetryAt } from '../../delivery/retry-policy.js'
-import { markdownToHtml } from '../markdown.js'
+import type { markdownToHtml as MarkdownToHtml } from '../markdown.js'
 import { htmlToText } from '../html-text.js'
 import { smtpFailure } from './smtp-errors.js'
 import { rewriteLinks } from '../click-links.js'
@@ -65,6 +65,10 @@ const EXCHANGE_MS = 60_000
  */
 const CHANNEL_TIMEOUT_MS = QUEUE_WAIT_MS + EXCHANGE_MS
 
+let markdown: Promise<typeof MarkdownToHtml> | null = null
+/** The markdown renderer, imported on first use (marked is ESM only, so the import is asynchronous). */
+const loadMarkdown = (): Promise<typeof MarkdownToHtml> => (markdown ??= import('../markdown.js').then((m) => m.markdownToHtml))
+
 /** The subject and text of a digest holding `titles`. */
 export function digestMessage(titles: readonly string[]): { subject: string; text: string } {
   const subject = titles.length === 1 ? titles[0]! : `You have ${titles.length} notifications`
@@ -85,7 +89,13 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
   const getTransport = (): Transporter => {
     // Pooled: a burst of notification emails reuses a few connections instead of a handshake each.
     // Options given in the URL's query (e.g. ?tls.rejectUnauthorized=false) still win.
-    transport ??= nodemailer.createTransport({
+    // nodemailer (~14 MB) and marked are loaded with the first email: a server that sends none never
+    // loads them (docs/performance.md).
+    if (transport) return transport
+    const require = createRequire(import.meta.url)
+    const nodemailer = require('nodemailer') as typeof import('nodemailer')
+    const shared = require('nodemailer/lib/shared/index.js') as typeof import('nodemailer/lib/shared/index.js')
+    transport = nodemailer.createTransport({
       pool: true,
       maxConnections: connections,
       connectionTimeout: SMTP_TIMEOUT_MS,
@@ -226,7 +236,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
           list.push({ delivery, payload, resolve })
         })
       }
-      let html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? markdownToHtml(payload.body) : undefined
+      let html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? (await loadMarkdown())(payload.body) : undefined
       // An HTML template's text part is its words; markdown and text are readable as written.
       let text = payload.format === 'html' ? htmlToText(payload.body) : payload.body
       const tracked = deps.trackedLink?.(payload) ?? null
