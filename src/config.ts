@@ -76,6 +76,8 @@ export interface Config {
   readonly tokenSecret: string | null
   /** Browser origins allowed to call /v1 (`https://app.example.com`, or `*`); empty = no CORS headers. */
   readonly corsOrigins: readonly string[]
+  /** Origins whose pages may embed /portal in an iframe (CSP frame-ancestors); empty = this origin only. */
+  readonly portalOrigins: readonly string[]
 }
 
 /** Thrown for a bad setting; the message names the variable. */
@@ -126,6 +128,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
   { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset' },
   { env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', default: '(none)', description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any' },
+  { env: 'POSTBOX_PORTAL_ORIGINS', flag: '--portal-origins', default: '(none)', description: 'Comma list of origins whose pages may embed /portal in an iframe, e.g. https://app.example.com (without it only Postbox itself may)' },
 ]
 
 type Source = Record<string, string | undefined>
@@ -223,6 +226,7 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     pollIntervalMs: duration('POSTBOX_POLL_INTERVAL', DEFAULTS.pollIntervalMs, 10),
     tokenSecret: get('POSTBOX_TOKEN_SECRET') ?? null,
     corsOrigins: list('POSTBOX_CORS_ORIGINS'),
+    portalOrigins: list('POSTBOX_PORTAL_ORIGINS'),
   }
   return Object.freeze(checkConfig(config))
 }
@@ -358,7 +362,14 @@ export function checkConfig(c: Config): Config {
     if (origin === null) throw new ConfigError('POSTBOX_CORS_ORIGINS', `"${String(o)}" is not an origin such as https://app.example.com (scheme and host, no path), or *`)
     return origin
   })
-  return { ...c, synchronous, logLevel, corsOrigins: [...new Set(corsOrigins)] }
+  const portal = (c.portalOrigins ?? []) as unknown
+  if (!Array.isArray(portal)) throw new ConfigError('POSTBOX_PORTAL_ORIGINS', 'expected a list of origins (option portalOrigins)')
+  const portalOrigins = portal.map((o: unknown) => {
+    const origin = typeof o === 'string' && o !== '*' ? normalizeOrigin(o) : null
+    if (origin === null) throw new ConfigError('POSTBOX_PORTAL_ORIGINS', `"${String(o)}" is not an origin such as https://app.example.com (scheme and host, no path)`)
+    return origin
+  })
+  return { ...c, synchronous, logLevel, corsOrigins: [...new Set(corsOrigins)], portalOrigins: [...new Set(portalOrigins)] }
 }
 
 /** Options in milliseconds, which library callers may also give as durations (`'20s'`). */

@@ -17,6 +17,10 @@ import { opsRoutes } from './ops.js'
 import { notificationRoutes } from './notifications.js'
 import { directoryRoutes } from './directory.js'
 import { inboxRoutes, userToken } from './inbox.js'
+import { keySelfRoutes } from './key-self.js'
+import { statsRoutes } from './stats.js'
+import { templatePreviewRoutes } from './template-preview.js'
+import { webRoutes } from './web.js'
 
 /** The version reported in the OpenAPI document. */
 export const API_VERSION = '1.0.0'
@@ -85,12 +89,16 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.use('*', jsonBodyGuard(deps.config.maxBody))
 
   app.route('/', opsRoutes())
+  app.route('/', webRoutes(deps.webDir))
+  app.route('/', keySelfRoutes())
   app.route('/', keyRoutes())
+  app.route('/', statsRoutes())
   app.route('/', endpointRoutes())
   app.route('/', eventRoutes(deps))
   app.route('/', deliveryRoutes())
   if (deps.notify) app.route('/', notificationRoutes())
   if (deps.notify) app.route('/', directoryRoutes())
+  if (deps.notify) app.route('/', templatePreviewRoutes())
   if (deps.notify) app.route('/', inboxRoutes())
 
   // Generated once, on first request, from the same zod schemas that validate requests.

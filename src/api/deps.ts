@@ -22,6 +22,8 @@ export interface ApiDeps {
   /** The notification service (SPEC §7); the notify routes are mounted only when present. */
   readonly notify?: NotifyService
   readonly metrics?: MetricsSource
+  /** The built console and portal (dist/web by default; null serves none). */
+  readonly webDir?: string | null
   /** Group-commit window for POST /v1/events; 0 (default) = coalesce one event-loop turn. */
   readonly groupCommitMaxBatch?: number
 }

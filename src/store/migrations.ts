@@ -352,4 +352,9 @@ CREATE TABLE locks (
   seen_at      INTEGER NOT NULL             -- the holder's heartbeat
 ) WITHOUT ROWID;
 `,
+  /* v8 → v9: applications, catalog, receipts, console (each feature's block, see schema.sql). */
+  `
+-- ── v9: console stats ──
+CREATE INDEX attempts_started ON attempts (started_at);
+`,
 ]

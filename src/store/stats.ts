@@ -29,6 +29,13 @@ const SQL = {
       pause_count AS pauseCount FROM endpoints WHERE deleted_at IS NULL ORDER BY id LIMIT ?`,
   // Every pending row's creation time: fine for `postbox stats`, too slow for every metrics scrape.
   oldestPendingCreated: `SELECT min(created_at) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending'`,
+  // By the attempts_started index; one row per (bucket, outcome) that has attempts.
+  attemptBuckets: `SELECT CAST((started_at - :since) / :bucket AS INTEGER) AS b, outcome, count(*) AS n, sum(duration_ms) AS ms
+    FROM attempts INDEXED BY attempts_started WHERE started_at >= :since AND started_at < :until GROUP BY b, outcome`,
+  // One endpoint's: the attempts of the range, each joined to its delivery by primary key.
+  endpointAttemptBuckets: `SELECT CAST((a.started_at - :since) / :bucket AS INTEGER) AS b, a.outcome, count(*) AS n, sum(a.duration_ms) AS ms
+    FROM attempts a INDEXED BY attempts_started CROSS JOIN deliveries d ON d.id = a.delivery_id
+    WHERE a.started_at >= :since AND a.started_at < :until AND d.endpoint_id = :endpoint GROUP BY b, a.outcome`,
   quickCheck: `PRAGMA quick_check`,
   begin: `BEGIN IMMEDIATE`,
   rollback: `ROLLBACK`,
@@ -40,12 +47,26 @@ const SQL = {
  */
 export const MIN_FREE_BYTES = 1024 * 1024
 
+/** Attempts in one time bucket, by outcome (success, retry, dead, snooze). */
+export interface AttemptBucket {
+  /** The bucket's start, epoch ms. */
+  start: number
+  counts: Record<string, number>
+  /** The summed duration of those attempts, in ms. */
+  durationMs: number
+}
+
 /** Read-only aggregate queries for operations (stats, metrics, readiness). */
 export interface StatsStore {
   /** Health of up to `limit` live endpoints. */
   endpointHealth(limit?: number): EndpointHealthRow[]
   /** Breaker and disabled state of up to `limit` live endpoints (endpointHealth without url, last success or pending count). */
   endpointStates(limit?: number): EndpointState[]
+  /**
+   * Attempts started in `[since, until)` (of one endpoint's deliveries, when given) counted per
+   * `bucketMs` by outcome; every bucket is listed, empty ones too.
+   */
+  attemptTimeseries(since: number, until: number, bucketMs: number, endpointId?: string): AttemptBucket[]
   /** Throws when the database cannot take a write lock (read-only file, locked, closed) or its disk is full. */
   probeWritable(): void
   /** SQLite's quick_check; an empty list means the file is sound. */
@@ -62,7 +83,27 @@ export function createStatsStore(db: Db): StatsStore {
   const rollback = db.prepare(SQL.rollback)
   const quickCheck = db.prepare(SQL.quickCheck).pluck()
   const oldestPendingCreated = db.prepare(SQL.oldestPendingCreated).pluck()
+  const attemptBuckets = db.prepare(SQL.attemptBuckets)
+  const endpointAttemptBuckets = db.prepare(SQL.endpointAttemptBuckets)
   return {
+    attemptTimeseries(since, until, bucketMs, endpointId) {
+      const n = Math.max(0, Math.ceil((until - since) / bucketMs))
+      const out: AttemptBucket[] = Array.from({ length: n }, (_, i) => ({ start: since + i * bucketMs, counts: {}, durationMs: 0 }))
+      const params = { since, until, bucket: bucketMs }
+      const rows = (endpointId === undefined ? attemptBuckets.all(params) : endpointAttemptBuckets.all({ ...params, endpoint: endpointId })) as {
+        b: number
+        outcome: string
+        n: number
+        ms: number
+      }[]
+      for (const r of rows) {
+        const bucket = out[r.b]
+        if (!bucket) continue
+        bucket.counts[r.outcome] = r.n
+        bucket.durationMs += r.ms
+      }
+      return out
+    },
     oldestPendingCreatedAt: () => (oldestPendingCreated.get() as number | null) ?? null,
     integrityCheck() {
       const rows = quickCheck.all() as string[]
