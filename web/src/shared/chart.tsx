@@ -11,6 +11,14 @@ const OUTCOMES = [
   { key: 'dead', label: 'Failed for good', stroke: '#cf222e', fill: 'rgba(207,34,46,0.15)' },
 ] as const
 
+/** "minute", "hour", "5 min". */
+function bucketLabel(seconds: number): string {
+  if (seconds === 60) return 'minute'
+  if (seconds === 3600) return 'hour'
+  if (seconds === 86_400) return 'day'
+  return seconds >= 3600 ? `${seconds / 3600} h` : seconds >= 60 ? `${seconds / 60} min` : `${seconds} s`
+}
+
 /**
  * Attempts per bucket by outcome, drawn by uPlot on a canvas. The figure's caption carries the
  * totals in words, so the chart is not the only way to read them.
@@ -29,7 +37,7 @@ export function AttemptsChart(props: { series: Series; title: string }) {
         width,
         height: 220,
         series: [{}, ...OUTCOMES.map((o) => ({ label: o.label, stroke: o.stroke, fill: o.fill, width: 1.5, points: { show: false } }))],
-        axes: [{}, { label: `per ${s.bucket_seconds >= 60 ? s.bucket_seconds / 60 + ' min' : s.bucket_seconds + ' s'}`, size: 50 }],
+        axes: [{}, { label: `per ${bucketLabel(s.bucket_seconds)}`, size: 50 }],
         scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
         cursor: { drag: { x: false, y: false } },
       },
