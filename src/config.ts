@@ -76,6 +76,8 @@ export interface Config {
   readonly tokenSecret: string | null
   /** Browser origins allowed to call /v1 (`https://app.example.com`, or `*`); empty = no CORS headers. */
   readonly corsOrigins: readonly string[]
+  /** Browser origins allowed to call the user-token routes (/v1/inbox…); empty = any origin. */
+  readonly inboxOrigins: readonly string[]
   /** Origins whose pages may embed /portal in an iframe (CSP frame-ancestors); empty = this origin only. */
   readonly portalOrigins: readonly string[]
 }
@@ -128,6 +130,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
   { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset' },
   { env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', default: '(none)', description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any' },
+  { env: 'POSTBOX_INBOX_ORIGINS', flag: '--inbox-origins', default: '(any)', description: 'Comma list of browser origins allowed to call the user-token routes /v1/inbox… (CORS, for the inbox element); unset means any origin' },
   { env: 'POSTBOX_PORTAL_ORIGINS', flag: '--portal-origins', default: '(none)', description: 'Comma list of origins whose pages may embed /portal in an iframe, e.g. https://app.example.com (without it only Postbox itself may)' },
 ]
 
@@ -226,6 +229,7 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     pollIntervalMs: duration('POSTBOX_POLL_INTERVAL', DEFAULTS.pollIntervalMs, 10),
     tokenSecret: get('POSTBOX_TOKEN_SECRET') ?? null,
     corsOrigins: list('POSTBOX_CORS_ORIGINS'),
+    inboxOrigins: list('POSTBOX_INBOX_ORIGINS'),
     portalOrigins: list('POSTBOX_PORTAL_ORIGINS'),
   }
   return Object.freeze(checkConfig(config))
@@ -355,21 +359,22 @@ export function checkConfig(c: Config): Config {
   for (const t of topics) {
     if (typeof t !== 'string' || !TOPIC.test(t)) throw new ConfigError('POSTBOX_MANDATORY_TOPICS', `"${String(t)}" is not a topic: use a-z, 0-9 and _ . : - (at most 200)`)
   }
-  const cors = (c.corsOrigins ?? []) as unknown
-  if (!Array.isArray(cors)) throw new ConfigError('POSTBOX_CORS_ORIGINS', 'expected a list of origins (option corsOrigins)')
-  const corsOrigins = cors.map((o: unknown) => {
+  const corsOrigins = checkOrigins(c.corsOrigins, 'POSTBOX_CORS_ORIGINS', 'corsOrigins')
+  const inboxOrigins = checkOrigins(c.inboxOrigins, 'POSTBOX_INBOX_ORIGINS', 'inboxOrigins')
+  const portalOrigins = checkOrigins(c.portalOrigins, 'POSTBOX_PORTAL_ORIGINS', 'portalOrigins')
+  return { ...c, synchronous, logLevel, corsOrigins, inboxOrigins, portalOrigins }
+}
+
+/** Normalises a list of CORS origins (deduplicated), or throws a ConfigError naming `variable`. */
+function checkOrigins(value: unknown, variable: string, option: string): string[] {
+  const list = (value ?? []) as unknown
+  if (!Array.isArray(list)) throw new ConfigError(variable, `expected a list of origins (option ${option})`)
+  const origins = list.map((o: unknown) => {
     const origin = typeof o === 'string' ? normalizeOrigin(o) : null
-    if (origin === null) throw new ConfigError('POSTBOX_CORS_ORIGINS', `"${String(o)}" is not an origin such as https://app.example.com (scheme and host, no path), or *`)
+    if (origin === null) throw new ConfigError(variable, `"${String(o)}" is not an origin such as https://app.example.com (scheme and host, no path), or *`)
     return origin
   })
-  const portal = (c.portalOrigins ?? []) as unknown
-  if (!Array.isArray(portal)) throw new ConfigError('POSTBOX_PORTAL_ORIGINS', 'expected a list of origins (option portalOrigins)')
-  const portalOrigins = portal.map((o: unknown) => {
-    const origin = typeof o === 'string' && o !== '*' ? normalizeOrigin(o) : null
-    if (origin === null) throw new ConfigError('POSTBOX_PORTAL_ORIGINS', `"${String(o)}" is not an origin such as https://app.example.com (scheme and host, no path)`)
-    return origin
-  })
-  return { ...c, synchronous, logLevel, corsOrigins: [...new Set(corsOrigins)], portalOrigins: [...new Set(portalOrigins)] }
+  return [...new Set(origins)]
 }
 
 /** Options in milliseconds, which library callers may also give as durations (`'20s'`). */

@@ -1,9 +1,14 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { SETTINGS } from '../src/config.js'
 
-const README = readFileSync(join(import.meta.dirname, '..', 'README.md'), 'utf8')
+const ROOT = join(import.meta.dirname, '..')
+const DOCS = join(ROOT, 'docs')
+/** The README and the docs/ pages it links to, where a feature's settings may be documented. */
+const README = [join(ROOT, 'README.md'), ...(existsSync(DOCS) ? readdirSync(DOCS).filter((f) => f.endsWith('.md')).map((f) => join(DOCS, f)) : [])]
+  .map((f) => readFileSync(f, 'utf8'))
+  .join('\n')
 
 describe('README configuration table', () => {
   it('has one row per setting, matching SETTINGS exactly (variable, flag, default, description)', () => {

@@ -66,7 +66,7 @@ describe('console in a browser', () => {
   it('a wrong key gets a clear message, and nothing is stored', async () => {
     await signIn('pbk_' + 'x'.repeat(43))
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/not accepted: it is unknown, revoked or mistyped/)
-    expect(await page.evaluate(() => sessionStorage.length + localStorage.length)).toBe(0)
+    expect(await page.evaluate('sessionStorage.length + localStorage.length')).toBe(0)
     expect(await seriousViolations(page)).toEqual([])
   })
 
@@ -74,7 +74,7 @@ describe('console in a browser', () => {
     await signIn(server.adminKey)
     await page.getByRole('heading', { name: 'Deliveries per minute, last 24 hours' }).waitFor()
     // The key is in sessionStorage only, and never in the address.
-    expect(await page.evaluate(() => ({ s: Object.values(sessionStorage), l: localStorage.length }))).toEqual({ s: [server.adminKey], l: 0 })
+    expect(await page.evaluate('({ s: Object.values(sessionStorage), l: localStorage.length })')).toEqual({ s: [server.adminKey], l: 0 })
     expect(page.url()).not.toContain(server.adminKey)
     await page.locator('.chart canvas').first().waitFor()
     expect(await seriousViolations(page)).toEqual([])
@@ -134,12 +134,12 @@ describe('console in a browser', () => {
     let reached = false
     for (let i = 0; i < 12 && !reached; i++) {
       await page.keyboard.press('Tab')
-      reached = await page.evaluate(() => document.activeElement?.textContent === 'Deliveries')
+      reached = await page.evaluate("document.activeElement?.textContent === 'Deliveries'")
     }
     expect(reached).toBe(true)
     await page.keyboard.press('Enter')
     await page.getByRole('heading', { name: 'Filter deliveries' }).waitFor()
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe('main')
+    expect(await page.evaluate('document.activeElement?.id')).toBe('main')
     expect(await seriousViolations(page)).toEqual([])
   })
 

@@ -12,6 +12,8 @@ export default defineConfig({
   root,
   base: '/',
   publicDir: false,
+  // The typed client of the package (sdk/client), by the name the package exports it under.
+  resolve: { alias: { 'postbox/client': fileURLToPath(new URL('../sdk/client/index.ts', import.meta.url)) } },
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: {
     outDir: fileURLToPath(new URL('../dist/web', import.meta.url)),

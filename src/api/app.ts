@@ -36,7 +36,8 @@ const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
 const CORS_MAX_AGE = 600
 
 /**
- * CORS for the browser front end of POSTBOX_CORS_ORIGINS (hono/cors). Credentials are bearer
+ * CORS for the browser front end of POSTBOX_CORS_ORIGINS, or the inbox element's pages
+ * (POSTBOX_INBOX_ORIGINS) on the user-token routes (hono/cors). Credentials are bearer
  * tokens, never cookies, so no Allow-Credentials. A preflight from an origin not on the list
  * is not answered as one: it goes on as if CORS were off (auth, then 404), with no CORS headers.
  */
@@ -81,7 +82,11 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     await next()
   })
   // Before auth: a preflight carries no Authorization header, and a 401 must be readable too.
-  if (deps.config.corsOrigins?.length) app.use('/v1/*', corsMiddleware(deps.config.corsOrigins))
+  // The user-token routes serve the inbox element on the operator's own site: any origin unless
+  // POSTBOX_INBOX_ORIGINS narrows it (bearer tokens, never cookies, so a foreign page gains nothing).
+  const inboxCors = corsMiddleware(deps.config.inboxOrigins?.length ? deps.config.inboxOrigins : ['*'])
+  const apiCors = deps.config.corsOrigins?.length ? corsMiddleware(deps.config.corsOrigins) : null
+  app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? inboxCors(c, next) : apiCors ? apiCors(c, next) : next()))
   const auth = authenticate()
   // The inbox authenticates with user tokens, also before the body guard.
   app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? (deps.notify ? userToken(c, next) : next()) : auth(c, next)))

@@ -1,32 +1,28 @@
-import createClient, { type Client } from 'openapi-fetch'
-import type { components, paths } from './api-types'
+import { createPostboxClient, PostboxApiError, unwrap as unwrapCall, type components, type PostboxClient } from 'postbox/client'
 
-/** The typed client of the v1 API (generated from /openapi.json). */
-export type Api = Client<paths>
+/** The typed client of the v1 API (postbox/client, generated from /openapi.json). */
+export type Api = PostboxClient
 /** The schemas of /openapi.json, by name. */
 export type Schemas = components['schemas']
-
-/** An error answer of the API: `{error: {code, message, details}}` with its HTTP status. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details?: unknown,
-  ) {
-    super(message)
-  }
-}
+/** An error answer of the API: its stable `code`, HTTP `status`, message and `details`. */
+export const ApiError = PostboxApiError
+/** An error answer of the API (see ApiError). */
+export type ApiError = PostboxApiError
 
 /** A client that sends `Authorization: Bearer <token>` on every call, to this page's own origin. */
 export function makeApi(token: string, onUnauthorized?: (e: ApiError) => void): Api {
-  const api = createClient<paths>({ baseUrl: location.origin, headers: { authorization: `Bearer ${token}` } })
+  const api = createPostboxClient({ baseUrl: location.origin, token })
   if (onUnauthorized) {
     api.use({
       async onResponse({ response }) {
         if (response.status === 401) {
-          const e = await toApiError(response.clone())
-          onUnauthorized(e)
+          let body: unknown = null
+          try {
+            body = await response.clone().json()
+          } catch {
+            // not JSON: a proxy's page, say
+          }
+          onUnauthorized(new PostboxApiError(401, body))
         }
         return undefined
       },
@@ -35,30 +31,14 @@ export function makeApi(token: string, onUnauthorized?: (e: ApiError) => void): 
   return api
 }
 
-async function toApiError(response: Response): Promise<ApiError> {
-  let body: unknown = null
-  try {
-    body = await response.json()
-  } catch {
-    // not JSON: a proxy's page, say
-  }
-  const err = (body as { error?: { code?: string; message?: string; details?: unknown } } | null)?.error
-  return new ApiError(response.status, err?.code ?? 'http_' + response.status, err?.message ?? `HTTP ${response.status}`, err?.details)
-}
-
-/** Awaits an openapi-fetch call and returns its data, or throws its error as an ApiError. */
+/** Awaits a client call and returns its data; throws an ApiError (status 0, `network_error`, when no answer came). */
 export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
-  let r: { data?: T; error?: unknown; response: Response }
   try {
-    r = await call
+    return await unwrapCall(call)
   } catch (e) {
-    throw new ApiError(0, 'network_error', `The server could not be reached (${(e as Error).message})`)
+    if (e instanceof PostboxApiError) throw e
+    throw new PostboxApiError(0, { error: { code: 'network_error', message: `The server could not be reached (${(e as Error).message})` } })
   }
-  if (!r.response.ok) {
-    const err = (r.error as { error?: { code?: string; message?: string; details?: unknown } } | undefined)?.error
-    throw new ApiError(r.response.status, err?.code ?? 'http_' + r.response.status, err?.message ?? `HTTP ${r.response.status}`, err?.details)
-  }
-  return r.data as T
 }
 
 /** A human sentence for an error, with the field issues of validation_failed. */

@@ -4,6 +4,57 @@
  */
 
 export interface paths {
+    "/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Redirects to the console */
+        get: operations["rootRedirect"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/assets/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A hashed script or style sheet of the pages (cached for a year) */
+        get: operations["webAsset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The operator's console (sign in with an API key) */
+        get: operations["consolePage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -28,51 +79,6 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["Health"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/readyz": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Readiness: the database takes writes */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description ready */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Health"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
                     };
                 };
             };
@@ -139,23 +145,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/console": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The operator's console (sign in with an API key) */
-        get: operations["consolePage"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/portal": {
         parameters: {
             query?: never;
@@ -173,15 +162,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/assets/{file}": {
+    "/readyz": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** A hashed script or style sheet of the pages (cached for a year) */
-        get: operations["webAsset"];
+        /** Readiness: the database takes writes */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description ready */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Health"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         put?: never;
         post?: never;
         delete?: never;
@@ -190,53 +207,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/": {
+    "/v1/deliveries": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Redirects to the console */
-        get: operations["rootRedirect"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/keys/self": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The calling key itself: its role tells a client (the console) what it may do (any role) */
-        get: operations["getOwnKey"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/keys": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List API keys (viewer; hashes and keys are never returned) */
+        /** List deliveries */
         get: {
             parameters: {
                 query?: {
-                    limit?: number;
                     cursor?: string;
+                    endpoint_id?: string;
+                    /** @description The event's deliveries (one per endpoint) */
+                    event_id?: string;
+                    /** @description With event_type (unless status is pending or in_flight) or status=success, and no event_id or notification_id, a page reads at most 10,000 deliveries: it may hold fewer than `limit` (even none) while next_cursor continues the read. */
+                    event_type?: string;
+                    limit?: number;
+                    /** @description The notification's deliveries (per recipient and channel) */
+                    notification_id?: string;
+                    /** @description With event_type (unless status is pending or in_flight) or status=success, and no event_id or notification_id, a page reads at most 10,000 deliveries: it may hold fewer than `limit` (even none) while next_cursor continues the read. */
+                    status?: "pending" | "in_flight" | "success" | "dead" | "cancelled";
                 };
                 header?: never;
                 path?: never;
@@ -250,7 +242,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["KeyList"];
+                        "application/json": components["schemas"]["DeliveryList"];
                     };
                 };
                 /** @description invalid_json or validation_failed */
@@ -319,112 +311,22 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create an API key (admin) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["KeyCreate"];
-                };
-            };
-            responses: {
-                /** @description created; `key` is shown only here */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["KeyCreated"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v1/keys/{id}": {
+    "/v1/deliveries/{id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
-        post?: never;
-        /** Revoke an API key (admin; not your own, not the last admin) */
-        delete: {
+        /** A delivery with its attempts */
+        get: {
             parameters: {
                 query?: never;
                 header?: never;
@@ -435,13 +337,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description revoked */
+                /** @description the delivery */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["KeyRevoked"];
+                        "application/json": components["schemas"]["DeliveryOut"];
                     };
                 };
                 /** @description invalid_json or validation_failed */
@@ -480,7 +382,110 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description last_admin */
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deliveries/{id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a terminal delivery again (admin) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description queued */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Redelivered"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_eligible */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -518,39 +523,6 @@ export interface paths {
                 };
             };
         };
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/stats": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Queue depth, oldest pending and endpoint health (viewer) */
-        get: operations["getStats"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/stats/timeseries": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Delivery attempts per time bucket by outcome (viewer) */
-        get: operations["getStatsTimeseries"];
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -568,8 +540,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    limit?: number;
                     cursor?: string;
+                    limit?: number;
                 };
                 header?: never;
                 path?: never;
@@ -1039,212 +1011,6 @@ export interface paths {
         };
         trace?: never;
     };
-    "/v1/endpoints/{id}/secret": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The signing secret (admin) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description the current secret */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["SecretOut"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/endpoints/{id}/secret/rotate": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Rotate the signing secret (admin) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": components["schemas"]["RotateSecretIn"];
-                };
-            };
-            responses: {
-                /** @description the new secret */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["SecretOut"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/endpoints/{id}/enable": {
         parameters: {
             query?: never;
@@ -1460,6 +1226,212 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/endpoints/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signing secret (admin) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the current secret */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SecretOut"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{id}/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate the signing secret (admin) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["RotateSecretIn"];
+                };
+            };
+            responses: {
+                /** @description the new secret */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SecretOut"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/endpoints/{id}/test": {
         parameters: {
             query?: never;
@@ -1581,10 +1553,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    cursor?: string;
+                    limit?: number;
                     /** @description Only events of this exact type (indexed) */
                     type?: string;
-                    limit?: number;
-                    cursor?: string;
                 };
                 header?: never;
                 path?: never;
@@ -1773,6 +1745,107 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An event and its deliveries */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the event */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["EventOut"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events/batch": {
         parameters: {
             query?: never;
@@ -1885,32 +1958,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/events/{id}": {
+    "/v1/inbox": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** An event and its deliveries */
+        /** Your inbox, newest first */
         get: {
             parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
+                query?: {
+                    archived?: "true" | "false";
+                    cursor?: string;
+                    limit?: number;
+                    status?: "unread" | "read" | "all";
+                    token?: string;
+                    /** @description A page reads at most 10,000 messages: it may hold fewer than `limit` (even none) while next_cursor continues the read. */
+                    topic?: string;
                 };
+                header?: never;
+                path?: never;
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description the event */
+                /** @description a page and the exact unread count */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["EventOut"];
+                        "application/json": components["schemas"]["InboxList"];
                     };
                 };
                 /** @description invalid_json or validation_failed */
@@ -1986,28 +2065,839 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/deliveries": {
+    "/v1/inbox/archive": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** List deliveries */
+        get?: never;
+        put?: never;
+        /** Archive messages */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["InboxIds"];
+                };
+            };
+            responses: {
+                /** @description how many of your messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark messages read */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["InboxIds"];
+                };
+            };
+            responses: {
+                /** @description how many of your messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/read-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark everything read */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description how many messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/seen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark messages seen */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["InboxIds"];
+                };
+            };
+            responses: {
+                /** @description how many of your messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Live updates over SSE: notification, state and unread_count events; Last-Event-ID or ?since= replays */
         get: {
             parameters: {
                 query?: {
-                    /** @description With event_type (unless status is pending or in_flight) or status=success, and no event_id or notification_id, a page reads at most 10,000 deliveries: it may hold fewer than `limit` (even none) while next_cursor continues the read. */
-                    status?: "pending" | "in_flight" | "success" | "dead" | "cancelled";
-                    endpoint_id?: string;
-                    /** @description With event_type (unless status is pending or in_flight) or status=success, and no event_id or notification_id, a page reads at most 10,000 deliveries: it may hold fewer than `limit` (even none) while next_cursor continues the read. */
-                    event_type?: string;
-                    /** @description The event's deliveries (one per endpoint) */
-                    event_id?: string;
-                    /** @description The notification's deliveries (per recipient and channel) */
-                    notification_id?: string;
-                    limit?: number;
+                    /** @description Replay events after this id */
+                    since?: string;
+                    /** @description The user token, for EventSource (this route only) */
+                    token?: string;
+                };
+                header?: {
+                    /** @description The last event id received; replays what came after it */
+                    "last-event-id"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description an event stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/unarchive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Unarchive messages */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["InboxIds"];
+                };
+            };
+            responses: {
+                /** @description how many of your messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/unread": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark messages unread */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["InboxIds"];
+                };
+            };
+            responses: {
+                /** @description how many of your messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/unread-count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your unread count */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description exact over the whole non-archived inbox */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UnreadCount"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List API keys (viewer; hashes and keys are never returned) */
+        get: {
+            parameters: {
+                query?: {
                     cursor?: string;
+                    limit?: number;
                 };
                 header?: never;
                 path?: never;
@@ -2021,7 +2911,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["DeliveryList"];
+                        "application/json": components["schemas"]["KeyList"];
                     };
                 };
                 /** @description invalid_json or validation_failed */
@@ -2090,39 +2980,27 @@ export interface paths {
             };
         };
         put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/deliveries/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A delivery with its attempts */
-        get: {
+        /** Create an API key (admin) */
+        post: {
             parameters: {
                 query?: never;
                 header?: never;
-                path: {
-                    id: string;
-                };
+                path?: never;
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["KeyCreate"];
+                };
+            };
             responses: {
-                /** @description the delivery */
-                200: {
+                /** @description created; `key` is shown only here */
+                201: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["DeliveryOut"];
+                        "application/json": components["schemas"]["KeyCreated"];
                     };
                 };
                 /** @description invalid_json or validation_failed */
@@ -2190,15 +3068,13 @@ export interface paths {
                 };
             };
         };
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v1/deliveries/{id}/redeliver": {
+    "/v1/keys/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -2207,8 +3083,9 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a terminal delivery again (admin) */
-        post: {
+        post?: never;
+        /** Revoke an API key (admin; not your own, not the last admin) */
+        delete: {
             parameters: {
                 query?: never;
                 header?: never;
@@ -2219,13 +3096,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description queued */
-                202: {
+                /** @description revoked */
+                200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Redelivered"];
+                        "application/json": components["schemas"]["KeyRevoked"];
                     };
                 };
                 /** @description invalid_json or validation_failed */
@@ -2264,7 +3141,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description not_eligible */
+                /** @description last_admin */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -2302,6 +3179,22 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/self": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The calling key itself: its role tells a client (the console) what it may do (any role) */
+        get: operations["getOwnKey"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2509,6 +3402,627 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set a preference row (admin) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["PreferenceIn"];
+                };
+            };
+            responses: {
+                /** @description stored */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Preference"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Queue depth, oldest pending and endpoint health (viewer) */
+        get: operations["getStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats/timeseries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Delivery attempts per time bucket by outcome (viewer) */
+        get: operations["getStatsTimeseries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List subscriptions, optionally of one topic */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string;
+                    limit?: number;
+                    topic?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description subscriptions */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SubscriptionList"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /** Subscribe a principal to a topic (admin) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SubscriptionIn"];
+                };
+            };
+            responses: {
+                /** @description subscribed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Subscription"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Unsubscribe a principal from a topic (admin) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SubscriptionIn"];
+                };
+            };
+            responses: {
+                /** @description deleted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Deleted"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List templates, every version */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string;
+                    limit?: number;
+                    topic?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description templates */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TemplateList"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /** Add a template version (admin) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["TemplateIn"];
+                };
+            };
+            responses: {
+                /** @description the new version */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Template"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Render a template for a recipient without sending anything (viewer) */
+        post: operations["previewTemplate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2799,6 +4313,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{id}/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A user's preferences */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description a user id, or * for the rows of every user */
+                    id: "*" | string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the rows of that user */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PreferenceList"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{id}/tokens": {
         parameters: {
             query?: never;
@@ -2904,1771 +4523,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/users/{id}/preferences": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A user's preferences */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    cursor?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description a user id, or * for the rows of every user */
-                    id: "*" | string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description the rows of that user */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PreferenceList"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/subscriptions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List subscriptions, optionally of one topic */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    cursor?: string;
-                    topic?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description subscriptions */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["SubscriptionList"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        /** Subscribe a principal to a topic (admin) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["SubscriptionIn"];
-                };
-            };
-            responses: {
-                /** @description subscribed */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Subscription"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        post?: never;
-        /** Unsubscribe a principal from a topic (admin) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["SubscriptionIn"];
-                };
-            };
-            responses: {
-                /** @description deleted */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Deleted"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/preferences": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /** Set a preference row (admin) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["PreferenceIn"];
-                };
-            };
-            responses: {
-                /** @description stored */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Preference"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/templates": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List templates, every version */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    cursor?: string;
-                    topic?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description templates */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["TemplateList"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        /** Add a template version (admin) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["TemplateIn"];
-                };
-            };
-            responses: {
-                /** @description the new version */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Template"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/templates/preview": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Render a template for a recipient without sending anything (viewer) */
-        post: operations["previewTemplate"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/inbox": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Your inbox, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    status?: "unread" | "read" | "all";
-                    archived?: "true" | "false";
-                    /** @description A page reads at most 10,000 messages: it may hold fewer than `limit` (even none) while next_cursor continues the read. */
-                    topic?: string;
-                    limit?: number;
-                    cursor?: string;
-                    token?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description a page and the exact unread count */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["InboxList"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/inbox/unread-count": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Your unread count */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description exact over the whole non-archived inbox */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["UnreadCount"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/inbox/read": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Mark messages read */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["InboxIds"];
-                };
-            };
-            responses: {
-                /** @description how many of your messages changed */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["InboxUpdated"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/inbox/unread": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Mark messages unread */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["InboxIds"];
-                };
-            };
-            responses: {
-                /** @description how many of your messages changed */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["InboxUpdated"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/inbox/seen": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Mark messages seen */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["InboxIds"];
-                };
-            };
-            responses: {
-                /** @description how many of your messages changed */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["InboxUpdated"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/inbox/archive": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Archive messages */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["InboxIds"];
-                };
-            };
-            responses: {
-                /** @description how many of your messages changed */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["InboxUpdated"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/inbox/unarchive": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Unarchive messages */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["InboxIds"];
-                };
-            };
-            responses: {
-                /** @description how many of your messages changed */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["InboxUpdated"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/inbox/read-all": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Mark everything read */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description how many messages changed */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["InboxUpdated"];
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/inbox/stream": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Live updates over SSE: notification, state and unread_count events; Last-Event-ID or ?since= replays */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description The user token, for EventSource (this route only) */
-                    token?: string;
-                    /** @description Replay events after this id */
-                    since?: string;
-                };
-                header?: {
-                    /** @description The last event id received; replays what came after it */
-                    "last-event-id"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description an event stream */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/event-stream": string;
-                    };
-                };
-                /** @description invalid_json or validation_failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unauthorized or invalid_token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description forbidden */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description not_found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description payload_too_large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unsupported_media_type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description unavailable */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        Health: {
-            /** @enum {string} */
-            status: "ok";
+        AttemptOut: {
+            attempt: number;
+            duration_ms: number;
+            error: string | null;
+            outcome: string;
+            response_body: string | null;
+            started_at: string;
+            status_code: number | null;
         };
-        Error: {
-            error: {
-                /** @example validation_failed */
-                code: string;
-                message: string;
-                details?: unknown;
-            };
-        };
-        KeySelf: {
-            id: string;
-            name: string;
-            /** @enum {string} */
-            role: "admin" | "publisher" | "viewer";
-            prefix: string;
-            created_at: string;
-            last_used_at: string | null;
-        };
-        KeyCreated: components["schemas"]["Key"] & {
-            /** @description The key itself; shown only once */
-            key: string;
-        };
-        Key: {
-            id: string;
-            name: string;
-            /** @enum {string} */
-            role: "admin" | "publisher" | "viewer";
-            prefix: string;
-            created_at: string;
-            last_used_at: string | null;
-            revoked: boolean;
-            revoked_at: string | null;
-        };
-        KeyCreate: {
-            /** @example billing-service */
-            name?: string;
-            /** @enum {string} */
-            role: "admin" | "publisher" | "viewer";
-        };
-        KeyList: {
-            data: components["schemas"]["Key"][];
-            next_cursor: string | null;
-        };
-        KeyRevoked: {
+        Deleted: {
             /** @enum {boolean} */
-            revoked: true;
-        };
-        Stats: {
-            deliveries: components["schemas"]["DeliveryCounts"];
-            /** @description When the oldest pending delivery was accepted */
-            oldest_pending_at: string | null;
-            oldest_pending_age_seconds: number | null;
-            /** @description The earliest time a pending delivery is due */
-            next_due_at: string | null;
-            endpoints: components["schemas"]["EndpointHealth"][];
-            failing_endpoints: number;
+            deleted: true;
         };
         DeliveryCounts: {
-            pending: number;
-            in_flight: number;
-            success: number;
-            dead: number;
             cancelled: number;
-        };
-        EndpointHealth: {
-            id: string;
-            url: string;
-            disabled: boolean;
-            disabled_reason: string | null;
-            paused_until: string | null;
-            /** @enum {string} */
-            circuit: "closed" | "open" | "half_open";
-            consecutive_failures: number;
-            last_success_at: string | null;
-            pending: number;
-            /** @description Disabled, circuit not closed, or failures since the last success */
-            failing: boolean;
-        };
-        StatsTimeseries: {
-            since: string;
-            until: string;
-            bucket_seconds: number;
-            data: components["schemas"]["StatsBucket"][];
-            totals: {
-                success: number;
-                retry: number;
-                dead: number;
-                snooze: number;
-                attempts: number;
-                avg_duration_ms: number | null;
-            };
-        };
-        StatsBucket: {
-            start: string;
-            success: number;
-            retry: number;
             dead: number;
-            snooze: number;
-            attempts: number;
-            avg_duration_ms: number | null;
+            in_flight: number;
+            pending: number;
+            success: number;
         };
-        EndpointOut: {
-            /** @example ep_01jd0000000000000000000000 */
-            id: string;
-            url: string;
-            description: string;
-            event_types: string[] | null;
-            headers: {
-                [key: string]: string;
-            };
-            /** @enum {string} */
-            method: "POST" | "PUT";
-            timeout_ms: number;
-            max_concurrency: number;
-            rate_limit: number | null;
-            ordered: boolean;
-            retry_schedule: number[] | null;
-            /** @enum {string} */
-            signature: "standard" | "hmac-sha256";
-            metadata: {
-                [key: string]: unknown;
-            };
-            disabled: boolean;
-            disabled_reason: string | null;
-            last_success_at: string | null;
-            /** @description Failed attempts since the last success (any failure: transport error, 5xx, 4xx, 429) */
-            consecutive_failures: number;
-            /** @description When the first failure after the last success happened; null while healthy */
-            failing_since: string | null;
-            /** @enum {string} */
-            circuit: "closed" | "open" | "half_open";
+        DeliveryList: {
+            data: components["schemas"]["DeliveryOut"][];
+            next_cursor: string | null;
+        };
+        DeliveryOut: {
+            attempt_count: number;
+            attempts?: components["schemas"]["AttemptOut"][];
+            channel: string;
+            completed_at: string | null;
             created_at: string;
+            endpoint_id: string | null;
+            event_id: string | null;
+            event_type: string;
+            id: string;
+            last_error: string | null;
+            last_status_code: number | null;
+            max_attempts: number;
+            next_attempt_at: string | null;
+            notification_id: string | null;
+            ordering_key: string | null;
+            recipient: string | null;
+            /** @enum {string} */
+            status: "pending" | "in_flight" | "success" | "dead" | "cancelled";
             updated_at: string;
-            secret?: string;
         };
         EndpointCreate: {
-            /** @example https://example.com/hooks */
-            url: string;
             description?: string;
+            disabled?: boolean;
             /**
              * @example [
              *       "invoice.*",
@@ -4679,12 +4585,14 @@ export interface components {
             headers?: {
                 [key: string]: string;
             };
+            max_concurrency?: number;
+            metadata?: {
+                [key: string]: unknown;
+            };
             /** @enum {string} */
             method?: "POST" | "PUT";
-            timeout_ms?: number;
-            max_concurrency?: number;
-            rate_limit?: number | null;
             ordered?: boolean;
+            rate_limit?: number | null;
             /**
              * @example [
              *       "1s",
@@ -4693,22 +4601,73 @@ export interface components {
              *     ]
              */
             retry_schedule?: (number | string)[] | null;
+            secret?: string;
             /** @enum {string} */
             signature?: "standard" | "hmac-sha256";
-            secret?: string;
-            disabled?: boolean;
-            metadata?: {
-                [key: string]: unknown;
-            };
+            timeout_ms?: number;
+            /** @example https://example.com/hooks */
+            url: string;
+        };
+        EndpointDeleted: {
+            cancelled: number;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        EndpointHealth: {
+            /** @enum {string} */
+            circuit: "closed" | "open" | "half_open";
+            consecutive_failures: number;
+            disabled: boolean;
+            disabled_reason: string | null;
+            /** @description Disabled, circuit not closed, or failures since the last success */
+            failing: boolean;
+            id: string;
+            last_success_at: string | null;
+            paused_until: string | null;
+            pending: number;
+            url: string;
         };
         EndpointList: {
             data: components["schemas"]["EndpointOut"][];
             next_cursor: string | null;
         };
+        EndpointOut: {
+            /** @enum {string} */
+            circuit: "closed" | "open" | "half_open";
+            /** @description Failed attempts since the last success (any failure: transport error, 5xx, 4xx, 429) */
+            consecutive_failures: number;
+            created_at: string;
+            description: string;
+            disabled: boolean;
+            disabled_reason: string | null;
+            event_types: string[] | null;
+            /** @description When the first failure after the last success happened; null while healthy */
+            failing_since: string | null;
+            headers: {
+                [key: string]: string;
+            };
+            /** @example ep_01jd0000000000000000000000 */
+            id: string;
+            last_success_at: string | null;
+            max_concurrency: number;
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            method: "POST" | "PUT";
+            ordered: boolean;
+            rate_limit: number | null;
+            retry_schedule: number[] | null;
+            secret?: string;
+            /** @enum {string} */
+            signature: "standard" | "hmac-sha256";
+            timeout_ms: number;
+            updated_at: string;
+            url: string;
+        };
         EndpointUpdate: {
-            /** @example https://example.com/hooks */
-            url?: string;
             description?: string;
+            disabled?: boolean;
             /**
              * @example [
              *       "invoice.*",
@@ -4719,12 +4678,14 @@ export interface components {
             headers?: {
                 [key: string]: string;
             };
+            max_concurrency?: number;
+            metadata?: {
+                [key: string]: unknown;
+            };
             /** @enum {string} */
             method?: "POST" | "PUT";
-            timeout_ms?: number;
-            max_concurrency?: number;
-            rate_limit?: number | null;
             ordered?: boolean;
+            rate_limit?: number | null;
             /**
              * @example [
              *       "1s",
@@ -4735,45 +4696,32 @@ export interface components {
             retry_schedule?: (number | string)[] | null;
             /** @enum {string} */
             signature?: "standard" | "hmac-sha256";
-            disabled?: boolean;
-            metadata?: {
-                [key: string]: unknown;
+            timeout_ms?: number;
+            /** @example https://example.com/hooks */
+            url?: string;
+        };
+        Error: {
+            error: {
+                /** @example validation_failed */
+                code: string;
+                details?: unknown;
+                message: string;
             };
         };
-        EndpointDeleted: {
-            /** @enum {boolean} */
-            deleted: true;
-            cancelled: number;
-        };
-        SecretOut: {
-            secret: string;
-        };
-        RotateSecretIn: {
-            secret?: string;
-            grace_seconds?: number;
-        };
-        RecoverOut: {
-            queued: number;
-        };
-        RecoverIn: {
-            /** Format: date-time */
-            since: string;
-            /** Format: date-time */
-            until?: string;
-        };
         EventAccepted: {
+            created_at: string;
+            deduplicated: boolean;
+            deliveries: number;
             id: string;
             type: string;
-            deliveries: number;
-            deduplicated: boolean;
-            created_at: string;
+        };
+        EventBatchAccepted: {
+            results: components["schemas"]["EventAccepted"][];
+        };
+        EventBatchIn: {
+            events: components["schemas"]["EventIn"][];
         };
         EventIn: {
-            /**
-             * @description Types starting with postbox. or notification. are reserved for events Postbox publishes
-             * @example invoice.paid
-             */
-            type: string;
             /**
              * @example {
              *       "invoice_id": "in_1"
@@ -4784,92 +4732,136 @@ export interface components {
             };
             id?: string;
             ordering_key?: string;
-        };
-        EventBatchAccepted: {
-            results: components["schemas"]["EventAccepted"][];
-        };
-        EventBatchIn: {
-            events: components["schemas"]["EventIn"][];
-        };
-        EventOut: components["schemas"]["EventSummary"] & {
-            deliveries: components["schemas"]["DeliveryOut"][];
-        };
-        DeliveryOut: {
-            id: string;
-            channel: string;
-            event_id: string | null;
-            endpoint_id: string | null;
-            notification_id: string | null;
-            recipient: string | null;
-            event_type: string;
-            ordering_key: string | null;
-            /** @enum {string} */
-            status: "pending" | "in_flight" | "success" | "dead" | "cancelled";
-            attempt_count: number;
-            max_attempts: number;
-            next_attempt_at: string | null;
-            last_status_code: number | null;
-            last_error: string | null;
-            created_at: string;
-            updated_at: string;
-            completed_at: string | null;
-            attempts?: components["schemas"]["AttemptOut"][];
-        };
-        AttemptOut: {
-            attempt: number;
-            started_at: string;
-            duration_ms: number;
-            outcome: string;
-            status_code: number | null;
-            error: string | null;
-            response_body: string | null;
-        };
-        EventSummary: {
-            id: string;
+            /**
+             * @description Types starting with postbox. or notification. are reserved for events Postbox publishes
+             * @example invoice.paid
+             */
             type: string;
-            ordering_key: string | null;
-            client_id: string | null;
-            data?: unknown;
-            timestamp: string;
-            created_at: string;
         };
         EventList: {
             data: components["schemas"]["EventSummary"][];
             next_cursor: string | null;
         };
-        DeliveryList: {
-            data: components["schemas"]["DeliveryOut"][];
+        EventOut: components["schemas"]["EventSummary"] & {
+            deliveries: components["schemas"]["DeliveryOut"][];
+        };
+        EventSummary: {
+            client_id: string | null;
+            created_at: string;
+            data?: unknown;
+            id: string;
+            ordering_key: string | null;
+            timestamp: string;
+            type: string;
+        };
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        InboxIds: {
+            ids: string[];
+        };
+        InboxList: {
+            data: components["schemas"]["InboxMessage"][];
+            next_cursor: string | null;
+            unread_count: number;
+        };
+        InboxMessage: {
+            action_url: string | null;
+            archived: boolean;
+            body: string;
+            created_at: string;
+            id: string;
+            read: boolean;
+            seen: boolean;
+            severity: string;
+            title: string;
+            topic: string;
+        };
+        InboxUpdated: {
+            updated: number;
+        };
+        Key: {
+            created_at: string;
+            id: string;
+            last_used_at: string | null;
+            name: string;
+            prefix: string;
+            revoked: boolean;
+            revoked_at: string | null;
+            /** @enum {string} */
+            role: "admin" | "publisher" | "viewer";
+        };
+        KeyCreate: {
+            /** @example billing-service */
+            name?: string;
+            /** @enum {string} */
+            role: "admin" | "publisher" | "viewer";
+        };
+        KeyCreated: components["schemas"]["Key"] & {
+            /** @description The key itself; shown only once */
+            key: string;
+        };
+        KeyList: {
+            data: components["schemas"]["Key"][];
             next_cursor: string | null;
         };
-        Redelivered: {
+        KeyRevoked: {
+            /** @enum {boolean} */
+            revoked: true;
+        };
+        KeySelf: {
+            created_at: string;
             id: string;
+            last_used_at: string | null;
+            name: string;
+            prefix: string;
             /** @enum {string} */
-            status: "pending";
+            role: "admin" | "publisher" | "viewer";
         };
-        NotificationAccepted: {
+        Notification: {
+            created_at: string;
+            dedup_key: string | null;
+            deliveries: {
+                attempts: number;
+                /**
+                 * @description The stored channel, as GET /v1/deliveries shows it: the `webhook` channel of a request is `notify-webhook`
+                 * @enum {string}
+                 */
+                channel: "inbox" | "email" | "notify-webhook";
+                completed_at: string | null;
+                id: string;
+                last_error: string | null;
+                next_attempt_at: string | null;
+                recipient: string;
+                status: string;
+            }[];
+            /** @description True when `deliveries` shows only the first 1,000; page through all of them with GET /v1/deliveries?notification_id= */
+            deliveries_truncated: boolean;
+            /** @description All of the notification’s deliveries by status */
+            delivery_counts: {
+                cancelled: number;
+                dead: number;
+                in_flight: number;
+                pending: number;
+                success: number;
+            };
             id: string;
-            deduplicated: boolean;
             recipients: number;
-            deliveries: number;
-        };
-        NotificationIn: {
-            /** @example comment.created */
-            topic: string;
-            /**
-             * @example [
-             *       "user:u_1",
-             *       "role:admin"
-             *     ]
-             */
-            recipients?: string[];
-            title?: string;
-            body?: string;
-            payload?: {
+            request: {
                 [key: string]: unknown;
             };
-            /** @enum {string} */
-            severity?: "info" | "warning" | "critical";
+            topic: string;
+        };
+        NotificationAccepted: {
+            deduplicated: boolean;
+            deliveries: number;
+            id: string;
+            recipients: number;
+        };
+        NotificationIn: {
             action_url?: string;
+            body?: string;
             /**
              * @example [
              *       "inbox",
@@ -4878,164 +4870,167 @@ export interface components {
              */
             channels?: ("inbox" | "email" | "webhook")[];
             dedup_key?: string;
-        };
-        Notification: {
-            id: string;
-            topic: string;
-            dedup_key: string | null;
-            recipients: number;
-            created_at: string;
-            request: {
+            payload?: {
                 [key: string]: unknown;
             };
-            /** @description All of the notification’s deliveries by status */
-            delivery_counts: {
-                pending: number;
-                in_flight: number;
-                success: number;
-                dead: number;
-                cancelled: number;
-            };
-            /** @description True when `deliveries` shows only the first 1,000; page through all of them with GET /v1/deliveries?notification_id= */
-            deliveries_truncated: boolean;
-            deliveries: {
-                id: string;
-                recipient: string;
-                /**
-                 * @description The stored channel, as GET /v1/deliveries shows it: the `webhook` channel of a request is `notify-webhook`
-                 * @enum {string}
-                 */
-                channel: "inbox" | "email" | "notify-webhook";
-                status: string;
-                attempts: number;
-                next_attempt_at: string | null;
-                last_error: string | null;
-                completed_at: string | null;
-            }[];
+            /**
+             * @example [
+             *       "user:u_1",
+             *       "role:admin"
+             *     ]
+             */
+            recipients?: string[];
+            /** @enum {string} */
+            severity?: "info" | "warning" | "critical";
+            title?: string;
+            /** @example comment.created */
+            topic: string;
         };
-        User: {
-            id: string;
-            email: string | null;
-            name: string | null;
-            locale: string | null;
-            timezone: string | null;
-            roles: string[];
-            teams: string[];
-            created_at: string;
+        Preference: {
+            channel: string;
+            /** @enum {string} */
+            digest: "none" | "daily" | "weekly";
+            enabled: boolean;
+            quiet_hours: components["schemas"]["QuietHours"];
+            topic: string;
             updated_at: string;
+            user_id: string;
         };
-        UserIn: {
-            /** Format: email */
-            email?: string | null;
-            name?: string | null;
-            locale?: string | null;
-            timezone?: string | null;
-            roles?: string[];
-            teams?: string[];
-        };
-        Deleted: {
-            /** @enum {boolean} */
-            deleted: true;
-        };
-        UserToken: {
-            token: string;
-            expires_at: string;
-        };
-        UserTokenIn: {
-            ttl_seconds?: number;
+        PreferenceIn: {
+            channel: "*" | ("inbox" | "email" | "webhook");
+            /** @enum {string} */
+            digest?: "none" | "daily" | "weekly";
+            enabled?: boolean;
+            quiet_hours?: components["schemas"]["QuietHours"];
+            topic: "*" | string;
+            user_id: "*" | string;
         };
         PreferenceList: {
             data: components["schemas"]["Preference"][];
             next_cursor: string | null;
         };
-        Preference: {
-            user_id: string;
-            topic: string;
-            channel: string;
-            enabled: boolean;
-            /** @enum {string} */
-            digest: "none" | "daily" | "weekly";
-            quiet_hours: components["schemas"]["QuietHours"];
-            updated_at: string;
-        };
         QuietHours: {
-            tz: string;
-            start: string;
             end: string;
+            start: string;
+            tz: string;
         } | null;
+        RecoverIn: {
+            /** Format: date-time */
+            since: string;
+            /** Format: date-time */
+            until?: string;
+        };
+        RecoverOut: {
+            queued: number;
+        };
+        Redelivered: {
+            id: string;
+            /** @enum {string} */
+            status: "pending";
+        };
+        RotateSecretIn: {
+            grace_seconds?: number;
+            secret?: string;
+        };
+        SecretOut: {
+            secret: string;
+        };
+        Stats: {
+            deliveries: components["schemas"]["DeliveryCounts"];
+            endpoints: components["schemas"]["EndpointHealth"][];
+            failing_endpoints: number;
+            /** @description The earliest time a pending delivery is due */
+            next_due_at: string | null;
+            oldest_pending_age_seconds: number | null;
+            /** @description When the oldest pending delivery was accepted */
+            oldest_pending_at: string | null;
+        };
+        StatsBucket: {
+            attempts: number;
+            avg_duration_ms: number | null;
+            dead: number;
+            retry: number;
+            snooze: number;
+            start: string;
+            success: number;
+        };
+        StatsTimeseries: {
+            bucket_seconds: number;
+            data: components["schemas"]["StatsBucket"][];
+            since: string;
+            totals: {
+                attempts: number;
+                avg_duration_ms: number | null;
+                dead: number;
+                retry: number;
+                snooze: number;
+                success: number;
+            };
+            until: string;
+        };
         Subscription: {
-            topic: string;
-            principal: string;
-            enabled: boolean;
             created_at: string;
+            enabled: boolean;
+            principal: string;
+            topic: string;
         };
         SubscriptionIn: {
-            topic: string;
-            /** @example role:admin */
-            principal: string;
             /** @description Default true; false keeps the subscription but sends it nothing (PUT only) */
             enabled?: boolean;
+            /** @example role:admin */
+            principal: string;
+            topic: string;
         };
         SubscriptionList: {
             data: components["schemas"]["Subscription"][];
             next_cursor: string | null;
         };
-        PreferenceIn: {
-            user_id: "*" | string;
-            topic: "*" | string;
-            channel: "*" | ("inbox" | "email" | "webhook");
-            enabled?: boolean;
-            /** @enum {string} */
-            digest?: "none" | "daily" | "weekly";
-            quiet_hours?: components["schemas"]["QuietHours"];
-        };
         Template: {
-            id: number;
-            topic: string;
-            channel: string;
-            locale: string;
-            version: number;
-            subject: string;
+            active: boolean;
             body: string;
+            channel: string;
+            created_at: string;
             /** @enum {string} */
             format: "text" | "markdown" | "html";
-            active: boolean;
-            created_at: string;
+            id: number;
+            locale: string;
+            subject: string;
+            topic: string;
+            version: number;
         };
         TemplateIn: {
-            topic: string;
-            /** @enum {string} */
-            channel: "inbox" | "email" | "webhook";
-            locale?: string;
-            subject?: string;
+            active?: boolean;
             body?: string;
             /** @enum {string} */
+            channel: "inbox" | "email" | "webhook";
+            /** @enum {string} */
             format?: "text" | "markdown" | "html";
-            active?: boolean;
+            locale?: string;
+            subject?: string;
+            topic: string;
         };
         TemplateList: {
             data: components["schemas"]["Template"][];
             next_cursor: string | null;
         };
         TemplatePreview: {
-            template: {
-                id: number;
-                version: number;
-                locale: string;
-            } | null;
-            title: string;
             body: string;
+            error: string | null;
             /** @enum {string} */
             format: "text" | "markdown" | "html";
             html: string;
+            template: {
+                id: number;
+                locale: string;
+                version: number;
+            } | null;
             text: string;
-            error: string | null;
+            title: string;
         };
         TemplatePreviewIn: {
-            topic: string;
+            body?: string;
             /** @enum {string} */
             channel: "inbox" | "email" | "webhook";
-            locale?: string;
             /**
              * @description The notification's payload, `{{ payload.… }}`
              * @example {
@@ -5045,43 +5040,48 @@ export interface components {
             data?: {
                 [key: string]: unknown;
             };
-            /** @description A user whose name, email and locale fill `{{ recipient.… }}` */
-            user_id?: string;
-            title?: string;
-            body?: string;
+            locale?: string;
             /** @description An unsaved draft to render instead of the active template */
             template?: {
-                subject?: string;
                 body?: string;
                 /** @enum {string} */
                 format?: "text" | "markdown" | "html";
+                subject?: string;
             };
-        };
-        InboxList: {
-            data: components["schemas"]["InboxMessage"][];
-            unread_count: number;
-            next_cursor: string | null;
-        };
-        InboxMessage: {
-            id: string;
+            title?: string;
             topic: string;
-            title: string;
-            body: string;
-            severity: string;
-            action_url: string | null;
-            seen: boolean;
-            read: boolean;
-            archived: boolean;
-            created_at: string;
+            /** @description A user whose name, email and locale fill `{{ recipient.… }}` */
+            user_id?: string;
         };
         UnreadCount: {
             unread_count: number;
         };
-        InboxUpdated: {
-            updated: number;
+        User: {
+            created_at: string;
+            email: string | null;
+            id: string;
+            locale: string | null;
+            name: string | null;
+            roles: string[];
+            teams: string[];
+            timezone: string | null;
+            updated_at: string;
         };
-        InboxIds: {
-            ids: string[];
+        UserIn: {
+            /** Format: email */
+            email?: string | null;
+            locale?: string | null;
+            name?: string | null;
+            roles?: string[];
+            teams?: string[];
+            timezone?: string | null;
+        };
+        UserToken: {
+            expires_at: string;
+            token: string;
+        };
+        UserTokenIn: {
+            ttl_seconds?: number;
         };
     };
     responses: never;
@@ -5092,6 +5092,55 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    rootRedirect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description to /console */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     consolePage: {
         parameters: {
             query?: never;
@@ -5147,55 +5196,6 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
-            };
-        };
-    };
-    webAsset: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                file: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description the file */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/javascript": string;
-                };
-            };
-            /** @description not_found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    rootRedirect: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description to /console */
-            302: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
             };
         };
     };
@@ -5368,14 +5368,14 @@ export interface operations {
     getStatsTimeseries: {
         parameters: {
             query?: {
-                /** @description Start of the range (default: 24 h ago), rounded down to a bucket */
-                since?: string;
-                /** @description End of the range (default: now) */
-                until?: string;
                 /** @description Bucket size as a duration (1m, 5m, 1h; default 1m), at least 1s and at most 1500 buckets per range */
                 bucket?: string;
                 /** @description Only the attempts of this endpoint's deliveries */
                 endpoint_id?: string;
+                /** @description Start of the range (default: 24 h ago), rounded down to a bucket */
+                since?: string;
+                /** @description End of the range (default: now) */
+                until?: string;
             };
             header?: never;
             path?: never;
