@@ -3,12 +3,16 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 /**
- * The layer rule of DESIGN.md: lib ← store ← {delivery, webhooks, notify} ← api ← postbox/server/cli.
+ * The layer rule of DESIGN.md: lib ← store ← {delivery, webhooks, notify} ← api ← postbox/server/cli,
+ * with auth (keys, portal tokens) ← apps (applications, the catalog) between store and webhooks.
  * Each entry lists the folders a layer must not import from.
  */
 const layers = [
-  { files: ['src/lib/**/*.ts'], banned: ['store', 'delivery', 'webhooks', 'notify', 'api', 'config', 'errors', 'log', 'postbox', 'server', 'cli'] },
-  { files: ['src/store/**/*.ts'], banned: ['delivery', 'webhooks', 'notify', 'api', 'postbox', 'server', 'cli'] },
+  { files: ['src/lib/**/*.ts'], banned: ['store', 'auth', 'apps', 'delivery', 'webhooks', 'notify', 'api', 'config', 'errors', 'log', 'postbox', 'server', 'cli'] },
+  { files: ['src/store/**/*.ts'], banned: ['delivery', 'webhooks', 'notify', 'api', 'postbox', 'server', 'cli', 'auth', 'apps'] },
+  // Credentials (API keys, portal tokens) sit on the store; applications and the catalog on both.
+  { files: ['src/auth/**/*.ts'], banned: ['apps', 'delivery', 'webhooks', 'notify', 'api', 'postbox', 'server', 'cli'] },
+  { files: ['src/apps/**/*.ts'], banned: ['delivery', 'webhooks', 'notify', 'api', 'postbox', 'server', 'cli'] },
   { files: ['src/delivery/**/*.ts'], banned: ['webhooks', 'notify', 'api', 'postbox', 'server', 'cli'] },
   { files: ['src/webhooks/**/*.ts'], banned: ['notify', 'api', 'postbox', 'server', 'cli'] },
   { files: ['src/notify/**/*.ts'], banned: ['api', 'postbox', 'server', 'cli'] },

@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createApiKey, hashKey, isKeyShaped } from './api/auth.js'
+import { createApiKey, hashKey, isKeyShaped } from './auth/keys.js'
 import { ConfigError, type Config } from './config.js'
 import type { Log } from './log.js'
 import type { Store } from './store/index.js'

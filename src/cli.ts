@@ -3,7 +3,7 @@ import { accessSync, constants, existsSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { AppError } from './errors.js'
 import { checkAdminKeySetting } from './admin-key.js'
-import { createApiKey, keyJson } from './api/auth.js'
+import { createApiKey, keyJson } from './auth/keys.js'
 import { checkArity, parseArgs, usage, UsageError, type ParsedArgs } from './cli-args.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { createLogger, silentLogger } from './log.js'
@@ -186,7 +186,7 @@ async function keys(rest: string[], flags: Record<string, string>, config: Confi
         const target = store.keys.get(id)
         if (!target) throw new AppError('not_found', 404, `Key ${id} not found`)
         if (target.revokedAt !== null) return
-        if (target.role === 'admin' && store.keys.countActiveAdmins() <= 1) {
+        if (target.role === 'admin' && target.appId === null && store.keys.countActiveAdmins() <= 1) {
           throw new AppError('last_admin', 409, 'The last active admin key cannot be revoked')
         }
         store.keys.revoke(id, Date.now())

@@ -44,6 +44,8 @@ export const DEFAULTS = {
   pollIntervalMs: 250,
   /** SPEC §6: end-user tokens live a day unless asked otherwise. */
   userTokenTtlMs: 86_400_000,
+  /** Open: any event type is accepted, and the catalog only validates the types it lists. */
+  eventTypes: 'open' as 'open' | 'strict',
 }
 
 /** The validated, frozen runtime configuration. */
@@ -80,6 +82,10 @@ export interface Config {
   readonly inboxOrigins: readonly string[]
   /** Origins whose pages may embed /portal in an iframe (CSP frame-ancestors); empty = this origin only. */
   readonly portalOrigins: readonly string[]
+  /** The server's public base URL (no trailing slash): portal links and click links start with it. */
+  readonly publicUrl: string
+  /** `strict`: only catalog event types are accepted, and endpoints subscribe only to them or to wildcards. */
+  readonly eventTypes: 'open' | 'strict'
 }
 
 /** Thrown for a bad setting; the message names the variable. */
@@ -129,6 +135,8 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_CONCURRENCY', flag: '--concurrency', default: '256', description: 'Global cap on in-flight deliveries' },
   { env: 'POSTBOX_POLL_INTERVAL', flag: '--poll-interval', default: '250ms', description: 'Timer for scheduled retries (new work wakes the dispatcher at once)' },
   { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset' },
+  { env: 'POSTBOX_PUBLIC_URL', flag: '--public-url', default: 'http://<host>:<port>', description: 'Public base URL of this server, for portal links (127.0.0.1 when the host is 0.0.0.0)' },
+  { env: 'POSTBOX_EVENT_TYPES', flag: '--event-types', default: 'open', description: 'open, or strict: only event types in the catalog are accepted' },
   { env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', default: '(none)', description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any' },
   { env: 'POSTBOX_INBOX_ORIGINS', flag: '--inbox-origins', default: '(any)', description: 'Comma list of browser origins allowed to call the user-token routes /v1/inbox… (CORS, for the inbox element); unset means any origin' },
   { env: 'POSTBOX_PORTAL_ORIGINS', flag: '--portal-origins', default: '(none)', description: 'Comma list of origins whose pages may embed /portal in an iframe, e.g. https://app.example.com (without it only Postbox itself may)' },
@@ -231,6 +239,8 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     corsOrigins: list('POSTBOX_CORS_ORIGINS'),
     inboxOrigins: list('POSTBOX_INBOX_ORIGINS'),
     portalOrigins: list('POSTBOX_PORTAL_ORIGINS'),
+    publicUrl: get('POSTBOX_PUBLIC_URL') ?? '',
+    eventTypes: (get('POSTBOX_EVENT_TYPES') ?? DEFAULTS.eventTypes) as Config['eventTypes'],
   }
   return Object.freeze(checkConfig(config))
 }
@@ -362,7 +372,9 @@ export function checkConfig(c: Config): Config {
   const corsOrigins = checkOrigins(c.corsOrigins, 'POSTBOX_CORS_ORIGINS', 'corsOrigins')
   const inboxOrigins = checkOrigins(c.inboxOrigins, 'POSTBOX_INBOX_ORIGINS', 'inboxOrigins')
   const portalOrigins = checkOrigins(c.portalOrigins, 'POSTBOX_PORTAL_ORIGINS', 'portalOrigins')
-  return { ...c, synchronous, logLevel, corsOrigins, inboxOrigins, portalOrigins }
+  const eventTypes = typeof c.eventTypes === 'string' ? (c.eventTypes.toLowerCase() as Config['eventTypes']) : (c.eventTypes ?? DEFAULTS.eventTypes)
+  if (eventTypes !== 'open' && eventTypes !== 'strict') throw new ConfigError('POSTBOX_EVENT_TYPES', `expected open or strict (option eventTypes), got "${String(c.eventTypes)}"`)
+  return { ...c, synchronous, logLevel, corsOrigins, inboxOrigins, portalOrigins, publicUrl: publicUrlOf(c), eventTypes }
 }
 
 /** Normalises a list of CORS origins (deduplicated), or throws a ConfigError naming `variable`. */
@@ -375,6 +387,29 @@ function checkOrigins(value: unknown, variable: string, option: string): string[
     return origin
   })
   return [...new Set(origins)]
+}
+
+/**
+ * POSTBOX_PUBLIC_URL without a trailing slash, or `http://<host>:<port>` when unset (127.0.0.1 for a
+ * host of 0.0.0.0, brackets around an IPv6 address).
+ */
+function publicUrlOf(c: Config): string {
+  const given = (c.publicUrl ?? '') as unknown
+  if (typeof given !== 'string') throw new ConfigError('POSTBOX_PUBLIC_URL', 'expected a URL (option publicUrl)')
+  if (given === '') {
+    const host = c.host === '0.0.0.0' ? '127.0.0.1' : c.host === '::' ? '[::1]' : c.host.includes(':') ? `[${c.host}]` : c.host
+    return `http://${host}:${c.port}`
+  }
+  let url: URL
+  try {
+    url = new URL(given)
+  } catch {
+    throw new ConfigError('POSTBOX_PUBLIC_URL', `"${given}" is not a URL such as https://postbox.example.com`)
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username) {
+    throw new ConfigError('POSTBOX_PUBLIC_URL', `"${given}" must be an http(s) URL without query, fragment or credentials`)
+  }
+  return url.href.replace(/\/+$/, '')
 }
 
 /** Options in milliseconds, which library callers may also give as durations (`'20s'`). */

@@ -16,6 +16,10 @@ import type { WebhookService } from './webhooks/types.js'
 import { createEngine, type Engine } from './engine.js'
 import { repairFutureTimes } from './delivery/clock-repair.js'
 import type { NotifyService, UserInbox } from './notify/service.js'
+import { loadTokenKey } from './notify/tokens.js'
+import { portalKey } from './auth/portal-tokens.js'
+import { createAppService, type AppService } from './apps/service.js'
+import type { Catalog } from './apps/catalog.js'
 
 /** Options of `Postbox.open`: any Config field in camelCase, or a whole `config`. */
 export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNetworks'>> {
@@ -74,9 +78,11 @@ export class Postbox {
     readonly metrics: Metrics,
     private readonly engine: Engine,
     adminKey: AdminKeyBootstrap,
+    /** Applications (tenants) and their portal tokens: create, list, get, update, remove, portalToken. */
+    readonly apps: AppService,
   ) {
     this.adminKey = adminKey
-    this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify })
+    this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify, apps })
     this.retention = createRetentionRunner(store)
   }
 
@@ -92,7 +98,8 @@ export class Postbox {
       const webhooks = createWebhookService({ store, config, clock, rng, log })
       const metrics = createMetrics(store, clock, { defaultMetrics: opts.processMetrics ?? false })
       const engine = createEngine({ store, config, clock, rng, log, webhooks, observer: metrics })
-      return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey)
+      const apps = createAppService({ store, config, clock, portalKey: portalKey(loadTokenKey(config.tokenSecret, config.dataDir)) })
+      return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey, apps)
     } catch (err) {
       store.close()
       throw err
@@ -107,6 +114,11 @@ export class Postbox {
   /** Events: send, sendMany, get. */
   get events(): WebhookService['events'] {
     return this.webhooks.events
+  }
+
+  /** The event-type catalog: put, get, list (and the ingest check). */
+  get eventTypes(): Catalog {
+    return this.webhooks.eventTypes
   }
 
   /** Deliveries: list, get, redeliver. */

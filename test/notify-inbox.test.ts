@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createApp } from '../src/api/app.js'
-import { createApiKey } from '../src/api/auth.js'
+import { createApiKey } from '../src/auth/keys.js'
 import { silentLogger } from '../src/log.js'
 import type { WebhookService } from '../src/webhooks/types.js'
 import { notifyHarness, type NotifyHarness } from './notify-harness.js'

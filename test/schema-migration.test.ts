@@ -115,7 +115,7 @@ describe('schema migrations', () => {
       expect(schemaVersion(db)).toBe(SCHEMA_VERSION)
       expect(db.pragma('foreign_keys', { simple: true })).toBe(1)
       const after = db.prepare(`SELECT * FROM deliveries ORDER BY id`).all()
-      expect(after).toEqual(before.map(({ dedup_key: _, ...rest }) => rest))
+      expect(after).toEqual(before.map(({ dedup_key: _, ...rest }) => ({ ...rest, app_id: 'default' })))
       expect(db.prepare(`SELECT delivery_id, attempt, outcome FROM attempts ORDER BY id`).raw().all()).toEqual([
         ['dlv_1', 1, 'retry'],
         ['dlv_1', 2, 'success'],

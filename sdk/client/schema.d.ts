@@ -207,6 +207,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/apps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List applications, newest first */
+        get: operations["listApps"];
+        put?: never;
+        /** Create an application (admin) */
+        post: operations["createApp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/apps/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An application with its counts of endpoints and deliveries */
+        get: operations["getApp"];
+        put?: never;
+        post?: never;
+        /** Delete an application, its endpoints and portal tokens, cancelling its pending deliveries (admin) */
+        delete: operations["deleteApp"];
+        options?: never;
+        head?: never;
+        /** Update an application (admin) */
+        patch: operations["updateApp"];
+        trace?: never;
+    };
+    "/v1/apps/{id}/portal-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Issue a portal token and link for one application (admin) */
+        post: operations["createPortalToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deliveries": {
         parameters: {
             query?: never;
@@ -218,6 +272,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only this application */
+                    app_id?: string;
                     cursor?: string;
                     endpoint_id?: string;
                     /** @description The event's deliveries (one per endpoint) */
@@ -540,6 +596,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only this application */
+                    app_id?: string;
                     cursor?: string;
                     limit?: number;
                 };
@@ -1233,7 +1291,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The signing secret (admin) */
+        /** The signing secret (admin; any portal token, read-only ones too: a GET route) */
         get: {
             parameters: {
                 query?: never;
@@ -1441,7 +1499,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a postbox.ping event to this endpoint only (admin) */
+        /** Send a postbox.ping event, or the example of a catalog type, to this endpoint only (admin) */
         post: {
             parameters: {
                 query?: never;
@@ -1451,7 +1509,11 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["EndpointTestIn"];
+                };
+            };
             responses: {
                 /** @description queued */
                 202: {
@@ -1542,6 +1604,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The event-type catalog, by name */
+        get: operations["listEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/event-types/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One event type */
+        get: operations["getEventType"];
+        /** Create or replace an event type, with an optional JSON Schema for its data (admin) */
+        put: operations["putEventType"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -1553,6 +1650,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only this application */
+                    app_id?: string;
                     cursor?: string;
                     limit?: number;
                     /** @description Only events of this exact type (indexed) */
@@ -3191,7 +3290,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The calling key itself: its role tells a client (the console) what it may do (any role) */
+        /** The calling key itself: its role and application tell a client (the console) what it may do (any key; not a portal token) */
         get: operations["getOwnKey"];
         put?: never;
         post?: never;
@@ -3535,7 +3634,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Delivery attempts per time bucket by outcome (viewer) */
+        /** Delivery attempts per time bucket by outcome (viewer; a portal token for one endpoint of its application) */
         get: operations["getStatsTimeseries"];
         put?: never;
         post?: never;
@@ -4527,6 +4626,53 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        App: {
+            counts?: {
+                deliveries: {
+                    cancelled: number;
+                    dead: number;
+                    in_flight: number;
+                    pending: number;
+                    success: number;
+                };
+                endpoints: number;
+            };
+            created_at: string;
+            id: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            name: string;
+            updated_at: string;
+        };
+        AppCreate: {
+            /**
+             * @description An application (tenant) id; `default` when not given
+             * @example acme
+             */
+            id?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @example Acme Inc. */
+            name: string;
+        };
+        AppDeleted: {
+            cancelled: number;
+            /** @enum {boolean} */
+            deleted: true;
+            endpoints: number;
+        };
+        AppList: {
+            data: components["schemas"]["App"][];
+            next_cursor: string | null;
+        };
+        AppUpdate: {
+            metadata?: {
+                [key: string]: unknown;
+            };
+            name?: string;
+        };
         AttemptOut: {
             attempt: number;
             duration_ms: number;
@@ -4552,6 +4698,7 @@ export interface components {
             next_cursor: string | null;
         };
         DeliveryOut: {
+            app_id: string;
             attempt_count: number;
             attempts?: components["schemas"]["AttemptOut"][];
             channel: string;
@@ -4573,6 +4720,11 @@ export interface components {
             updated_at: string;
         };
         EndpointCreate: {
+            /**
+             * @description An application (tenant) id; `default` when not given
+             * @example acme
+             */
+            app_id?: string;
             description?: string;
             disabled?: boolean;
             /**
@@ -4632,6 +4784,7 @@ export interface components {
             next_cursor: string | null;
         };
         EndpointOut: {
+            app_id: string;
             /** @enum {string} */
             circuit: "closed" | "open" | "half_open";
             /** @description Failed attempts since the last success (any failure: transport error, 5xx, 4xx, 429) */
@@ -4665,7 +4818,15 @@ export interface components {
             updated_at: string;
             url: string;
         };
+        EndpointTestIn: {
+            event_type?: string;
+        };
         EndpointUpdate: {
+            /**
+             * @description An application (tenant) id; `default` when not given
+             * @example acme
+             */
+            app_id?: string;
             description?: string;
             disabled?: boolean;
             /**
@@ -4709,6 +4870,7 @@ export interface components {
             };
         };
         EventAccepted: {
+            app_id: string;
             created_at: string;
             deduplicated: boolean;
             deliveries: number;
@@ -4716,12 +4878,17 @@ export interface components {
             type: string;
         };
         EventBatchAccepted: {
-            results: components["schemas"]["EventAccepted"][];
+            results: (components["schemas"]["EventAccepted"] | components["schemas"]["EventItemError"])[];
         };
         EventBatchIn: {
             events: components["schemas"]["EventIn"][];
         };
         EventIn: {
+            /**
+             * @description An application (tenant) id; `default` when not given
+             * @example acme
+             */
+            app_id?: string;
             /**
              * @example {
              *       "invoice_id": "in_1"
@@ -4738,6 +4905,13 @@ export interface components {
              */
             type: string;
         };
+        EventItemError: {
+            error: {
+                code: string;
+                details?: unknown;
+                message: string;
+            };
+        };
         EventList: {
             data: components["schemas"]["EventSummary"][];
             next_cursor: string | null;
@@ -4746,6 +4920,7 @@ export interface components {
             deliveries: components["schemas"]["DeliveryOut"][];
         };
         EventSummary: {
+            app_id: string;
             client_id: string | null;
             created_at: string;
             data?: unknown;
@@ -4753,6 +4928,55 @@ export interface components {
             ordering_key: string | null;
             timestamp: string;
             type: string;
+        };
+        EventType: {
+            archived: boolean;
+            created_at: string;
+            deprecated: boolean;
+            description: string;
+            example: {
+                [key: string]: unknown;
+            } | null;
+            name: string;
+            schema: {
+                [key: string]: unknown;
+            } | boolean | null;
+            updated_at: string;
+            version: number;
+        };
+        EventTypeList: {
+            data: components["schemas"]["EventType"][];
+            next_cursor: string | null;
+        };
+        EventTypePut: {
+            archived?: boolean;
+            deprecated?: boolean;
+            description?: string;
+            /**
+             * @example {
+             *       "invoice_id": "in_1"
+             *     }
+             */
+            example?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description A JSON Schema (draft 2020-12) for the event data
+             * @example {
+             *       "type": "object",
+             *       "required": [
+             *         "invoice_id"
+             *       ],
+             *       "properties": {
+             *         "invoice_id": {
+             *           "type": "string"
+             *         }
+             *       }
+             *     }
+             */
+            schema?: {
+                [key: string]: unknown;
+            } | boolean | null;
         };
         Health: {
             /** @enum {string} */
@@ -4782,6 +5006,8 @@ export interface components {
             updated: number;
         };
         Key: {
+            /** @description The application of a scoped key; null for a key of every application */
+            app_id: string | null;
             created_at: string;
             id: string;
             last_used_at: string | null;
@@ -4793,6 +5019,11 @@ export interface components {
             role: "admin" | "publisher" | "viewer";
         };
         KeyCreate: {
+            /**
+             * @description A scoped key: it acts only inside this application
+             * @example acme
+             */
+            app_id?: string;
             /** @example billing-service */
             name?: string;
             /** @enum {string} */
@@ -4811,6 +5042,8 @@ export interface components {
             revoked: true;
         };
         KeySelf: {
+            /** @description The one application a scoped key acts in; null for a key of every application */
+            app_id: string | null;
             created_at: string;
             id: string;
             last_used_at: string | null;
@@ -4886,6 +5119,19 @@ export interface components {
             /** @example comment.created */
             topic: string;
         };
+        PortalToken: {
+            app_id: string;
+            expires_at: string;
+            read_only: boolean;
+            token: string;
+            /** @description <POSTBOX_PUBLIC_URL>/portal#token=<token>: the token travels in the fragment */
+            url: string;
+        };
+        PortalTokenIn: {
+            read_only?: boolean;
+            /** @example 3600 */
+            ttl_seconds?: number;
+        };
         Preference: {
             channel: string;
             /** @enum {string} */
@@ -4936,6 +5182,13 @@ export interface components {
             secret: string;
         };
         Stats: {
+            /** @description The application these numbers are of; null for all of them */
+            app_id: string | null;
+            /** @description Deliveries by status of each application that has any (of the one application when filtered) */
+            apps: {
+                app_id: string;
+                deliveries: components["schemas"]["DeliveryCounts"];
+            }[];
             deliveries: components["schemas"]["DeliveryCounts"];
             endpoints: components["schemas"]["EndpointHealth"][];
             failing_endpoints: number;
@@ -5199,6 +5452,810 @@ export interface operations {
             };
         };
     };
+    listApps: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppList"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppCreate"];
+            };
+        };
+        responses: {
+            /** @description created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["App"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the application */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["App"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppDeleted"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AppUpdate"];
+            };
+        };
+        responses: {
+            /** @description updated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["App"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPortalToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PortalTokenIn"];
+            };
+        };
+        responses: {
+            /** @description issued; the token is shown only here */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalToken"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEventTypes: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                /** @description Include archived types */
+                include_archived?: "true" | "false";
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description by name */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeList"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEventType: {
+        parameters: {
+            query?: {
+                /** @description Read an archived type too */
+                include_archived?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the event type */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventType"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putEventType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EventTypePut"];
+            };
+        };
+        responses: {
+            /** @description stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventType"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getOwnKey: {
         parameters: {
             query?: never;
@@ -5284,7 +6341,10 @@ export interface operations {
     };
     getStats: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only this application's deliveries and endpoints (a scoped key: always its own) */
+                app_id?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5368,6 +6428,8 @@ export interface operations {
     getStatsTimeseries: {
         parameters: {
             query?: {
+                /** @description Only the attempts of this application's deliveries (a scoped key or portal token: always its own) */
+                app_id?: string;
                 /** @description Bucket size as a duration (1m, 5m, 1h; default 1m), at least 1s and at most 1500 buckets per range */
                 bucket?: string;
                 /** @description Only the attempts of this endpoint's deliveries */

@@ -21,6 +21,10 @@ import { keySelfRoutes } from './key-self.js'
 import { statsRoutes } from './stats.js'
 import { templatePreviewRoutes } from './template-preview.js'
 import { webRoutes } from './web.js'
+import { appRoutes } from './apps.js'
+import { eventTypeRoutes } from './event-types.js'
+import { createAppService } from '../apps/service.js'
+import { randomBytes } from 'node:crypto'
 
 /** The version reported in the OpenAPI document. */
 export const API_VERSION = '1.0.0'
@@ -73,9 +77,11 @@ export function idempotencyKeyGuard(): MiddlewareHandler<ApiEnv> {
  * the resource routers, /openapi.json from the same zod schemas, and ONE error handler that
  * renders every failure as `{"error": {code, message, details}}`.
  */
-export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
+export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
+  // Without a token key of its own (a test app), portal tokens are signed with a key of this app only.
+  const deps = { ...given, apps: given.apps ?? createAppService({ store: given.store, config: given.config, clock: given.clock, portalKey: randomBytes(32) }) }
   const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook })
-  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'pbk_ API key' })
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'pbk_ API key, or a ptk_ portal token on the portal routes' })
 
   app.use('*', async (c, next) => {
     c.set('deps', deps)
@@ -101,6 +107,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', endpointRoutes())
   app.route('/', eventRoutes(deps))
   app.route('/', deliveryRoutes())
+  app.route('/', appRoutes())
+  app.route('/', eventTypeRoutes())
   if (deps.notify) app.route('/', notificationRoutes())
   if (deps.notify) app.route('/', directoryRoutes())
   if (deps.notify) app.route('/', templatePreviewRoutes())

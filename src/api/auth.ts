@@ -1,97 +1,15 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
 import { errors } from '../errors.js'
-import { newId } from '../lib/ids.js'
-import type { Store } from '../store/index.js'
-import type { ApiKeyRow, KeyRole } from '../store/keys.js'
+import type { KeyRole } from '../store/keys.js'
+import { verifyKey } from '../auth/keys.js'
+import { PORTAL_TOKEN_PREFIX } from '../auth/portal-tokens.js'
 import type { ApiEnv } from './deps.js'
 
-/** The prefix every API key starts with. */
-export const KEY_PREFIX = 'pbk_'
+// The key domain lives in src/auth/keys.ts; these names stay importable from here for code written before the move.
+export { createApiKey, forgetCachedKeys, generateKey, hashKey, isKeyShaped, keyJson, KEY_CACHE_MS, KEY_PREFIX, verifyKey } from '../auth/keys.js'
+
 /** last_used_at is written at most this often per key, so reads never become writes. */
 const TOUCH_EVERY_MS = 60_000
-const KEY_SHAPE = /^pbk_[A-Za-z0-9_-]{20,200}$/
-
-/** Generates a new key: `pbk_` + 32 random bytes in base64url. */
-export function generateKey(): string {
-  return KEY_PREFIX + randomBytes(32).toString('base64url')
-}
-
-/** Hex SHA-256 of a key: the only form the database holds. */
-export function hashKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex')
-}
-
-/** True when `key` has the shape of a Postbox key (used for POSTBOX_ADMIN_KEY). */
-export function isKeyShaped(key: string): boolean {
-  return KEY_SHAPE.test(key)
-}
-
-/** The public view of a key row (never the hash). */
-export function keyJson(row: ApiKeyRow): Record<string, unknown> {
-  return {
-    id: row.id,
-    name: row.name,
-    role: row.role,
-    prefix: row.prefix,
-    created_at: new Date(row.createdAt).toISOString(),
-    last_used_at: row.lastUsedAt === null ? null : new Date(row.lastUsedAt).toISOString(),
-    revoked: row.revokedAt !== null,
-    revoked_at: row.revokedAt === null ? null : new Date(row.revokedAt).toISOString(),
-  }
-}
-
-/** Stores a new key (generated unless given) and returns its row and the plaintext, shown once. */
-export function createApiKey(store: Store, input: { name: string; role: KeyRole; key?: string }, now: number): { row: ApiKeyRow; key: string } {
-  const key = input.key ?? generateKey()
-  const row: ApiKeyRow = {
-    id: newId('key', now),
-    name: input.name,
-    role: input.role,
-    hash: hashKey(key),
-    prefix: key.slice(0, 12),
-    createdAt: now,
-    lastUsedAt: null,
-    revokedAt: null,
-  }
-  store.keys.insert(row)
-  return { row, key }
-}
-
-/**
- * Verified keys are remembered for this long. Why: the lookup is a SQLite read per request
- * (~5% of ingest CPU). A revoke through this process's API clears the cache at once; one made
- * by another process (`postbox keys revoke`) takes effect within this time.
- */
-export const KEY_CACHE_MS = 1000
-const KEY_CACHE_MAX = 10_000
-const caches = new WeakMap<Store, Map<string, { row: ApiKeyRow; until: number }>>()
-
-/** Forgets every cached key verification for `store` (called after a revoke). */
-export function forgetCachedKeys(store: Store): void {
-  caches.get(store)?.clear()
-}
-
-/** Looks a presented key up by hash and confirms it in constant time; null when unknown or revoked. */
-export function verifyKey(store: Store, presented: string, now = Date.now()): ApiKeyRow | null {
-  if (!KEY_SHAPE.test(presented)) return null
-  const hash = hashKey(presented)
-  let cache = caches.get(store)
-  if (!cache) caches.set(store, (cache = new Map()))
-  const hit = cache.get(hash)
-  let row: ApiKeyRow | null
-  if (hit && hit.until > now) row = hit.row
-  else {
-    row = store.keys.byHash(hash)
-    if (cache.size >= KEY_CACHE_MAX) cache.clear()
-    if (row && row.revokedAt === null) cache.set(hash, { row, until: now + KEY_CACHE_MS })
-    else cache.delete(hash)
-  }
-  if (!row || row.revokedAt !== null) return null
-  const a = Buffer.from(row.hash, 'hex')
-  const b = Buffer.from(hash, 'hex')
-  return a.length === b.length && timingSafeEqual(a, b) ? row : null
-}
 
 /** Extracts the bearer token from an Authorization header; undefined when there is none. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -101,7 +19,8 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
- * Authenticates `Authorization: Bearer pbk_…` and sets `c.var.apiKey`. 401 `unauthorized`
+ * Authenticates `Authorization: Bearer pbk_…` (an API key) or `ptk_…` (a portal token) and sets
+ * `c.var.apiKey`. 401 `unauthorized`
  * without credentials, 401 `invalid_token` for a malformed, unknown or revoked key.
  */
 export function authenticate(): MiddlewareHandler<ApiEnv> {
@@ -110,6 +29,12 @@ export function authenticate(): MiddlewareHandler<ApiEnv> {
     const { store, clock } = c.var.deps
     const token = bearerToken(c.req.header('authorization'))
     if (token === undefined) throw errors.unauthorized()
+    if (token.startsWith(PORTAL_TOKEN_PREFIX)) {
+      const claims = c.var.deps.apps.verifyPortalToken(token)
+      if (!claims) throw errors.invalidToken()
+      c.set('apiKey', { id: claims.id, name: 'portal', role: claims.readOnly ? 'viewer' : 'admin', appId: claims.appId, portal: true, readOnly: claims.readOnly })
+      return next()
+    }
     const row = token === '' ? null : verifyKey(store, token)
     if (!row) throw errors.invalidToken()
     const now = clock.now()
@@ -121,7 +46,7 @@ export function authenticate(): MiddlewareHandler<ApiEnv> {
         // last_used_at is best effort; a busy or full disk must not fail a read
       }
     }
-    c.set('apiKey', { id: row.id, name: row.name, role: row.role })
+    c.set('apiKey', { id: row.id, name: row.name, role: row.role, appId: row.appId, portal: false, readOnly: false })
     await next()
   }
 }
@@ -129,15 +54,41 @@ export function authenticate(): MiddlewareHandler<ApiEnv> {
 /**
  * Route guard: `requireRole('viewer')` admits viewer and admin keys, `requireRole('publisher')`
  * publisher and admin keys, `requireRole('admin')` only admin keys; anything else is 403
- * `forbidden`. Use it as a route's `middleware` (createRoute) or in `app.use(path, …)`; the
- * global `authenticate()` has already run for every `/v1` path except `/v1/inbox`.
+ * `forbidden`. Scoped keys and portal tokens are refused too (403): a route opens to them only
+ * through `requireAppRole`. Use it as a route's `middleware` (createRoute) or in
+ * `app.use(path, …)`; the global `authenticate()` has already run for every `/v1` path except
+ * `/v1/inbox`.
  */
 export function requireRole(...roles: KeyRole[]): MiddlewareHandler<ApiEnv> {
   const allowed = new Set<KeyRole>(['admin', ...roles])
   return async (c, next) => {
     const key = c.get('apiKey')
     if (!key) throw errors.unauthorized()
+    if (key.portal || key.appId !== null) throw errors.forbidden('This route is not open to keys or tokens of one application')
     if (!allowed.has(key.role)) throw errors.forbidden()
     await next()
   }
+}
+
+/**
+ * Guard of a route that works inside one application (docs/applications.md): keys of every
+ * application and scoped keys by `roles` as `requireRole`, and portal tokens when `portal` says
+ * so: `'read'` any portal token, `'write'` only one that is not read-only. The handler passes
+ * `callerApp(c)` on to the service, which keeps the caller inside its application.
+ */
+export function requireAppRole(roles: KeyRole[], portal?: 'read' | 'write'): MiddlewareHandler<ApiEnv> {
+  const allowed = new Set<KeyRole>(['admin', ...roles])
+  return async (c, next) => {
+    const key = c.get('apiKey')
+    if (!key) throw errors.unauthorized()
+    if (key.portal) {
+      if (portal === undefined || (portal === 'write' && key.readOnly)) throw errors.forbidden('This route is not open to this portal token')
+    } else if (!allowed.has(key.role)) throw errors.forbidden()
+    await next()
+  }
+}
+
+/** The caller's application scope: a scoped key's or portal token's application, or null for a key of every application. */
+export function callerApp(c: Context<ApiEnv>): string | null {
+  return c.get('apiKey')?.appId ?? null
 }

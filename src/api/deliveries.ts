@@ -2,11 +2,11 @@ import { createRoute, z } from '@hono/zod-openapi'
 import { DeliveryList, DeliveryOut, DeliveryQuery } from '../webhooks/schemas.js'
 import { errors } from '../errors.js'
 import { decodeIdCursor } from '../lib/cursor.js'
-import { requireRole } from './auth.js'
+import { callerApp, requireAppRole } from './auth.js'
 import { bearerSecurity, DEFAULT_LIMIT, ErrorBody, errorResponses, IdParam, jsonResponse, newRouter } from './common.js'
 
-const admin = requireRole('admin')
-const viewer = requireRole('viewer')
+const admin = requireAppRole(['admin'], 'write')
+const viewer = requireAppRole(['viewer'], 'read')
 const base = { security: bearerSecurity, tags: ['deliveries'] }
 const Redelivered = z.object({ id: z.string(), status: z.literal('pending') }).openapi('Redelivered')
 
@@ -37,9 +37,9 @@ export function deliveryRoutes() {
     if (q.cursor !== undefined && decodeIdCursor(q.cursor, 'dlv') === null) {
       throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
     }
-    return c.json(c.var.deps.webhooks.deliveries.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }), 200)
+    return c.json(c.var.deps.webhooks.deliveries.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }, callerApp(c)), 200)
   })
-  r.openapi(routes.get, (c) => c.json(c.var.deps.webhooks.deliveries.get(c.req.valid('param').id), 200))
-  r.openapi(routes.redeliver, (c) => c.json(c.var.deps.webhooks.deliveries.redeliver(c.req.valid('param').id), 202))
+  r.openapi(routes.get, (c) => c.json(c.var.deps.webhooks.deliveries.get(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.redeliver, (c) => c.json(c.var.deps.webhooks.deliveries.redeliver(c.req.valid('param').id, callerApp(c)), 202))
   return r
 }

@@ -5,6 +5,7 @@ import type { Store } from '../store/index.js'
 import type { KeyRole } from '../store/keys.js'
 import type { NotifyService } from '../notify/service.js'
 import type { WebhookService } from '../webhooks/types.js'
+import type { AppService } from '../apps/service.js'
 
 /** What the API needs to render /metrics; implemented by src/metrics.ts. */
 export interface MetricsSource {
@@ -19,6 +20,8 @@ export interface ApiDeps {
   readonly log: Log
   readonly clock: Clock
   readonly webhooks: WebhookService
+  /** Applications and portal tokens (docs/applications.md); createApp makes one when absent. */
+  readonly apps?: AppService
   /** The notification service (SPEC §7); the notify routes are mounted only when present. */
   readonly notify?: NotifyService
   readonly metrics?: MetricsSource
@@ -28,17 +31,23 @@ export interface ApiDeps {
   readonly groupCommitMaxBatch?: number
 }
 
-/** The authenticated caller, set on the context by the auth middleware. */
+/** The authenticated caller, set on the context by the auth middleware: an API key or a portal token. */
 export interface AuthedKey {
   id: string
   name: string
   role: KeyRole
+  /** The application a scoped key or a portal token acts in; null for a key of every application. */
+  appId: string | null
+  /** True for a portal token (`ptk_…`): only the portal's routes admit it. */
+  portal: boolean
+  /** A read-only portal token: only the portal's GET routes. */
+  readOnly: boolean
 }
 
 /** The Hono environment of every Postbox route file. */
 export interface ApiEnv {
   Variables: {
-    deps: ApiDeps
+    deps: ApiDeps & { readonly apps: AppService }
     apiKey: AuthedKey
     /** The end user of an inbox route, set by its token check before validation runs. */
     inboxUser: string

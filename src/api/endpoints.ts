@@ -1,4 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import type { ApiEnv } from './deps.js'
 import {
   EndpointCreate,
   EndpointList,
@@ -9,12 +11,16 @@ import {
   RecoverOut,
   RotateSecretIn,
   SecretOut,
+  TestIn,
 } from '../webhooks/schemas.js'
-import { requireRole } from './auth.js'
+import { AppId } from '../apps/schemas.js'
+import { callerApp, requireAppRole } from './auth.js'
 import { bearerSecurity, DEFAULT_LIMIT, idCursorParam, ErrorBody, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 
-const admin = requireRole('admin')
-const viewer = requireRole('viewer')
+// Endpoints work inside one application: scoped keys and portal tokens too (docs/applications.md).
+const admin = requireAppRole(['admin'], 'write')
+const viewer = requireAppRole(['viewer'], 'read')
+const secretReader = requireAppRole(['admin'], 'read')
 const base = { security: bearerSecurity, tags: ['endpoints'] }
 const withErrors = { ...errorResponses, 422: jsonResponse(ErrorBody, 'destination_not_allowed') }
 const Deleted = z.object({ deleted: z.literal(true), cancelled: z.number().int() }).openapi('EndpointDeleted')
@@ -27,7 +33,7 @@ const routes = {
   }),
   list: createRoute({
     ...base, method: 'get', path: '/v1/endpoints', summary: 'List endpoints with health', middleware: [viewer] as const,
-    request: { query: PageQuery.extend({ cursor: idCursorParam('ep') }) },
+    request: { query: PageQuery.extend({ cursor: idCursorParam('ep'), app_id: AppId.optional().openapi({ param: { name: 'app_id', in: 'query' }, description: 'Only this application' }) }) },
     responses: { 200: jsonResponse(EndpointList, 'newest first'), ...errorResponses },
   }),
   get: createRoute({
@@ -47,7 +53,8 @@ const routes = {
     responses: { 200: jsonResponse(Deleted, 'deleted'), ...errorResponses },
   }),
   secret: createRoute({
-    ...base, method: 'get', path: '/v1/endpoints/{id}/secret', summary: 'The signing secret (admin)', middleware: [admin] as const,
+    ...base, method: 'get', path: '/v1/endpoints/{id}/secret', summary: 'The signing secret (admin; any portal token, read-only ones too: a GET route)',
+    middleware: [secretReader] as const,
     request: { params: IdParam },
     responses: { 200: jsonResponse(SecretOut, 'the current secret'), ...errorResponses },
   }),
@@ -69,9 +76,9 @@ const routes = {
     responses: { 202: jsonResponse(RecoverOut, 'queued'), 409: jsonResponse(ErrorBody, 'conflict: the endpoint is disabled'), ...errorResponses },
   }),
   test: createRoute({
-    ...base, method: 'post', path: '/v1/endpoints/{id}/test', summary: 'Send a postbox.ping event to this endpoint only (admin)',
+    ...base, method: 'post', path: '/v1/endpoints/{id}/test', summary: 'Send a postbox.ping event, or the example of a catalog type, to this endpoint only (admin)',
     middleware: [admin] as const,
-    request: { params: IdParam },
+    request: { params: IdParam, body: jsonBody(TestIn, false) },
     responses: { 202: jsonResponse(EventAccepted, 'queued'), 409: jsonResponse(ErrorBody, 'conflict: the endpoint is disabled'), ...errorResponses },
   }),
 }
@@ -79,18 +86,19 @@ const routes = {
 /** The /v1/endpoints family: thin handlers over the webhook service. */
 export function endpointRoutes() {
   const r = newRouter()
-  r.openapi(routes.create, (c) => c.json(c.var.deps.webhooks.endpoints.create(c.req.valid('json')), 201))
+  r.openapi(routes.create, (c) => c.json(c.var.deps.webhooks.endpoints.create(c.req.valid('json'), callerApp(c)), 201))
   r.openapi(routes.list, (c) => {
     const q = c.req.valid('query')
-    return c.json(c.var.deps.webhooks.endpoints.list({ limit: q.limit ?? DEFAULT_LIMIT, cursor: q.cursor ?? null }), 200)
+    return c.json(c.var.deps.webhooks.endpoints.list({ limit: q.limit ?? DEFAULT_LIMIT, cursor: q.cursor ?? null, ...(q.app_id !== undefined ? { app_id: q.app_id } : {}) }, callerApp(c)), 200)
   })
-  r.openapi(routes.get, (c) => c.json(c.var.deps.webhooks.endpoints.get(c.req.valid('param').id), 200))
-  r.openapi(routes.update, (c) => c.json(c.var.deps.webhooks.endpoints.update(c.req.valid('param').id, c.req.valid('json')), 200))
-  r.openapi(routes.remove, (c) => c.json(c.var.deps.webhooks.endpoints.remove(c.req.valid('param').id), 200))
-  r.openapi(routes.secret, (c) => c.json(c.var.deps.webhooks.endpoints.getSecret(c.req.valid('param').id), 200))
-  r.openapi(routes.rotate, (c) => c.json(c.var.deps.webhooks.endpoints.rotateSecret(c.req.valid('param').id, c.req.valid('json')), 200))
-  r.openapi(routes.enable, (c) => c.json(c.var.deps.webhooks.endpoints.enable(c.req.valid('param').id), 200))
-  r.openapi(routes.recover, (c) => c.json(c.var.deps.webhooks.endpoints.recover(c.req.valid('param').id, c.req.valid('json')), 202))
-  r.openapi(routes.test, (c) => c.json(c.var.deps.webhooks.endpoints.test(c.req.valid('param').id), 202))
+  const ep = (c: Context<ApiEnv>) => c.var.deps.webhooks.endpoints
+  r.openapi(routes.get, (c) => c.json(ep(c).get(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.update, (c) => c.json(ep(c).update(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 200))
+  r.openapi(routes.remove, (c) => c.json(ep(c).remove(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.secret, (c) => c.json(ep(c).getSecret(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.rotate, (c) => c.json(ep(c).rotateSecret(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 200))
+  r.openapi(routes.enable, (c) => c.json(ep(c).enable(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.recover, (c) => c.json(ep(c).recover(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 202))
+  r.openapi(routes.test, (c) => c.json(ep(c).test(c.req.valid('param').id, c.req.valid('json') ?? {}, callerApp(c)), 202))
   return r
 }

@@ -2,15 +2,16 @@ import { createRoute, z } from '@hono/zod-openapi'
 import { errors } from '../errors.js'
 import { EventAccepted, EventBatchAccepted, EventBatchIn, EventIn, EventList, EventOut, EventQuery } from '../webhooks/schemas.js'
 import type { EventAcceptedOutput, EventInput } from '../webhooks/types.js'
-import { requireRole } from './auth.js'
+import { callerApp, requireAppRole } from './auth.js'
 import { bearerSecurity, idCursorParam, DEFAULT_LIMIT, errorResponses, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
 import type { ApiDeps } from './deps.js'
 import { createGroupCommit } from './group-commit.js'
 
-const publisher = requireRole('publisher')
+// Publishing works for scoped keys (to their own application); portal tokens only read events.
+const publisher = requireAppRole(['publisher'])
 /** The batch envelope only; every event is validated by the service against EventIn. */
 const BatchShape = z.object({ events: z.array(z.unknown()).min(1).max(1000) })
-const viewer = requireRole('viewer')
+const viewer = requireAppRole(['viewer'], 'read')
 const base = { security: bearerSecurity, tags: ['events'] }
 
 const routes = {
@@ -48,6 +49,7 @@ const routes = {
 
 /** POST /v1/events (group-committed), POST /v1/events/batch, GET /v1/events and GET /v1/events/:id. */
 export function eventRoutes(deps: ApiDeps) {
+  // The caller's application is already in each input (a scoped key's replaces the body's).
   const ingest = createGroupCommit<EventInput, EventAcceptedOutput>({
     runMany: (inputs) => deps.webhooks.events.sendMany(inputs),
     runOne: (input) => deps.webhooks.events.send(input),
@@ -57,7 +59,9 @@ export function eventRoutes(deps: ApiDeps) {
   r.openapi(routes.send, async (c) => {
     const body = c.req.valid('json')
     const id = idempotencyKey(c.req.valid('header')['idempotency-key'], body.id, 'id')
-    const input: EventInput = id !== body.id ? { ...body, id } : body
+    const scope = callerApp(c)
+    const withId: EventInput = id !== body.id ? { ...body, id } : body
+    const input: EventInput = scope !== null ? { ...withId, app_id: scope } : withId
     const result = await ingest.submit(input)
     return c.json(result, result.deduplicated ? 200 : 202)
   })
@@ -66,13 +70,13 @@ export function eventRoutes(deps: ApiDeps) {
     const body = await c.req.json().catch(() => ({}))
     const shape = BatchShape.safeParse(body)
     if (!shape.success) throw errors.validation(zodDetails(shape.error, 'body'))
-    const results = c.var.deps.webhooks.events.sendMany(shape.data.events as EventInput[])
-    return c.json({ results }, results.every((x) => x.deduplicated) ? 200 : 202)
+    const results = c.var.deps.webhooks.events.sendBatch(shape.data.events, callerApp(c))
+    return c.json({ results }, results.every((x) => 'deduplicated' in x && x.deduplicated) ? 200 : 202)
   })
-  r.openapi(routes.get, (c) => c.json(c.var.deps.webhooks.events.get(c.req.valid('param').id), 200))
+  r.openapi(routes.get, (c) => c.json(c.var.deps.webhooks.events.get(c.req.valid('param').id, callerApp(c)), 200))
   r.openapi(routes.list, (c) => {
     const q = c.req.valid('query')
-    return c.json(c.var.deps.webhooks.events.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }), 200)
+    return c.json(c.var.deps.webhooks.events.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }, callerApp(c)), 200)
   })
   return r
 }

@@ -1,6 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { AppError, errors } from '../errors.js'
-import { createApiKey, forgetCachedKeys, keyJson, requireRole } from './auth.js'
+import { createApiKey, forgetCachedKeys, keyJson } from '../auth/keys.js'
+import { AppId } from '../apps/schemas.js'
+import { requireApp } from '../apps/service.js'
+import { requireRole } from './auth.js'
 import { bearerSecurity, DEFAULT_LIMIT, idCursorParam, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 
 const Role = z.enum(['admin', 'publisher', 'viewer'])
@@ -9,6 +12,7 @@ const KeyCreate = z
   .object({
     name: z.string().min(1).max(200).optional().openapi({ example: 'billing-service' }),
     role: Role,
+    app_id: AppId.optional().openapi({ description: 'A scoped key: it acts only inside this application' }),
   })
   .openapi('KeyCreate')
 
@@ -17,6 +21,7 @@ const KeyOut = z
     id: z.string(),
     name: z.string(),
     role: Role,
+    app_id: z.string().nullable().openapi({ description: 'The application of a scoped key; null for a key of every application' }),
     prefix: z.string(),
     created_at: z.string(),
     last_used_at: z.string().nullable(),
@@ -71,7 +76,8 @@ export function keyRoutes() {
   router.openapi(create, (c) => {
     const { store, clock } = c.var.deps
     const input = c.req.valid('json')
-    const { row, key } = createApiKey(store, { name: input.name ?? input.role, role: input.role }, clock.now())
+    if (input.app_id !== undefined) requireApp(store, input.app_id)
+    const { row, key } = createApiKey(store, { name: input.name ?? input.role, role: input.role, appId: input.app_id ?? null }, clock.now())
     return c.json({ ...(keyJson(row) as z.infer<typeof KeyOut>), key }, 201)
   })
   router.openapi(list, (c) => {
@@ -88,7 +94,7 @@ export function keyRoutes() {
       if (!target) throw errors.notFound('Key')
       if (target.id === caller.id) throw new AppError('self_revoke_forbidden', 403, 'A key cannot revoke itself')
       if (target.revokedAt !== null) return
-      if (target.role === 'admin' && store.keys.countActiveAdmins() <= 1) {
+      if (target.role === 'admin' && target.appId === null && store.keys.countActiveAdmins() <= 1) {
         throw new AppError('last_admin', 409, 'The last active admin key cannot be revoked')
       }
       store.keys.revoke(id, clock.now())

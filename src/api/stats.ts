@@ -3,10 +3,13 @@ import { circuitState } from '../delivery/breaker.js'
 import { errors } from '../errors.js'
 import { parseDuration } from '../lib/duration.js'
 import { toIso } from '../lib/clock.js'
-import { requireRole } from './auth.js'
+import { appFilter } from '../apps/service.js'
+import { callerApp, requireAppRole } from './auth.js'
 import { bearerSecurity, errorResponses, jsonResponse, newRouter } from './common.js'
 
-const viewer = requireRole('viewer')
+// Scoped viewer keys see their own application's numbers; portal tokens only an endpoint's timeseries.
+const viewer = requireAppRole(['viewer'])
+const viewerOrPortal = requireAppRole(['viewer'], 'read')
 const base = { security: bearerSecurity, tags: ['stats'] }
 
 /** The most buckets one timeseries answers: a day by the minute, with room for a partial bucket. */
@@ -46,8 +49,16 @@ const Stats = z
     next_due_at: z.string().nullable().openapi({ description: 'The earliest time a pending delivery is due' }),
     endpoints: z.array(EndpointHealth),
     failing_endpoints: z.number().int(),
+    app_id: z.string().nullable().openapi({ description: 'The application these numbers are of; null for all of them' }),
+    apps: z
+      .array(z.object({ app_id: z.string(), deliveries: Counts }))
+      .openapi({ description: 'Deliveries by status of each application that has any (of the one application when filtered)' }),
   })
   .openapi('Stats')
+
+const StatsQuery = z.object({
+  app_id: z.string().max(100).optional().openapi({ description: "Only this application's deliveries and endpoints (a scoped key: always its own)" }),
+})
 
 const TimeseriesQuery = z.object({
   since: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Start of the range (default: 24 h ago), rounded down to a bucket' }),
@@ -58,6 +69,7 @@ const TimeseriesQuery = z.object({
     .optional()
     .openapi({ description: `Bucket size as a duration (1m, 5m, 1h; default 1m), at least 1s and at most ${MAX_BUCKETS} buckets per range` }),
   endpoint_id: z.string().max(200).optional().openapi({ description: "Only the attempts of this endpoint's deliveries" }),
+  app_id: z.string().max(100).optional().openapi({ description: "Only the attempts of this application's deliveries (a scoped key or portal token: always its own)" }),
 })
 
 const Bucket = z
@@ -86,17 +98,21 @@ const routes = {
   stats: createRoute({
     ...base, method: 'get', path: '/v1/stats', operationId: 'getStats', summary: 'Queue depth, oldest pending and endpoint health (viewer)',
     middleware: [viewer] as const,
+    request: { query: StatsQuery },
     responses: { 200: jsonResponse(Stats, 'the numbers of `postbox stats`'), ...errorResponses },
   }),
   timeseries: createRoute({
-    ...base, method: 'get', path: '/v1/stats/timeseries', operationId: 'getStatsTimeseries', summary: 'Delivery attempts per time bucket by outcome (viewer)',
-    middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/stats/timeseries', operationId: 'getStatsTimeseries', summary: 'Delivery attempts per time bucket by outcome (viewer; a portal token for one endpoint of its application)',
+    middleware: [viewerOrPortal] as const,
     request: { query: TimeseriesQuery },
     responses: { 200: jsonResponse(Timeseries, 'every bucket of the range, oldest first'), ...errorResponses },
   }),
 }
 
 type BucketJson = z.infer<typeof Bucket>
+type CountsJson = z.infer<typeof Counts>
+
+const noCounts = (): CountsJson => ({ pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 })
 
 /** Sums outcome counts into the JSON of one bucket (or of the totals). */
 function bucketJson(counts: Record<string, number>, durationMs: number): Omit<BucketJson, 'start'> {
@@ -117,8 +133,10 @@ export function statsRoutes() {
   r.openapi(routes.stats, (c) => {
     const { store, clock } = c.var.deps
     const now = clock.now()
-    const oldest = store.stats.oldestPendingCreatedAt()
-    const endpoints = store.stats.endpointHealth(ENDPOINTS_SHOWN).map((e) => {
+    const app = appFilter(store, callerApp(c), c.req.valid('query').app_id)
+    const oldest = app === undefined ? store.stats.oldestPendingCreatedAt() : store.stats.appOldestPendingCreatedAt(app)
+    const health = app === undefined ? store.stats.endpointHealth(ENDPOINTS_SHOWN) : store.stats.appEndpointHealth(app, ENDPOINTS_SHOWN)
+    const endpoints = health.map((e) => {
       const circuit = circuitState(e, now)
       return {
         id: e.id,
@@ -133,15 +151,27 @@ export function statsRoutes() {
         failing: e.disabled || circuit !== 'closed' || e.consecutiveFailures > 0,
       }
     })
-    const counts = store.deliveries.countByStatus() as z.infer<typeof Counts>
+    const total = noCounts()
+    const byApp = new Map<string, CountsJson>()
+    for (const row of store.stats.countByAppAndStatus()) {
+      if (app !== undefined && row.appId !== app) continue
+      if (!(row.status in total)) continue
+      const status = row.status as keyof CountsJson
+      let counts = byApp.get(row.appId)
+      if (!counts) byApp.set(row.appId, (counts = noCounts()))
+      counts[status] += row.n
+      total[status] += row.n
+    }
     return c.json(
       {
-        deliveries: { pending: counts.pending ?? 0, in_flight: counts.in_flight ?? 0, success: counts.success ?? 0, dead: counts.dead ?? 0, cancelled: counts.cancelled ?? 0 },
+        deliveries: total,
         oldest_pending_at: toIso(oldest),
         oldest_pending_age_seconds: oldest === null ? null : Math.max(0, Math.round((now - oldest) / 1000)),
-        next_due_at: toIso(store.deliveries.oldestPendingAt()),
+        next_due_at: app === undefined ? toIso(store.deliveries.oldestPendingAt()) : null,
         endpoints,
         failing_endpoints: endpoints.filter((e) => e.failing).length,
+        app_id: app ?? null,
+        apps: [...byApp].map(([id, deliveries]) => ({ app_id: id, deliveries })),
       },
       200,
     )
@@ -160,9 +190,13 @@ export function statsRoutes() {
     if ((until - since) / bucketMs > MAX_BUCKETS) {
       throw errors.validation([{ field: 'bucket', message: `gives more than ${MAX_BUCKETS} buckets for this range: choose a larger bucket or a shorter range`, in: 'query' }])
     }
-    // 404 for an unknown endpoint (or one the caller may not see), as its own routes answer.
-    if (q.endpoint_id !== undefined) webhooks.endpoints.get(q.endpoint_id)
-    const buckets = store.stats.attemptTimeseries(since, until, bucketMs, q.endpoint_id)
+    const scope = callerApp(c)
+    // A portal token sees one endpoint's numbers only: an application's totals are not on its routes.
+    if (c.get('apiKey').portal && q.endpoint_id === undefined) throw errors.forbidden('A portal token may read the timeseries of one endpoint (endpoint_id)')
+    const app = appFilter(store, scope, q.app_id)
+    // 404 for an unknown endpoint (or one of another application), as its own routes answer.
+    if (q.endpoint_id !== undefined) webhooks.endpoints.get(q.endpoint_id, scope)
+    const buckets = store.stats.attemptTimeseries(since, until, bucketMs, q.endpoint_id !== undefined ? { endpointId: q.endpoint_id } : { appId: app })
     const total: Record<string, number> = {}
     let totalMs = 0
     for (const b of buckets) {

@@ -9,7 +9,7 @@ import { pauseAfterFailure, shouldAutoDisable } from './breaker.js'
 export type DisableReason = 'gone' | 'failing'
 
 /** Called inside the disabling transaction; publishes `postbox.endpoint.disabled`. */
-export type EndpointDisabledHandler = (endpoint: { id: string; url: string }, reason: DisableReason) => void
+export type EndpointDisabledHandler = (endpoint: { id: string; url: string; appId?: string }, reason: DisableReason) => void
 
 /** Error recorded on deliveries killed by a disable. */
 export const ENDPOINT_DISABLED = 'endpoint_disabled'
@@ -38,7 +38,7 @@ export function createHealthRecorder(deps: {
       return store.tx(() => {
         if (!store.endpoints.disable(ep.id, reason, now)) return false
         const killed = store.deliveries.killPendingForEndpoint(ep.id, ENDPOINT_DISABLED, now)
-        deps.onEndpointDisabled?.({ id: ep.id, url: ep.url }, reason)
+        deps.onEndpointDisabled?.({ id: ep.id, url: ep.url, appId: ep.appId }, reason)
         log.warn({ endpoint: ep.id, reason, killed }, 'endpoint disabled')
         return true
       })

@@ -5,11 +5,11 @@ export function encodeCursor(key: string): string {
 
 /**
  * What a cursor may hold: a Postbox id (`key_…`, 26 characters after the prefix), an inbox
- * position (digits), a list offset (`o` + digits), or a list's sort key (`sub/…` or `tpl/…`, see
+ * position (digits), a list offset (`o` + digits), or a list's sort key (`sub/…`, `tpl/…`, `app/…` or `ety/…`, see
  * encodeKeyCursor). Anything else was not handed out here. Each list then takes only its own
  * kind (decodeIdCursor, decodeOffsetCursor, decodeKeyCursor), so another list's cursor is a 400.
  */
-const CURSOR_KEY = /^(?:[a-z]{2,3}_[0-9a-z]{26}|\d{1,15}|o\d{1,9}|(?:sub|tpl)\/[\s\S]{1,1000})$/
+const CURSOR_KEY = /^(?:[a-z]{2,3}_[0-9a-z]{26}|\d{1,15}|o\d{1,9}|(?:sub|tpl|app|ety)\/[\s\S]{1,1000})$/
 /** A Postbox id: the sort key of the lists newest first by id. */
 const ID_KEY = /^[a-z]{2,3}_[0-9a-z]{26}$/
 

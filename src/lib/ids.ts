@@ -1,7 +1,7 @@
 import { randomBytes, randomFillSync } from 'node:crypto'
 
 /** The id prefixes Postbox uses, one per resource kind. */
-export type IdPrefix = 'evt' | 'ep' | 'dlv' | 'ntf' | 'msg' | 'key' | 'usr'
+export type IdPrefix = 'evt' | 'ep' | 'dlv' | 'ntf' | 'msg' | 'key' | 'usr' | 'app' | 'ptk'
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz' // Crockford base32, lower case
 

@@ -46,8 +46,8 @@ const SQL = {
   // A repeat hits one of the unique indexes deliveries_event or deliveries_notification
   // (schema.sql); naming both keeps any other conflict (an id) an error rather than a no-op.
   insert: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
-      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)
+      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, app_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)
     ON CONFLICT (event_id, endpoint_id) WHERE event_id IS NOT NULL DO NOTHING
     ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`,
   // A notification row that is finished when it is written (an inbox message written in the same
@@ -280,6 +280,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         waits ? WAITING_IN_ORDER : row.nextAttemptAt,
         now,
         now,
+        row.appId ?? 'default',
       ).changes
       if (inserted > 0) {
         if (!waits && row.nextAttemptAt <= now) {

@@ -28,7 +28,7 @@ export const PASS_ENDPOINTS = 256
 // status, updated_at and completed_at are known after a claim and are filled in by `toClaimed`.
 const CLAIM_COLUMNS = `id, channel, event_id, endpoint_id, notification_id, recipient, event_type,
   ordering_key, payload, group_key, attempts, max_attempts, next_attempt_at, claim_token, lease_until,
-  last_status_code, last_error, created_at, (SELECT body FROM events WHERE id = deliveries.event_id)`
+  last_status_code, last_error, created_at, (SELECT body FROM events WHERE id = deliveries.event_id), app_id`
 
 /** Maps one raw CLAIM_COLUMNS row of a claim made at `now`. */
 function toClaimed(r: unknown[], now: number): ClaimedDelivery {
@@ -55,6 +55,7 @@ function toClaimed(r: unknown[], now: number): ClaimedDelivery {
     updatedAt: now,
     completedAt: null,
     eventBody: r[18] as string | null,
+    appId: r[19] as string,
   }
 }
 

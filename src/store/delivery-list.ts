@@ -5,7 +5,7 @@ import { DUE_KEY } from './delivery-claim.js'
 import type { Delivery, DeliveryFilter, DeliveryStatus } from './delivery-types.js'
 
 /** The columns of a delivery row under the names `Delivery` gives them. */
-export const DELIVERY_COLUMNS = `id, channel, event_id AS eventId, endpoint_id AS endpointId,
+export const DELIVERY_COLUMNS = `id, app_id AS appId, channel, event_id AS eventId, endpoint_id AS endpointId,
   notification_id AS notificationId, recipient, event_type AS eventType, ordering_key AS orderingKey,
   payload, group_key AS groupKey, status, attempts, max_attempts AS maxAttempts,
   next_attempt_at AS nextAttemptAt, claim_token AS claimToken, lease_until AS leaseUntil,
@@ -35,6 +35,18 @@ export function needsScan(f: DeliveryFilter): boolean {
 }
 
 /**
+ * The application filter. deliveries_app leaves out default's rows (a partial index), so another
+ * application's condition names the index's own, and default's reads the table in id order.
+ */
+function appCondition(appId: string, where: string[], params: unknown[]): void {
+  if (appId === 'default') where.push(`app_id = 'default'`)
+  else {
+    where.push(`app_id = ? AND app_id <> 'default'`)
+    params.push(appId)
+  }
+}
+
+/**
  * The SQL and parameters of one `list` page read through an index (exported for the
  * query-plan test). Newest first is the table's own order, but walking it for queued rows
  * passes every finished row newer than the oldest queued one (~270 ms per million), so queued
@@ -60,6 +72,7 @@ export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
       params.push(v)
     }
   }
+  if (f.appId !== undefined) appCondition(f.appId, where, params)
   const after = decodeIdCursor(f.cursor)
   if (after) {
     where.push('id < ?')
@@ -91,6 +104,7 @@ export function scanQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
     params.push(f.eventType)
   }
   if (f.status === 'success') checks.push(`status = 'success'`)
+  if (f.appId !== undefined) appCondition(f.appId, checks, params)
   const where: string[] = []
   if (f.status && f.status !== 'success') where.push(`status = '${STATUS_LITERAL[f.status]}'`)
   if (f.endpointId) {

@@ -21,6 +21,8 @@ export type Channel = 'webhook' | 'inbox' | 'email' | 'notify-webhook'
 /** A delivery row, mapped to camelCase. */
 export interface Delivery {
   id: string
+  /** The application of its event (or notification). */
+  appId: string
   channel: Channel
   eventId: string | null
   endpointId: string | null
@@ -69,6 +71,8 @@ export interface NewDelivery {
   groupKey?: string | null
   maxAttempts: number
   nextAttemptAt: number
+  /** The application; `default` when not given. */
+  appId?: string
 }
 
 /** One logged attempt. */
@@ -141,6 +145,8 @@ export interface DeliveryFilter {
   eventType?: string
   eventId?: string
   notificationId?: string
+  /** Only this application's deliveries. */
+  appId?: string
   limit: number
   cursor?: string | null
 }

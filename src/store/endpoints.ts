@@ -26,6 +26,8 @@ export interface EndpointSettings {
 /** An endpoint row, mapped to camelCase with its JSON columns parsed. */
 export interface EndpointRow extends EndpointSettings {
   id: string
+  /** The application the endpoint belongs to (never changes). */
+  appId: string
   secret: string
   previousSecrets: PreviousSecret[]
   disabled: boolean
@@ -42,7 +44,7 @@ export interface EndpointRow extends EndpointSettings {
   updatedAt: number
 }
 
-const COLUMNS = `id, url, description, event_types AS eventTypes, headers, method, timeout_ms AS timeoutMs,
+const COLUMNS = `id, app_id AS appId, url, description, event_types AS eventTypes, headers, method, timeout_ms AS timeoutMs,
   max_concurrency AS maxConcurrency, rate_limit AS rateLimit, ordered, retry_schedule AS retrySchedule, signature,
   secret, previous_secrets AS previousSecrets, metadata, disabled, disabled_reason AS disabledReason,
   deleted_at AS deletedAt, last_success_at AS lastSuccessAt, last_failure_at AS lastFailureAt,
@@ -51,13 +53,16 @@ const COLUMNS = `id, url, description, event_types AS eventTypes, headers, metho
   created_at AS createdAt, updated_at AS updatedAt`
 
 const SQL = {
-  insert: `INSERT INTO endpoints (id, url, description, event_types, headers, method, timeout_ms, max_concurrency,
+  insert: `INSERT INTO endpoints (id, app_id, url, description, event_types, headers, method, timeout_ms, max_concurrency,
       rate_limit, ordered, retry_schedule, signature, secret, metadata, disabled, disabled_reason, created_at, updated_at)
-    VALUES (@id, @url, @description, @eventTypes, @headers, @method, @timeoutMs, @maxConcurrency, @rateLimit, @ordered,
+    VALUES (@id, @appId, @url, @description, @eventTypes, @headers, @method, @timeoutMs, @maxConcurrency, @rateLimit, @ordered,
       @retrySchedule, @signature, @secret, @metadata, @disabled, @disabledReason, @now, @now)`,
   get: `SELECT ${COLUMNS} FROM endpoints WHERE id = ? AND deleted_at IS NULL`,
   getAny: `SELECT ${COLUMNS} FROM endpoints WHERE id = ?`,
   active: `SELECT ${COLUMNS} FROM endpoints WHERE disabled = 0 AND deleted_at IS NULL ORDER BY id`,
+  // endpoints_app: one application's endpoints, whatever the number of applications.
+  activeForApp: `SELECT ${COLUMNS} FROM endpoints INDEXED BY endpoints_app WHERE app_id = ? AND deleted_at IS NULL AND disabled = 0 ORDER BY id`,
+  removeForApp: `UPDATE endpoints SET deleted_at = @now, updated_at = @now WHERE app_id = @appId AND deleted_at IS NULL RETURNING id`,
   update: `UPDATE endpoints SET url = @url, description = @description, event_types = @eventTypes, headers = @headers,
       method = @method, timeout_ms = @timeoutMs, max_concurrency = @maxConcurrency, rate_limit = @rateLimit,
       ordered = @ordered, retry_schedule = @retrySchedule, signature = @signature, metadata = @metadata, updated_at = @now
@@ -85,14 +90,18 @@ const SQL = {
 
 /** The endpoints table: configuration, secrets and health. Deleted rows stay (soft delete). */
 export interface EndpointsStore {
-  insert(row: EndpointSettings & { id: string; secret: string; disabled: boolean; disabledReason: string | null }, now: number): void
+  insert(row: EndpointSettings & { id: string; appId?: string; secret: string; disabled: boolean; disabledReason: string | null }, now: number): void
   /** A live (not deleted) endpoint, or null. */
   get(id: string): EndpointRow | null
   /** Any endpoint, deleted or not (deliveries keep pointing at deleted ones). */
   getAny(id: string): EndpointRow | null
   /** Enabled, non-deleted endpoints: the fan-out candidates. */
   active(): EndpointRow[]
-  list(opts: { limit: number; cursor?: string | null }): Page<EndpointRow>
+  /** Enabled, non-deleted endpoints of one application (indexed). */
+  activeForApp(appId: string): EndpointRow[]
+  /** Soft-deletes every live endpoint of an application; returns their ids. */
+  removeForApp(appId: string, now: number): string[]
+  list(opts: { limit: number; cursor?: string | null; appId?: string }): Page<EndpointRow>
   update(id: string, settings: EndpointSettings, now: number): boolean
   softDelete(id: string, now: number): boolean
   setSecret(id: string, secret: string, previous: PreviousSecret[], now: number): boolean
@@ -196,16 +205,20 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
   }
   return {
     insert(row, now) {
-      s.insert.run({ ...settingsParams(row), id: row.id, secret: row.secret, disabled: row.disabled ? 1 : 0, disabledReason: row.disabledReason, now })
+      s.insert.run({ ...settingsParams(row), id: row.id, appId: row.appId ?? 'default', secret: row.secret, disabled: row.disabled ? 1 : 0, disabledReason: row.disabledReason, now })
       bumpSettings(0)
     },
     get: (id) => mapRow(s.get.get(id) as RawRow | undefined),
     getAny: (id) => mapRow(s.getAny.get(id) as RawRow | undefined),
     active: () => (s.active.all() as RawRow[]).map((r) => mapRow(r)!),
-    list({ limit, cursor }) {
+    activeForApp: (appId) => (s.activeForApp.all(appId) as RawRow[]).map((r) => mapRow(r)!),
+    removeForApp: (appId, now) => bumpSettings((s.removeForApp.all({ appId, now }) as { id: string }[]).map((r) => r.id)),
+    list({ limit, cursor, appId }) {
       const after = decodeIdCursor(cursor)
-      const sql = `SELECT ${COLUMNS} FROM endpoints WHERE deleted_at IS NULL ${after ? 'AND id < ?' : ''} ORDER BY id DESC LIMIT ?`
-      const page = pageById(listStatement(sql).all(...(after ? [after] : []), limit + 1) as RawRow[], limit)
+      const app = appId !== undefined ? 'AND app_id = ?' : ''
+      const sql = `SELECT ${COLUMNS} FROM endpoints WHERE deleted_at IS NULL ${app} ${after ? 'AND id < ?' : ''} ORDER BY id DESC LIMIT ?`
+      const params = [...(appId !== undefined ? [appId] : []), ...(after ? [after] : []), limit + 1]
+      const page = pageById(listStatement(sql).all(...params) as RawRow[], limit)
       return { data: page.data.map((r) => mapRow(r)!), next_cursor: page.next_cursor }
     },
     update: (id, settings, now) => bumpSettings(s.update.run({ ...settingsParams(settings), id, now }).changes > 0),

@@ -9,6 +9,8 @@ import { createKeysStore, type KeysStore } from './keys.js'
 import { createStatsStore, type StatsStore } from './stats.js'
 import { createClockRepairStore, type ClockRepairStore } from './clock-repair.js'
 import { createLocksStore, type LocksStore } from './locks.js'
+import { createAppsStore, type AppsStore } from './apps.js'
+import { createEventTypesStore, type EventTypesStore } from './event-types.js'
 
 /**
  * Every table family behind one object. Services receive a Store and call its plain functions;
@@ -27,6 +29,8 @@ export interface Store {
   readonly stats: StatsStore
   readonly clockRepair: ClockRepairStore
   readonly locks: LocksStore
+  readonly apps: AppsStore
+  readonly eventTypes: EventTypesStore
   /**
    * Runs `fn` in one IMMEDIATE transaction. When it enqueued due work, the wake listeners run
    * after the commit (never before: a dispatcher must not look for rows it cannot see yet).
@@ -64,6 +68,8 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
     stats: createStatsStore(db),
     clockRepair: createClockRepairStore(db),
     locks: createLocksStore(db),
+    apps: createAppsStore(db),
+    eventTypes: createEventTypesStore(db),
     tx<T>(fn: () => T): T {
       depth++
       let result: T

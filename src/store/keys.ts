@@ -9,6 +9,8 @@ export interface ApiKeyRow {
   id: string
   name: string
   role: KeyRole
+  /** The application a scoped key acts in; null for a key of every application. */
+  appId: string | null
   hash: string
   prefix: string
   createdAt: number
@@ -16,23 +18,23 @@ export interface ApiKeyRow {
   revokedAt: number | null
 }
 
-const COLUMNS = `id, name, role, hash, prefix, created_at AS createdAt, last_used_at AS lastUsedAt, revoked_at AS revokedAt`
+const COLUMNS = `id, name, role, app_id AS appId, hash, prefix, created_at AS createdAt, last_used_at AS lastUsedAt, revoked_at AS revokedAt`
 
 const SQL = {
-  insert: `INSERT INTO api_keys (id, name, role, hash, prefix, created_at)
-    VALUES (@id, @name, @role, @hash, @prefix, @createdAt)`,
+  insert: `INSERT INTO api_keys (id, name, role, app_id, hash, prefix, created_at)
+    VALUES (@id, @name, @role, @appId, @hash, @prefix, @createdAt)`,
   get: `SELECT ${COLUMNS} FROM api_keys WHERE id = ?`,
   byHash: `SELECT ${COLUMNS} FROM api_keys WHERE hash = ?`,
   revoke: `UPDATE api_keys SET revoked_at = @now WHERE id = @id AND revoked_at IS NULL`,
   touch: `UPDATE api_keys SET last_used_at = @now WHERE id = @id`,
-  activeAdmins: `SELECT count(*) FROM api_keys WHERE role = 'admin' AND revoked_at IS NULL`,
+  activeAdmins: `SELECT count(*) FROM api_keys WHERE role = 'admin' AND app_id IS NULL AND revoked_at IS NULL`,
   listFirst: `SELECT ${COLUMNS} FROM api_keys ORDER BY id DESC LIMIT ?`,
   listAfter: `SELECT ${COLUMNS} FROM api_keys WHERE id < ? ORDER BY id DESC LIMIT ?`,
 } as const
 
 /** The api_keys table: create, look up by hash, list, revoke. */
 export interface KeysStore {
-  insert(row: Omit<ApiKeyRow, 'lastUsedAt' | 'revokedAt'>): void
+  insert(row: Omit<ApiKeyRow, 'lastUsedAt' | 'revokedAt' | 'appId'> & { appId?: string | null }): void
   get(id: string): ApiKeyRow | null
   byHash(hash: string): ApiKeyRow | null
   /** Marks a key revoked; false when it was unknown or already revoked. */
@@ -53,7 +55,7 @@ export function createKeysStore(db: Db): KeysStore {
   const listFirst = db.prepare(SQL.listFirst)
   const listAfter = db.prepare(SQL.listAfter)
   return {
-    insert: (row) => void insert.run(row),
+    insert: (row) => void insert.run({ ...row, appId: row.appId ?? null }),
     get: (id) => (get.get(id) as ApiKeyRow | undefined) ?? null,
     byHash: (hash) => (byHash.get(hash) as ApiKeyRow | undefined) ?? null,
     revoke: (id, now) => revoke.run({ id, now }).changes > 0,

@@ -352,8 +352,56 @@ CREATE TABLE locks (
   seen_at      INTEGER NOT NULL             -- the holder's heartbeat
 ) WITHOUT ROWID;
 `,
-  /* v8 → v9: applications, catalog, receipts, console (each feature's block, see schema.sql). */
+  /* v8 → v9: see the blocks of schema.sql. */
   `
+-- ── v9: applications, portal tokens and the event-type catalog ──
+-- Applications (tenants, docs/applications.md): every endpoint, event and delivery belongs to one;
+-- default always exists, and rows written before v9 belong to it.
+CREATE TABLE apps (
+  id          TEXT PRIMARY KEY,              -- the client's own id, or app_…
+  name        TEXT NOT NULL,
+  metadata    TEXT NOT NULL DEFAULT '{}',
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL,
+  deleted_at  INTEGER                        -- kept, so a deleted id is never reused for other rows
+);
+CREATE INDEX apps_created ON apps (created_at DESC, id DESC);
+INSERT INTO apps (id, name, created_at, updated_at)
+  VALUES ('default', 'Default', CAST(unixepoch('subsec') * 1000 AS INTEGER), CAST(unixepoch('subsec') * 1000 AS INTEGER));
+ALTER TABLE endpoints ADD COLUMN app_id TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE events ADD COLUMN app_id TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE deliveries ADD COLUMN app_id TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE api_keys ADD COLUMN app_id TEXT;   -- NULL: the key acts in every application
+-- Fan-out reads one application's endpoints, so 10,000 applications cost what one does.
+CREATE INDEX endpoints_app ON endpoints (app_id, id) WHERE deleted_at IS NULL;
+-- Idempotency is per application: the same client id in two applications is two events.
+DROP INDEX events_client_id;
+CREATE UNIQUE INDEX events_client_id ON events (app_id, client_id) WHERE client_id IS NOT NULL;
+-- ?app_id= lists of events and deliveries. Partial: rows of default (every row of a
+-- single-tenant install) cost no index entry; its lists read the table in id order instead.
+CREATE INDEX events_app ON events (app_id, id) WHERE app_id <> 'default';
+CREATE INDEX deliveries_app ON deliveries (app_id, id) WHERE app_id <> 'default';
+-- Portal tokens (ptk_…) are signed and also stored, so deleting their application revokes them.
+CREATE TABLE portal_tokens (
+  id          TEXT PRIMARY KEY,              -- ptk_…, the id inside the signed token
+  app_id      TEXT NOT NULL,
+  read_only   INTEGER NOT NULL DEFAULT 0,
+  expires_at  INTEGER NOT NULL,
+  created_at  INTEGER NOT NULL
+);
+CREATE INDEX portal_tokens_app ON portal_tokens (app_id, expires_at);
+-- The event-type catalog: a JSON Schema (draft 2020-12) per type validates data at ingest.
+CREATE TABLE event_types (
+  name         TEXT PRIMARY KEY,
+  description  TEXT NOT NULL DEFAULT '',
+  schema       TEXT,                         -- JSON Schema, or NULL for none
+  example      TEXT,                         -- JSON example data, sent by the endpoint test
+  deprecated   INTEGER NOT NULL DEFAULT 0,
+  archived     INTEGER NOT NULL DEFAULT 0,
+  version      INTEGER NOT NULL,             -- moves on every PUT; compiled validators are cached by it
+  created_at   INTEGER NOT NULL,
+  updated_at   INTEGER NOT NULL
+) WITHOUT ROWID;
 -- ── v9: console stats ──
 CREATE INDEX attempts_started ON attempts (started_at);
 `,

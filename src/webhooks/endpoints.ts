@@ -7,11 +7,13 @@ import type { Store } from '../store/index.js'
 import type { EndpointRow, EndpointSettings } from '../store/endpoints.js'
 import { ENDPOINT_DISABLED } from '../delivery/health.js'
 import type { FanOut } from './fan-out.js'
+import type { Catalog } from '../apps/catalog.js'
+import { appFilter, appForWrite, appMoveRefused } from '../apps/service.js'
 import { endpointOut } from './present.js'
 import { checkUrl, headerIssues, parseOrThrow, parseRetrySchedule, throwIfIssues, urlPolicy, type Issue } from './rules.js'
-import { EndpointCreate, EndpointUpdate, RecoverIn, RotateSecretIn } from './schemas.js'
+import { EndpointCreate, EndpointUpdate, RecoverIn, RotateSecretIn, TestIn } from './schemas.js'
 import { generateSecret, normaliseSecret } from './secrets.js'
-import type { WebhookService } from './types.js'
+import type { AppScope, WebhookService } from './types.js'
 
 /** Reason stored when a user disables an endpoint through the API. */
 export const MANUAL_DISABLE = 'manual'
@@ -21,8 +23,8 @@ const MAX_PREVIOUS_SECRETS = 5
 type Patch = Partial<Omit<EndpointSettings, 'retrySchedule'>> & { retry_schedule?: (string | number)[] | null }
 
 /** The endpoint half of the WebhookService. */
-export function createEndpointService(deps: { store: Store; config: Config; clock: Clock; fanOut: FanOut }): WebhookService['endpoints'] {
-  const { store, config, clock, fanOut } = deps
+export function createEndpointService(deps: { store: Store; config: Config; clock: Clock; fanOut: FanOut; catalog: Catalog }): WebhookService['endpoints'] {
+  const { store, config, clock, fanOut, catalog } = deps
   const policy = urlPolicy(config.allowNetworks)
 
   /** Validates settings on top of the zod shape and merges them over `base`. */
@@ -34,6 +36,7 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       issues.push(...headerIssues(p.headers))
       out.headers = p.headers
     }
+    if (p.eventTypes !== undefined) issues.push(...catalog.subscriptionIssues(p.eventTypes))
     if (p.retry_schedule !== undefined) {
       if (p.retry_schedule === null) out.retrySchedule = null
       else {
@@ -78,11 +81,12 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
     } else if (!disabled && ep.disabled) store.endpoints.enable(ep.id, now)
   }
 
-  const out = (id: string): ReturnType<typeof endpointOut> => endpointOut(fanOut.endpointOr404(id), clock.now())
+  const out = (id: string, scope?: AppScope): ReturnType<typeof endpointOut> => endpointOut(fanOut.endpointOr404(id, scope), clock.now())
 
   return {
-    create(input) {
+    create(input, scope) {
       const i = parseOrThrow(EndpointCreate, input)
+      const appId = appForWrite(store, scope, i.app_id)
       const settings = settingsFrom(camel(i), {
         url: '', description: '', eventTypes: null, headers: {}, method: 'POST', timeoutMs: config.requestTimeoutMs,
         maxConcurrency: 16, rateLimit: null, ordered: false, retrySchedule: null, signature: 'standard', metadata: {},
@@ -91,18 +95,20 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       const now = clock.now()
       const id = newId('ep', now)
       const disabled = i.disabled ?? false
-      store.tx(() => store.endpoints.insert({ ...settings, id, secret, disabled, disabledReason: disabled ? MANUAL_DISABLE : null }, now))
+      store.tx(() => store.endpoints.insert({ ...settings, id, appId, secret, disabled, disabledReason: disabled ? MANUAL_DISABLE : null }, now))
       return { ...out(id), secret }
     },
-    list(opts = {}) {
-      const page = store.endpoints.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null })
+    list(opts = {}, scope) {
+      const appId = appFilter(store, scope, opts.app_id)
+      const page = store.endpoints.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null, ...(appId !== undefined ? { appId } : {}) })
       const now = clock.now()
       return { data: page.data.map((e) => endpointOut(e, now)), next_cursor: page.next_cursor }
     },
     get: out,
-    update(id, patch) {
+    update(id, patch, scope) {
       const p = parseOrThrow(EndpointUpdate, patch)
-      const ep = fanOut.endpointOr404(id)
+      const ep = fanOut.endpointOr404(id, scope)
+      if (p.app_id !== undefined && p.app_id !== ep.appId) throw appMoveRefused()
       const settings = settingsFrom(camel(p), ep)
       if (settings.signature !== ep.signature && 'error' in normaliseSecret(settings.signature, ep.secret)) {
         throw errors.validation([{ path: 'signature', message: 'the current secret does not fit this mode; rotate it with a new secret first' }])
@@ -119,8 +125,8 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       })
       return out(id)
     },
-    remove(id) {
-      fanOut.endpointOr404(id)
+    remove(id, scope) {
+      fanOut.endpointOr404(id, scope)
       const now = clock.now()
       const cancelled = store.tx(() => {
         store.endpoints.softDelete(id, now)
@@ -128,10 +134,10 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       })
       return { deleted: true, cancelled }
     },
-    getSecret: (id) => ({ secret: fanOut.endpointOr404(id).secret }),
-    rotateSecret(id, input = {}) {
+    getSecret: (id, scope) => ({ secret: fanOut.endpointOr404(id, scope).secret }),
+    rotateSecret(id, input = {}, scope) {
       const i = parseOrThrow(RotateSecretIn, input)
-      const ep = fanOut.endpointOr404(id)
+      const ep = fanOut.endpointOr404(id, scope)
       const secret = secretOrThrow(ep.signature, i.secret)
       const now = clock.now()
       const grace = i.grace_seconds !== undefined ? i.grace_seconds * 1000 : config.secretGraceMs
@@ -140,26 +146,31 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       store.tx(() => store.endpoints.setSecret(id, secret, previous.slice(0, MAX_PREVIOUS_SECRETS), now))
       return { secret }
     },
-    enable(id) {
-      const ep = fanOut.endpointOr404(id)
+    enable(id, scope) {
+      const ep = fanOut.endpointOr404(id, scope)
       store.tx(() => store.endpoints.enable(ep.id, clock.now()))
       return out(id)
     },
-    recover(id, input) {
+    recover(id, input, scope) {
       const i = parseOrThrow(RecoverIn, input)
       // SPEC §5: recover brings dead deliveries back after a re-enable; while disabled they
       // would only be killed again.
-      if (fanOut.endpointOr404(id).disabled) throw errors.conflict('Endpoint is disabled; enable it first')
+      if (fanOut.endpointOr404(id, scope).disabled) throw errors.conflict('Endpoint is disabled; enable it first')
       const now = clock.now()
       const since = Date.parse(i.since)
       const until = i.until !== undefined ? Date.parse(i.until) : now + 1
       if (since >= until) throw errors.validation([{ path: 'since', message: 'must be before until' }])
       return { queued: store.tx(() => store.deliveries.recover(id, since, until, now)) }
     },
-    test(id) {
-      const ep = fanOut.endpointOr404(id)
+    test(id, input = {}, scope) {
+      const i = parseOrThrow(TestIn, input ?? {})
+      const ep = fanOut.endpointOr404(id, scope)
       if (ep.disabled) throw errors.conflict('Endpoint is disabled; enable it first')
-      return store.tx(() => fanOut.store({ type: 'postbox.ping', data: { endpoint_id: id, message: 'This is a test event from Postbox' } }, ep))
+      // A named catalog type sends its example (docs/applications.md); none sends postbox.ping.
+      const ev = i.event_type !== undefined
+        ? { appId: ep.appId, type: i.event_type, data: catalog.exampleFor(i.event_type) }
+        : { appId: ep.appId, type: 'postbox.ping', data: { endpoint_id: id, message: 'This is a test event from Postbox' } }
+      return store.tx(() => fanOut.store(ev, ep))
     },
   }
 }

@@ -34,7 +34,7 @@ describe('fan-out endpoint cache', () => {
     const clock = new ManualClock()
     const { store } = t
     const fanOut = createFanOut({ store, config: testConfig(), clock })
-    const active = vi.spyOn(store.endpoints, 'active')
+    const active = vi.spyOn(store.endpoints, 'activeForApp')
     const send = (type: string) => store.tx(() => fanOut.store({ type, data: {} }))
     store.endpoints.insert(endpoint('ep_a', ['invoice.*']), clock.now())
     store.endpoints.insert(endpoint('ep_b', null), clock.now())

@@ -11,47 +11,63 @@ import type { EventAcceptedOutput } from './types.js'
 
 /** A validated event ready to store. */
 export interface EventToStore {
+  /** The application, already checked to exist (`default` when absent). */
+  appId?: string
   type: string
   data: Record<string, unknown>
   clientId?: string | null
   orderingKey?: string | null
 }
 
-/** At most this many event types keep their list of endpoints between reloads. */
+/** At most this many event types per application keep their list of endpoints between reloads. */
 const TYPE_CACHE_SIZE = 1024
+/** At most this many applications keep their endpoints in memory; the oldest loaded goes first. */
+const APP_CACHE_SIZE = 20_000
+
+/** One application's enabled endpoints and, per event type, the ones that want it. */
+interface AppTargets {
+  endpoints: EndpointRow[]
+  byType: Map<string, EndpointRow[]>
+}
 
 /**
- * Stores events and fans each one out into one delivery per enabled, non-deleted endpoint whose
- * filter matches. Must run inside `store.tx` (the caller's transaction), so an accepted event and
- * all its deliveries commit together. The enabled endpoints are cached and reloaded when the
- * endpoints store's settings version moves (not on health changes), so fan-out costs no endpoint
- * query per event.
+ * Stores events and fans each one out into one delivery per enabled, non-deleted endpoint of the
+ * event's application whose filter matches. Must run inside `store.tx` (the caller's transaction),
+ * so an accepted event and all its deliveries commit together. Each application's enabled
+ * endpoints are read once (endpoints_app, indexed) and cached until the endpoints store's settings
+ * version moves (not on health changes), so fan-out costs no endpoint query per event, and an
+ * event to one of 10,000 applications reads only that application's endpoints.
  */
 export function createFanOut(deps: { store: Store; config: Config; clock: Clock }) {
   const { store, config, clock } = deps
-  let cached: EndpointRow[] = []
   let cachedVersion = -1
-  // The endpoints each event type goes to, worked out once per type (and per reload): with
-  // thousands of endpoints, matching every filter for every event cost ~0.45 ms an event.
-  const byType = new Map<string, EndpointRow[]>()
-  const targetsFor = (type: string): EndpointRow[] => {
+  const apps = new Map<string, AppTargets>()
+  // The endpoints each event type goes to, worked out once per (application, type) and reload:
+  // with thousands of endpoints, matching every filter for every event cost ~0.45 ms an event.
+  const targetsFor = (appId: string, type: string): EndpointRow[] => {
     const v = store.endpoints.settingsVersion()
     if (v !== cachedVersion) {
-      cached = store.endpoints.active()
+      apps.clear()
       cachedVersion = v
-      byType.clear()
     }
-    let targets = byType.get(type)
+    let app = apps.get(appId)
+    if (app === undefined) {
+      if (apps.size >= APP_CACHE_SIZE) apps.delete(apps.keys().next().value!)
+      app = { endpoints: store.endpoints.activeForApp(appId), byType: new Map() }
+      apps.set(appId, app)
+    }
+    let targets = app.byType.get(type)
     if (targets === undefined) {
-      targets = cached.filter((e) => endpointWants(e.eventTypes, type))
-      if (byType.size >= TYPE_CACHE_SIZE) byType.clear()
-      byType.set(type, targets)
+      targets = app.endpoints.filter((e) => endpointWants(e.eventTypes, type))
+      if (app.byType.size >= TYPE_CACHE_SIZE) app.byType.clear()
+      app.byType.set(type, targets)
     }
     return targets
   }
 
   const accepted = (e: EventRow, deliveries: number, deduplicated: boolean): EventAcceptedOutput => ({
     id: e.id,
+    app_id: e.appId,
     type: e.type,
     deliveries,
     deduplicated,
@@ -65,8 +81,9 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
      * one endpoint regardless of its filter (used by the test ping).
      */
     store(ev: EventToStore, only?: EndpointRow): EventAcceptedOutput {
+      const appId = ev.appId ?? 'default'
       if (ev.clientId) {
-        const existing = store.events.byClientId(ev.clientId)
+        const existing = store.events.byClientId(appId, ev.clientId)
         // SPEC §6: a repeat returns the original, whatever it carries now. Never throwing here
         // keeps one client's repeat from failing the other events of a group commit.
         if (existing) return accepted(existing, store.deliveries.byEvent(existing.id).length, true)
@@ -74,9 +91,9 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
       const now = clock.now()
       const id = newId('evt', now)
       const body = JSON.stringify({ id, type: ev.type, timestamp: toIso(now), data: ev.data })
-      const row: EventRow = { id, clientId: ev.clientId ?? null, type: ev.type, orderingKey: ev.orderingKey ?? null, body, createdAt: now }
+      const row: EventRow = { id, appId, clientId: ev.clientId ?? null, type: ev.type, orderingKey: ev.orderingKey ?? null, body, createdAt: now }
       store.events.insert(row)
-      const targets = only ? [only] : targetsFor(ev.type)
+      const targets = only ? [only] : targetsFor(appId, ev.type)
       let n = 0
       for (const ep of targets) {
         const r = store.deliveries.enqueue(
@@ -88,6 +105,7 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
             orderingKey: row.orderingKey,
             maxAttempts: maxAttemptsFor(ep.retrySchedule ?? config.retrySchedule),
             nextAttemptAt: now,
+            appId,
           },
           now,
         )
@@ -95,11 +113,16 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
       }
       return accepted(row, n, false)
     },
-    /** Throws 404 unless the endpoint exists; the message says when it was deleted (so enable or recover cannot help). */
-    endpointOr404(id: string): EndpointRow {
+    /**
+     * Throws 404 unless the endpoint exists and a caller scoped to `scope` (an application) may see
+     * it; the message says when it was deleted (so enable or recover cannot help). Another
+     * application's endpoint is 404 exactly as an unknown one, so ids cannot be probed.
+     */
+    endpointOr404(id: string, scope?: string | null): EndpointRow {
       const ep = store.endpoints.get(id)
-      if (ep) return ep
-      if (store.endpoints.getAny(id)) throw new AppError('not_found', 404, `Endpoint ${id} was deleted`)
+      if (ep && (!scope || ep.appId === scope)) return ep
+      const any = ep ? null : store.endpoints.getAny(id)
+      if (any && (!scope || any.appId === scope)) throw new AppError('not_found', 404, `Endpoint ${id} was deleted`)
       throw errors.notFound('Endpoint')
     },
   }

@@ -9,6 +9,7 @@ import type { DeliveryOutput, EndpointOutput, EventOutput } from './types.js'
 export function endpointOut(e: EndpointRow, now: number): EndpointOutput {
   return {
     id: e.id,
+    app_id: e.appId,
     url: e.url,
     description: e.description,
     event_types: e.eventTypes,
@@ -53,6 +54,7 @@ export function deliveryOut(d: Delivery, attempts: readonly Attempt[]): Delivery
 export function deliveryOut(d: Delivery, attempts?: readonly Attempt[]): DeliveryOutput {
   return {
     id: d.id,
+    app_id: d.appId,
     channel: d.channel,
     event_id: d.eventId,
     endpoint_id: d.endpointId,
@@ -84,6 +86,7 @@ export function eventSummary(e: EventRow): Omit<EventOutput, 'deliveries'> {
   const envelope = JSON.parse(e.body) as { timestamp: string; data: unknown }
   return {
     id: e.id,
+    app_id: e.appId,
     type: e.type,
     ordering_key: e.orderingKey,
     client_id: e.clientId,

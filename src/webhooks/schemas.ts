@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 import { jsonObject } from '../lib/json-object.js'
+import { AppId } from '../apps/schemas.js'
 
 const headerValue = (v: unknown): v is string => typeof v === 'string' && v.length <= 4096
 
@@ -59,6 +60,7 @@ const endpointFields = {
 /** `POST /v1/endpoints` body: only `url` is required. */
 export const EndpointCreate = z
   .object({
+    app_id: AppId.optional(),
     url: endpointFields.url,
     description: endpointFields.description.optional(),
     event_types: endpointFields.event_types.optional(),
@@ -83,6 +85,7 @@ export const EndpointUpdate = EndpointCreate.omit({ secret: true }).partial().op
 export const EndpointOut = z
   .object({
     id: z.string().openapi({ example: 'ep_01jd0000000000000000000000' }),
+    app_id: z.string(),
     url: z.string(),
     description: z.string(),
     event_types: z.array(z.string()).nullable(),
@@ -120,6 +123,7 @@ export const EventIn = z
     data: jsonObject('must be an object').openapi({ example: { invoice_id: 'in_1' } }),
     id: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
     ordering_key: z.string().min(1).max(200).optional(),
+    app_id: AppId.optional(),
   })
   .openapi('EventIn')
 
@@ -130,6 +134,7 @@ export const EventBatchIn = z.object({ events: z.array(EventIn).min(1).max(1000)
 export const EventAccepted = z
   .object({
     id: z.string(),
+    app_id: z.string(),
     type: z.string(),
     deliveries: z.number().int(),
     deduplicated: z.boolean(),
@@ -137,8 +142,13 @@ export const EventAccepted = z
   })
   .openapi('EventAccepted')
 
+/** A batch item refused on its own (schema validation, archived or unknown type); the rest of the batch is accepted. */
+export const EventItemError = z
+  .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
+  .openapi('EventItemError')
+
 /** `{results}` of a batch, in input order. */
-export const EventBatchAccepted = z.object({ results: z.array(EventAccepted) }).openapi('EventBatchAccepted')
+export const EventBatchAccepted = z.object({ results: z.array(z.union([EventAccepted, EventItemError])) }).openapi('EventBatchAccepted')
 
 /** `POST /v1/endpoints/:id/secret/rotate` body. */
 export const RotateSecretIn = z
@@ -158,6 +168,9 @@ export const RecoverIn = z
     until: z.iso.datetime({ offset: true }).optional(),
   })
   .openapi('RecoverIn')
+
+/** `POST /v1/endpoints/:id/test` body: a catalog type whose example to send (postbox.ping when absent). */
+export const TestIn = z.object({ event_type: z.string().regex(/^[a-zA-Z0-9_.:-]{1,200}$/, 'must match [a-zA-Z0-9_.:-]{1,200}').optional() }).openapi('EndpointTestIn')
 
 /** `{queued: n}` of a recover. */
 export const RecoverOut = z.object({ queued: z.number().int() }).openapi('RecoverOut')
@@ -179,6 +192,7 @@ export const AttemptOut = z
 export const DeliveryOut = z
   .object({
     id: z.string(),
+    app_id: z.string(),
     channel: z.string(),
     event_id: z.string().nullable(),
     endpoint_id: z.string().nullable(),
@@ -215,6 +229,7 @@ export const DeliveryQuery = z
     event_type: z.string().max(200).optional().openapi({ description: SHORT_PAGES }),
     event_id: z.string().max(200).optional().openapi({ description: "The event's deliveries (one per endpoint)" }),
     notification_id: z.string().max(200).optional().openapi({ description: "The notification's deliveries (per recipient and channel)" }),
+    app_id: AppId.optional().openapi({ description: 'Only this application' }),
     limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
     cursor: z.string().max(400).optional(),
   })
@@ -224,6 +239,7 @@ export const DeliveryQuery = z
 export const EventSummary = z
   .object({
     id: z.string(),
+    app_id: z.string(),
     type: z.string(),
     ordering_key: z.string().nullable(),
     client_id: z.string().nullable(),
@@ -243,6 +259,7 @@ export const EventList = z.object({ data: z.array(EventSummary), next_cursor: z.
 export const EventQuery = z
   .object({
     type: z.string().max(200).optional().openapi({ description: 'Only events of this exact type (indexed)' }),
+    app_id: AppId.optional().openapi({ description: 'Only this application' }),
     limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
     cursor: z.string().max(400).optional(),
   })

@@ -1,5 +1,7 @@
 import type { Config } from '../config.js'
-import { errors } from '../errors.js'
+import { AppError, errors } from '../errors.js'
+import { createCatalog } from '../apps/catalog.js'
+import { appFilter, appForWrite, visibleTo } from '../apps/service.js'
 import type { Clock, Rng } from '../lib/clock.js'
 import { pageSize } from '../lib/cursor.js'
 import type { Log } from '../log.js'
@@ -9,7 +11,8 @@ import { createFanOut, type EventToStore } from './fan-out.js'
 import { deliveryOut, eventOut, eventSummary } from './present.js'
 import { parseOrThrow } from './rules.js'
 import { EventIn, PublishedEventType } from './schemas.js'
-import type { EventInput, WebhookService } from './types.js'
+import { DEFAULT_APP } from '../store/apps.js'
+import type { AppScope, EventAcceptedOutput, EventInput, EventItemError, WebhookService } from './types.js'
 
 /** What `createWebhookService` needs. */
 export interface WebhookServiceDeps {
@@ -20,7 +23,8 @@ export interface WebhookServiceDeps {
   log: Log
 }
 
-const toStore = (i: EventInput): EventToStore => ({
+const toStore = (i: EventInput, appId: string): EventToStore => ({
+  appId,
   type: i.type,
   data: i.data,
   clientId: i.id ?? null,
@@ -34,31 +38,61 @@ const toStore = (i: EventInput): EventToStore => ({
 export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
   const { store, config, clock } = deps
   const fanOut = createFanOut({ store, config, clock })
+  const catalog = createCatalog({ store, config, clock })
+
+  /** Parses, places and checks one event: the zod shape, its application, then the catalog. */
+  const prepare = (input: unknown, scope: AppScope, prefix = ''): EventToStore => {
+    const i = parseOrThrow(EventIn, input, prefix)
+    const ev = toStore(i, appForWrite(store, scope, i.app_id))
+    catalog.check(ev.type, ev.data)
+    return ev
+  }
 
   return {
-    endpoints: createEndpointService({ store, config, clock, fanOut }),
+    endpoints: createEndpointService({ store, config, clock, fanOut, catalog }),
+    eventTypes: catalog,
     events: {
-      send(input) {
-        const ev = toStore(parseOrThrow(EventIn, input))
+      send(input, scope) {
+        const ev = prepare(input, scope)
         return store.tx(() => fanOut.store(ev))
       },
-      sendMany(inputs) {
-        const evs = inputs.map((i, n) => toStore(parseOrThrow(EventIn, i, `events.${n}`)))
+      sendMany(inputs, scope) {
+        const evs = inputs.map((i, n) => prepare(i, scope, `events.${n}`))
         return store.tx(() => evs.map((ev) => fanOut.store(ev)))
       },
-      get(id) {
-        const e = store.events.get(id) ?? store.events.byClientId(id)
-        if (!e) throw errors.notFound('Event')
+      sendBatch(inputs, scope) {
+        // The shape and the application of every item first: a malformed batch is refused whole.
+        const parsed = inputs.map((i, n) => {
+          const e = parseOrThrow(EventIn, i, `events.${n}`)
+          return toStore(e, appForWrite(store, scope, e.app_id))
+        })
+        const checked = parsed.map((ev): EventToStore | EventItemError => {
+          try {
+            catalog.check(ev.type, ev.data)
+            return ev
+          } catch (err) {
+            if (!(err instanceof AppError)) throw err
+            return { error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: itemDetails(err.details) } : {}) } }
+          }
+        })
+        return store.tx(() => checked.map((ev): EventAcceptedOutput | EventItemError => ('error' in ev ? ev : fanOut.store(ev))))
+      },
+      get(id, scope) {
+        const e = store.events.get(id) ?? store.events.byClientId(scope || DEFAULT_APP, id)
+        if (!e || !visibleTo(scope, e.appId)) throw errors.notFound('Event')
         return eventOut(e, store.deliveries.byEvent(e.id))
       },
-      list(f = {}) {
-        const page = store.events.list({ limit: pageSize(f.limit), cursor: f.cursor ?? null, ...(f.type ? { type: f.type } : {}) })
+      list(f = {}, scope) {
+        const appId = appFilter(store, scope, f.app_id)
+        const page = store.events.list({ limit: pageSize(f.limit), cursor: f.cursor ?? null, ...(f.type ? { type: f.type } : {}), ...(appId !== undefined ? { appId } : {}) })
         return { data: page.data.map((e) => eventSummary(e)), next_cursor: page.next_cursor }
       },
     },
     deliveries: {
-      list(f = {}) {
+      list(f = {}, scope) {
+        const appId = appFilter(store, scope, f.app_id)
         const page = store.deliveries.list({
+          ...(appId !== undefined ? { appId } : {}),
           ...(f.status ? { status: f.status } : {}),
           ...(f.endpoint_id ? { endpointId: f.endpoint_id } : {}),
           ...(f.event_type ? { eventType: f.event_type } : {}),
@@ -69,12 +103,16 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         })
         return { data: page.data.map((d) => deliveryOut(d)), next_cursor: page.next_cursor }
       },
-      get(id) {
+      get(id, scope) {
         const d = store.deliveries.get(id)
-        if (!d) throw errors.notFound('Delivery')
+        if (!d || !visibleTo(scope, d.appId)) throw errors.notFound('Delivery')
         return deliveryOut(d, store.deliveries.attempts(id))
       },
-      redeliver(id) {
+      redeliver(id, scope) {
+        if (scope) {
+          const d = store.deliveries.get(id)
+          if (!d || d.appId !== scope) throw errors.notFound('Delivery')
+        }
         const r = store.tx(() => store.deliveries.redeliver(id, clock.now()))
         if (r === 'not_found') throw errors.notFound('Delivery')
         if (r === 'not_eligible') throw errors.notEligible('Only a delivery in success, dead or cancelled can be redelivered')
@@ -84,9 +122,19 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     },
     publish(type, data, opts = {}) {
       const t = parseOrThrow(PublishedEventType, type, 'type')
-      return store.tx(() => fanOut.store({ type: t, data, clientId: opts.id ?? null, orderingKey: opts.orderingKey ?? null }))
+      return store.tx(() => fanOut.store({ appId: opts.appId ?? DEFAULT_APP, type: t, data, clientId: opts.id ?? null, orderingKey: opts.orderingKey ?? null }))
     },
   }
+}
+
+/** Field issues of a batch item as the API writes them (`{field, message, …}`), as the top-level error's. */
+function itemDetails(details: unknown): unknown {
+  if (!Array.isArray(details)) return details
+  return details.map((d: unknown) => {
+    if (typeof d !== 'object' || d === null) return d
+    const { path, field, ...rest } = d as { path?: unknown; field?: unknown }
+    return { field: typeof field === 'string' ? field : typeof path === 'string' && path !== '' ? path : '(root)', ...rest, in: 'body' }
+  })
 }
 
 /** The 409 for a delivery whose endpoint cannot take it: a deleted one never can, a disabled one after enable. */

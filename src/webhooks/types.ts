@@ -1,11 +1,13 @@
 import type { z } from '@hono/zod-openapi'
 import type { Page } from '../lib/cursor.js'
+import type { Catalog } from '../apps/catalog.js'
 import type {
   DeliveryOut as DeliveryOutSchema,
   EndpointCreate as EndpointCreateSchema,
   EndpointOut as EndpointOutSchema,
   EndpointUpdate as EndpointUpdateSchema,
   EventAccepted as EventAcceptedSchema,
+  EventItemError as EventItemErrorSchema,
   EventIn as EventInSchema,
   EventOut as EventOutSchema,
   RecoverIn as RecoverInSchema,
@@ -22,6 +24,8 @@ export type EndpointOutput = z.infer<typeof EndpointOutSchema>
 export type EventInput = z.input<typeof EventInSchema>
 /** The answer to one accepted event. */
 export type EventAcceptedOutput = z.infer<typeof EventAcceptedSchema>
+/** A batch item refused on its own. */
+export type EventItemError = z.infer<typeof EventItemErrorSchema>
 /** `GET /v1/events/:id` output. */
 export type EventOutput = z.infer<typeof EventOutSchema>
 /** A delivery as the API returns it (with `attempts` from `deliveries.get`). */
@@ -38,6 +42,7 @@ export interface DeliveryListFilter {
   event_type?: string
   event_id?: string
   notification_id?: string
+  app_id?: string
   limit?: number
   cursor?: string | null
 }
@@ -45,9 +50,17 @@ export interface DeliveryListFilter {
 /** Filters of `events.list`. */
 export interface EventListFilter {
   type?: string
+  app_id?: string
   limit?: number
   cursor?: string | null
 }
+
+/**
+ * The caller's application scope: a scoped key's or portal token's application, or null/undefined
+ * for a caller of every application (an unscoped key, the library). A scoped caller's writes go to
+ * its application whatever the input says, and other applications' rows are 404 to it.
+ */
+export type AppScope = string | null | undefined
 
 /**
  * The webhook service: endpoints, events and their deliveries. Every method validates its
@@ -56,48 +69,56 @@ export interface EventListFilter {
  */
 export interface WebhookService {
   endpoints: {
-    /** Creates an endpoint; the result includes its `secret`. */
-    create(input: EndpointCreateInput): EndpointOutput
-    /** Lists endpoints newest first. */
-    list(opts?: { limit?: number; cursor?: string | null }): Page<EndpointOutput>
-    /** One endpoint with its health; 404 when unknown or deleted. */
-    get(id: string): EndpointOutput
+    /** Creates an endpoint in `input.app_id` (or the scope's application); the result includes its `secret`. */
+    create(input: EndpointCreateInput, scope?: AppScope): EndpointOutput
+    /** Lists endpoints newest first, of one application with `app_id`. */
+    list(opts?: { limit?: number; cursor?: string | null; app_id?: string }, scope?: AppScope): Page<EndpointOutput>
+    /** One endpoint with its health; 404 when unknown, deleted or of another application than the scope's. */
+    get(id: string, scope?: AppScope): EndpointOutput
     /** Applies a partial update. */
-    update(id: string, patch: EndpointUpdateInput): EndpointOutput
+    update(id: string, patch: EndpointUpdateInput, scope?: AppScope): EndpointOutput
     /** Soft-deletes the endpoint and cancels its pending deliveries. */
-    remove(id: string): { deleted: true; cancelled: number }
+    remove(id: string, scope?: AppScope): { deleted: true; cancelled: number }
     /** The current signing secret. */
-    getSecret(id: string): { secret: string }
+    getSecret(id: string, scope?: AppScope): { secret: string }
     /** Rotates the secret; the old one keeps being sent for the grace period. */
-    rotateSecret(id: string, input?: RotateSecretInput): { secret: string }
+    rotateSecret(id: string, input?: RotateSecretInput, scope?: AppScope): { secret: string }
     /** Re-enables a disabled endpoint and resets its health. */
-    enable(id: string): EndpointOutput
+    enable(id: string, scope?: AppScope): EndpointOutput
     /** Sends the endpoint's dead deliveries created in `[since, until)` back to pending. */
-    recover(id: string, input: RecoverInput): { queued: number }
-    /** Sends a `postbox.ping` event to this endpoint only. */
-    test(id: string): EventAcceptedOutput
+    recover(id: string, input: RecoverInput, scope?: AppScope): { queued: number }
+    /** Sends a `postbox.ping` event (or the catalog example of `event_type`) to this endpoint only. */
+    test(id: string, input?: { event_type?: string }, scope?: AppScope): EventAcceptedOutput
   }
   events: {
     /** Stores an event and its deliveries in one transaction. */
-    send(input: EventInput): EventAcceptedOutput
-    /** Stores many events in ONE transaction; results in input order. */
-    sendMany(inputs: readonly EventInput[]): EventAcceptedOutput[]
+    send(input: EventInput, scope?: AppScope): EventAcceptedOutput
+    /** Stores many events in ONE transaction; results in input order (any refused event fails them all). */
+    sendMany(inputs: readonly EventInput[], scope?: AppScope): EventAcceptedOutput[]
+    /**
+     * POST /v1/events/batch: one transaction; an item the catalog refuses (schema, archived,
+     * unknown type) gets its own `{error}` result and the others are stored.
+     */
+    sendBatch(inputs: readonly unknown[], scope?: AppScope): (EventAcceptedOutput | EventItemError)[]
     /** The event with its deliveries; 404 when unknown. */
-    get(id: string): EventOutput
-    /** Events newest first, optionally of one type (indexed), without their deliveries. */
-    list(filter?: EventListFilter): Page<Omit<EventOutput, 'deliveries'>>
+    get(id: string, scope?: AppScope): EventOutput
+    /** Events newest first, optionally of one type (indexed) or application, without their deliveries. */
+    list(filter?: EventListFilter, scope?: AppScope): Page<Omit<EventOutput, 'deliveries'>>
   }
   deliveries: {
     /** Lists deliveries newest first. */
-    list(filter?: DeliveryListFilter): Page<DeliveryOutput>
+    list(filter?: DeliveryListFilter, scope?: AppScope): Page<DeliveryOutput>
     /** One delivery with its attempts. */
-    get(id: string): DeliveryOutput & { attempts: NonNullable<DeliveryOutput['attempts']> }
+    get(id: string, scope?: AppScope): DeliveryOutput & { attempts: NonNullable<DeliveryOutput['attempts']> }
     /** Sends a terminal delivery again (attempts reset, history kept). */
-    redeliver(id: string): { id: string; status: 'pending' }
+    redeliver(id: string, scope?: AppScope): { id: string; status: 'pending' }
   }
+  /** The event-type catalog (docs/applications.md). */
+  eventTypes: Catalog
   /**
-   * Publishes an operational or notification event to every matching endpoint. Joins the
+   * Publishes an operational or notification event to every matching endpoint of `opts.appId`
+   * (default `default`), which the caller has checked exists. Joins the
    * caller's transaction when called inside `store.tx`.
    */
-  publish(type: string, data: Record<string, unknown>, opts?: { orderingKey?: string | null; id?: string }): EventAcceptedOutput
+  publish(type: string, data: Record<string, unknown>, opts?: { orderingKey?: string | null; id?: string; appId?: string }): EventAcceptedOutput
 }

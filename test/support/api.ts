@@ -1,4 +1,4 @@
-import { createApiKey } from '../../src/api/auth.js'
+import { createApiKey } from '../../src/auth/keys.js'
 import { Postbox, type PostboxOptions } from '../../src/postbox.js'
 import { tempDir } from '../helpers.js'
 

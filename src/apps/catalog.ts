@@ -1,0 +1,181 @@
+import type { z } from '@hono/zod-openapi'
+import Ajv2020Module, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
+import type { Config } from '../config.js'
+import { AppError, errors } from '../errors.js'
+import { toIso, type Clock } from '../lib/clock.js'
+import { pageSize, type Page } from '../lib/cursor.js'
+import { isEventTypeCursor, type EventTypeRow } from '../store/event-types.js'
+import type { Store } from '../store/index.js'
+import { EventTypeName, EventTypePut, type EventTypeOut } from './catalog-schemas.js'
+
+// ajv and ajv-formats are CommonJS; under NodeNext their default export is the module object.
+const Ajv2020 = ((Ajv2020Module as unknown as { default?: unknown }).default ?? Ajv2020Module) as unknown as typeof Ajv2020Module.default
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as typeof addFormatsModule.default
+
+/** A catalog entry as the API shows it. */
+export type EventTypeOutput = z.infer<typeof EventTypeOut>
+/** `PUT /v1/event-types/:name` input. */
+export type EventTypePutInput = z.input<typeof EventTypePut>
+
+/** At most this many violations are listed in one `validation_failed`. */
+const MAX_DETAILS = 50
+/** Types Postbox publishes itself: never checked against the catalog. */
+const RESERVED = /^(postbox|notification)\./
+
+/** One schema violation, by JSON pointer into the event's `data`. */
+export interface SchemaIssue {
+  field: 'data'
+  pointer: string
+  message: string
+  keyword: string
+}
+
+/** The event-type catalog: its routes' service, and the check every ingested event goes through. */
+export interface Catalog {
+  put(name: string, input: EventTypePutInput): EventTypeOutput
+  get(name: string, opts?: { includeArchived?: boolean }): EventTypeOutput
+  list(opts?: { limit?: number; cursor?: string | null; includeArchived?: boolean }): Page<EventTypeOutput>
+  /**
+   * Checks one event at ingest: 400 `event_type_archived`, `unknown_event_type` (strict mode), or
+   * `validation_failed` with one detail per violation by JSON pointer. Costs a Map lookup and the
+   * compiled validator: the catalog is held in memory, reloaded when it changes.
+   */
+  check(type: string, data: unknown): void
+  /** Issues with an endpoint's `event_types` in strict mode: every exact type must be in the catalog. */
+  subscriptionIssues(patterns: readonly string[] | null | undefined): { path: string; message: string }[]
+  /** The example of a type for the endpoint test; 404 when unknown, 400 when archived or without an example. */
+  exampleFor(name: string): Record<string, unknown>
+}
+
+/** The pointer a violation names: for a missing or extra property, the property itself. */
+function pointerOf(e: ErrorObject): string {
+  const p = e.params as { missingProperty?: string; additionalProperty?: string; unevaluatedProperty?: string }
+  const prop = p.missingProperty ?? p.additionalProperty ?? p.unevaluatedProperty
+  const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1')
+  return prop === undefined ? e.instancePath : `${e.instancePath}/${escape(prop)}`
+}
+
+/** Ajv's errors as `validation_failed` details. */
+export function schemaIssues(errs: readonly ErrorObject[] | null | undefined): SchemaIssue[] {
+  return (errs ?? []).slice(0, MAX_DETAILS).map((e) => ({ field: 'data', pointer: pointerOf(e), message: e.message ?? 'is invalid', keyword: e.keyword }))
+}
+
+function out(r: EventTypeRow): EventTypeOutput {
+  return {
+    name: r.name,
+    description: r.description,
+    schema: r.schema as EventTypeOutput['schema'],
+    example: r.example,
+    deprecated: r.deprecated,
+    archived: r.archived,
+    version: r.version,
+    created_at: toIso(r.createdAt),
+    updated_at: toIso(r.updatedAt),
+  }
+}
+
+/**
+ * Creates the catalog. Schemas are compiled with Ajv (draft 2020-12, with the standard formats)
+ * once per (type, version) and cached; a PUT compiles the new version first, so a schema that
+ * does not compile is refused (400) and never reaches ingest.
+ */
+export function createCatalog(deps: { store: Store; config: Pick<Config, 'eventTypes'>; clock: Clock }): Catalog {
+  const { store, config, clock } = deps
+  // allErrors: every violation is reported; strict off: unknown keywords (`examples`, vendor
+  // extensions) are annotations, as the 2020-12 specification says; addUsedSchema off: a
+  // schema's $id is not registered, so two types (or two versions) may share one.
+  const ajv = new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false })
+  addFormats(ajv)
+  const compiled = new Map<string, { version: number; validate: ValidateFunction }>()
+  let types = new Map<string, EventTypeRow>()
+  let loadedVersion = -1
+
+  const catalog = (): Map<string, EventTypeRow> => {
+    const v = store.eventTypes.version()
+    if (v !== loadedVersion) {
+      types = new Map(store.eventTypes.all().map((t) => [t.name, t]))
+      loadedVersion = v
+      for (const [name, c] of compiled) if (types.get(name)?.version !== c.version) compiled.delete(name)
+    }
+    return types
+  }
+
+  const compile = (schema: EventTypeRow['schema']): ValidateFunction => {
+    try {
+      return ajv.compile(schema as object | boolean as object)
+    } catch (err) {
+      throw errors.validation([{ path: 'schema', message: `does not compile as a JSON Schema (draft 2020-12): ${(err as Error).message}` }])
+    }
+  }
+
+  const validatorFor = (t: EventTypeRow): ValidateFunction | null => {
+    if (t.schema === null) return null
+    const hit = compiled.get(t.name)
+    if (hit && hit.version === t.version) return hit.validate
+    const validate = compile(t.schema)
+    compiled.set(t.name, { version: t.version, validate })
+    return validate
+  }
+
+  const readable = (name: string, includeArchived: boolean): EventTypeRow => {
+    const t = store.eventTypes.get(name)
+    if (!t || (t.archived && !includeArchived)) throw errors.notFound('Event type')
+    return t
+  }
+
+  return {
+    put(name, input) {
+      const n = EventTypeName.safeParse(name)
+      if (!n.success) throw errors.validation([{ field: 'name', message: n.error.issues[0]!.message, in: 'path' }])
+      const r = EventTypePut.safeParse(input ?? {})
+      if (!r.success) throw errors.validation(r.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })))
+      const i = r.data
+      const schema = (i.schema ?? null) as EventTypeRow['schema']
+      const example = (i.example ?? null) as EventTypeRow['example']
+      if (schema !== null) {
+        const validate = compile(schema)
+        if (example !== null && !validate(example)) {
+          throw errors.validation(schemaIssues(validate.errors).map((e) => ({ ...e, field: 'example' })), 'The example does not satisfy the schema')
+        }
+      }
+      const row = store.tx(() =>
+        store.eventTypes.put({ name, description: i.description ?? '', schema, example, deprecated: i.deprecated ?? false, archived: i.archived ?? false }, clock.now()),
+      )
+      return out(row)
+    },
+    get: (name, opts = {}) => out(readable(name, opts.includeArchived ?? false)),
+    list(opts = {}) {
+      if (opts.cursor && !isEventTypeCursor(opts.cursor)) throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
+      const page = store.eventTypes.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null, includeArchived: opts.includeArchived ?? false })
+      return { data: page.data.map(out), next_cursor: page.next_cursor }
+    },
+    check(type, data) {
+      const t = catalog().get(type)
+      if (!t) {
+        if (config.eventTypes === 'strict' && !RESERVED.test(type)) {
+          throw new AppError('unknown_event_type', 400, `Event type ${type} is not in the catalog (POSTBOX_EVENT_TYPES=strict); add it with PUT /v1/event-types/${type}`)
+        }
+        return
+      }
+      if (t.archived) throw new AppError('event_type_archived', 400, `Event type ${type} is archived and no longer accepted`)
+      const validate = validatorFor(t)
+      if (validate && !validate(data)) throw errors.validation(schemaIssues(validate.errors), `The data does not match the schema of event type ${type}`)
+    },
+    subscriptionIssues(patterns) {
+      if (config.eventTypes !== 'strict' || !patterns) return []
+      const known = catalog()
+      return patterns
+        .map((p, n) => ({ p, n }))
+        .filter(({ p }) => !p.includes('*') && !RESERVED.test(p) && !known.has(p))
+        .map(({ p, n }) => ({ path: `event_types.${n}`, message: `${p} is not in the event-type catalog (POSTBOX_EVENT_TYPES=strict): name a catalog type or a wildcard` }))
+    },
+    exampleFor(name) {
+      const t = store.eventTypes.get(name)
+      if (!t) throw errors.notFound('Event type')
+      if (t.archived) throw new AppError('event_type_archived', 400, `Event type ${name} is archived`)
+      if (t.example === null) throw errors.validation([{ path: 'event_type', message: `${name} has no example to send; add one with PUT /v1/event-types/${name}` }])
+      return t.example
+    },
+  }
+}
