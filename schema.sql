@@ -344,5 +344,108 @@ CREATE TABLE event_types (
   created_at   INTEGER NOT NULL,
   updated_at   INTEGER NOT NULL
 ) WITHOUT ROWID;
+-- ── v9: inbox receipts, engagement, counts and snooze ──
+-- Notifications carry their application, tags and (see notification_suppressions) every
+-- recipient that got nothing, so GET /v1/notifications/:id answers "why didn't X get it?".
+ALTER TABLE notifications ADD COLUMN app_id TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE notifications ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
+CREATE INDEX notifications_app ON notifications (app_id, id);
+CREATE INDEX notifications_topic ON notifications (topic, id);
+-- A recipient's channel that was decided at accept to deliver nothing (or only inside a digest):
+-- reason preference_disabled | no_address | channel_not_configured | digested.
+CREATE TABLE notification_suppressions (
+  notification_id  TEXT NOT NULL,
+  recipient        TEXT NOT NULL,
+  channel          TEXT NOT NULL,            -- inbox | email | notify-webhook (the stored channel name)
+  reason           TEXT NOT NULL,
+  created_at       INTEGER NOT NULL,
+  PRIMARY KEY (notification_id, recipient, channel)
+) WITHOUT ROWID;
+-- Clicks on tracked email links (/c/<signed>), per notification and recipient: the email
+-- receipt's clicked_at (the inbox message, when there is one, records its own too).
+CREATE TABLE notification_clicks (
+  notification_id  TEXT NOT NULL,
+  recipient        TEXT NOT NULL,
+  clicked_at       INTEGER NOT NULL,
+  PRIMARY KEY (notification_id, recipient)
+) WITHOUT ROWID;
+-- Retention removes a notification with its suppressions and clicks.
+CREATE TRIGGER notifications_receipts_delete AFTER DELETE ON notifications
+BEGIN
+  DELETE FROM notification_suppressions WHERE notification_id = OLD.id;
+  DELETE FROM notification_clicks WHERE notification_id = OLD.id;
+END;
+-- Engagement times (NULL until it happens); the 0/1 flags stay, kept equal to "*_at IS NOT NULL",
+-- because the per-user indexes above are built on them.
+ALTER TABLE inbox_messages ADD COLUMN app_id TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE inbox_messages ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE inbox_messages ADD COLUMN body_format TEXT NOT NULL DEFAULT 'text';
+ALTER TABLE inbox_messages ADD COLUMN seen_at INTEGER;
+ALTER TABLE inbox_messages ADD COLUMN read_at INTEGER;
+ALTER TABLE inbox_messages ADD COLUMN clicked_at INTEGER;
+ALTER TABLE inbox_messages ADD COLUMN archived_at INTEGER;
+ALTER TABLE inbox_messages ADD COLUMN snoozed_until INTEGER;
+-- Messages written before v9 have no times: their creation time stands in for them.
+UPDATE inbox_messages SET seen_at = CASE WHEN seen = 1 THEN created_at END,
+  read_at = CASE WHEN read = 1 THEN created_at END, archived_at = CASE WHEN archived = 1 THEN created_at END;
+-- The snooze waker reads the next wake-up from here (one index probe), never every row.
+CREATE INDEX inbox_snoozed ON inbox_messages (snoozed_until) WHERE snoozed_until IS NOT NULL;
+-- Exact counts of the visible (non-archived, non-snoozed) messages per (user, app, topic, tag),
+-- tag '' standing for every message. The triggers below move them in the same statement as the
+-- insert, update or delete of a message, so no code path (state change, bulk change, snooze
+-- wake-up, retention) can forget them. GET /v1/inbox/counts sums a user's few rows.
+CREATE TABLE inbox_counts (
+  user_id  TEXT NOT NULL,
+  app_id   TEXT NOT NULL,
+  topic    TEXT NOT NULL,
+  tag      TEXT NOT NULL,
+  total    INTEGER NOT NULL DEFAULT 0,
+  unread   INTEGER NOT NULL DEFAULT 0,
+  unseen   INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (user_id, app_id, topic, tag)
+) WITHOUT ROWID;
+INSERT INTO inbox_counts (user_id, app_id, topic, tag, total, unread, unseen)
+  SELECT user_id, app_id, topic, '', count(*), sum(read = 0), sum(seen = 0) FROM inbox_messages
+   WHERE archived = 0 AND snoozed_until IS NULL GROUP BY user_id, app_id, topic;
+UPDATE inbox_counters SET unread_count = coalesce((SELECT sum(unread) FROM inbox_counts c
+   WHERE c.user_id = inbox_counters.user_id AND c.tag = ''), 0);
+CREATE TRIGGER inbox_counts_insert AFTER INSERT ON inbox_messages
+  WHEN NEW.archived = 0 AND NEW.snoozed_until IS NULL
+BEGIN
+  INSERT INTO inbox_counts (user_id, app_id, topic, tag, total, unread, unseen)
+    SELECT NEW.user_id, NEW.app_id, NEW.topic, t.value, 1, NEW.read = 0, NEW.seen = 0
+      FROM (SELECT '' AS value UNION ALL SELECT value FROM json_each(NEW.tags)) t WHERE true
+    ON CONFLICT DO UPDATE SET total = total + excluded.total, unread = unread + excluded.unread,
+      unseen = unseen + excluded.unseen;
+  INSERT INTO inbox_counters (user_id, unread_count, last_seq) SELECT NEW.user_id, 1, 0 WHERE NEW.read = 0
+    ON CONFLICT (user_id) DO UPDATE SET unread_count = unread_count + 1;
+END;
+CREATE TRIGGER inbox_counts_update AFTER UPDATE OF read, seen, archived, snoozed_until ON inbox_messages
+  WHEN (OLD.archived = 0 AND OLD.snoozed_until IS NULL) IS NOT (NEW.archived = 0 AND NEW.snoozed_until IS NULL)
+    OR OLD.read IS NOT NEW.read OR OLD.seen IS NOT NEW.seen
+BEGIN
+  INSERT INTO inbox_counts (user_id, app_id, topic, tag, total, unread, unseen)
+    SELECT NEW.user_id, NEW.app_id, NEW.topic, t.value, d.total, d.unread, d.unseen
+      FROM (SELECT '' AS value UNION ALL SELECT value FROM json_each(NEW.tags)) t,
+           (SELECT n - o AS total, n * (NEW.read = 0) - o * (OLD.read = 0) AS unread,
+                   n * (NEW.seen = 0) - o * (OLD.seen = 0) AS unseen
+              FROM (SELECT (NEW.archived = 0 AND NEW.snoozed_until IS NULL) AS n,
+                           (OLD.archived = 0 AND OLD.snoozed_until IS NULL) AS o)) d
+     WHERE d.total <> 0 OR d.unread <> 0 OR d.unseen <> 0
+    ON CONFLICT DO UPDATE SET total = total + excluded.total, unread = unread + excluded.unread,
+      unseen = unseen + excluded.unseen;
+  UPDATE inbox_counters SET unread_count = unread_count
+      + (NEW.archived = 0 AND NEW.snoozed_until IS NULL AND NEW.read = 0)
+      - (OLD.archived = 0 AND OLD.snoozed_until IS NULL AND OLD.read = 0)
+   WHERE user_id = NEW.user_id;
+END;
+CREATE TRIGGER inbox_counts_delete AFTER DELETE ON inbox_messages
+  WHEN OLD.archived = 0 AND OLD.snoozed_until IS NULL
+BEGIN
+  UPDATE inbox_counts SET total = total - 1, unread = unread - (OLD.read = 0), unseen = unseen - (OLD.seen = 0)
+   WHERE user_id = OLD.user_id AND app_id = OLD.app_id AND topic = OLD.topic
+     AND tag IN (SELECT '' UNION ALL SELECT value FROM json_each(OLD.tags));
+  UPDATE inbox_counters SET unread_count = unread_count - (OLD.read = 0) WHERE user_id = OLD.user_id;
+END;
 
 PRAGMA user_version = 9;

@@ -146,7 +146,7 @@ function inboxRead(dir: string): { ours: number[]; raw: number[] } {
     for (let i = 0; i < 500; i++) store.inbox.insertMessage({ userId: 'other', notificationId: null, deliveryId: `o${i}`, topic: 'a', title: 'o', body: '', severity: 'info', actionUrl: null, payload: null }, now)
   })
   const read = store.inbox.list('heavy', { status: 'all', archived: false, limit: 5000 }).data.slice(0, 4000).map((m) => m.id)
-  store.inbox.changeState('heavy', read, 'read', now)
+  store.inbox.changeState('heavy', null, read, 'read', now)
   const notify = createNotifyService({ store, config: testConfig({ dataDir: dir }), clock: systemClock, rng: Math.random, log: silentLogger(), tokenKey: 'k', publishEvent: () => {} })
   const inbox = notify.inbox('heavy')
   const ours: number[] = []

@@ -7,6 +7,7 @@ const suites: [string, string][] = [
   ['store', './store.js'],
   ['webhooks', './webhooks.js'],
   ['notify', './notify.js'],
+  ['inbox', './inbox.js'],
   ['api', './api.js'],
 ]
 

@@ -46,6 +46,8 @@ export const DEFAULTS = {
   userTokenTtlMs: 86_400_000,
   /** Open: any event type is accepted, and the catalog only validates the types it lists. */
   eventTypes: 'open' as 'open' | 'strict',
+  /** Tracked email links are opt-in: rewriting links changes what recipients see (docs/notifications.md). */
+  trackClicks: false,
 }
 
 /** The validated, frozen runtime configuration. */
@@ -86,6 +88,8 @@ export interface Config {
   readonly publicUrl: string
   /** `strict`: only catalog event types are accepted, and endpoints subscribe only to them or to wildcards. */
   readonly eventTypes: 'open' | 'strict'
+  /** Rewrite email links to action_url into tracked `<publicUrl>/c/<signed>` links. */
+  readonly trackClicks: boolean
 }
 
 /** Thrown for a bad setting; the message names the variable. */
@@ -137,6 +141,7 @@ export const SETTINGS: readonly SettingDoc[] = [
   { env: 'POSTBOX_TOKEN_SECRET', flag: '--token-secret', default: '(generated)', description: 'Key that signs end-user inbox tokens (at least 32 characters); generated into <data dir>/token-secret.txt when unset' },
   { env: 'POSTBOX_PUBLIC_URL', flag: '--public-url', default: 'http://<host>:<port>', description: 'Public base URL of this server, for portal links (127.0.0.1 when the host is 0.0.0.0)' },
   { env: 'POSTBOX_EVENT_TYPES', flag: '--event-types', default: 'open', description: 'open, or strict: only event types in the catalog are accepted' },
+  { env: 'POSTBOX_TRACK_CLICKS', flag: '--track-clicks', default: 'false', description: 'Rewrite email links to a notification’s action_url into tracked <public URL>/c/… links' },
   { env: 'POSTBOX_CORS_ORIGINS', flag: '--cors-origins', default: '(none)', description: 'Comma list of browser origins allowed to call /v1 (CORS), e.g. https://app.example.com, or * for any' },
   { env: 'POSTBOX_INBOX_ORIGINS', flag: '--inbox-origins', default: '(any)', description: 'Comma list of browser origins allowed to call the user-token routes /v1/inbox… (CORS, for the inbox element); unset means any origin' },
   { env: 'POSTBOX_PORTAL_ORIGINS', flag: '--portal-origins', default: '(none)', description: 'Comma list of origins whose pages may embed /portal in an iframe, e.g. https://app.example.com (without it only Postbox itself may)' },
@@ -241,6 +246,7 @@ export function loadConfig(env: Source = process.env, argv: readonly string[] = 
     portalOrigins: list('POSTBOX_PORTAL_ORIGINS'),
     publicUrl: get('POSTBOX_PUBLIC_URL') ?? '',
     eventTypes: (get('POSTBOX_EVENT_TYPES') ?? DEFAULTS.eventTypes) as Config['eventTypes'],
+    trackClicks: bool('POSTBOX_TRACK_CLICKS', DEFAULTS.trackClicks),
   }
   return Object.freeze(checkConfig(config))
 }

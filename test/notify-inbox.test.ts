@@ -68,7 +68,10 @@ describe('end-user inbox', () => {
     expect((await call('GET', '/v1/inbox', alice.slice(0, -2) + 'xx')).status).toBe(401)
     const a = await call('GET', '/v1/inbox', alice)
     expect(a.body).toMatchObject({ unread_count: 1, next_cursor: null, data: [{ title: 'for alice', read: false, seen: false, archived: false }] })
-    expect(Object.keys(a.body.data[0]).sort()).toEqual(['action_url', 'archived', 'body', 'created_at', 'id', 'read', 'seen', 'severity', 'title', 'topic'])
+    expect(Object.keys(a.body.data[0]).sort()).toEqual([
+      'action_url', 'app_id', 'archived', 'archived_at', 'body', 'body_format', 'clicked_at', 'created_at', 'data', 'id',
+      'notification_id', 'read', 'read_at', 'seen', 'seen_at', 'severity', 'snoozed_until', 'tags', 'title', 'topic',
+    ])
     const bobId = (await call('GET', '/v1/inbox', bob)).body.data[0].id as string
     for (const op of ['read', 'seen', 'archive']) expect((await call('POST', `/v1/inbox/${op}`, alice, { ids: [bobId] })).body).toEqual({ updated: 0 })
     expect((await call('GET', '/v1/inbox', bob)).body).toMatchObject({ unread_count: 1, data: [{ read: false, seen: false, archived: false }] })

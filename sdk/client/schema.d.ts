@@ -38,6 +38,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/c/{signed}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A tracked email link: records the click and redirects to the notification’s action_url */
+        get: operations["followClickLink"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/console": {
         parameters: {
             query?: never;
@@ -2068,12 +2085,17 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    app_id?: string;
                     archived?: "true" | "false";
                     cursor?: string;
                     limit?: number;
+                    /** @description true lists the snoozed messages instead (every other list leaves them out) */
+                    snoozed?: "true" | "false";
                     status?: "unread" | "read" | "all";
+                    /** @description Messages with any of these tags, comma-separated */
+                    tags?: string;
                     token?: string;
-                    /** @description A page reads at most 10,000 messages: it may hold fewer than `limit` (even none) while next_cursor continues the read. */
+                    /** @description A filtered page reads at most 10,000 messages: it may hold fewer than `limit` (even none) while next_cursor continues the read. */
                     topic?: string;
                 };
                 header?: never;
@@ -2267,6 +2289,316 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/inbox/archive-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Archive everything the filter selects ({read: true}: only read messages) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["InboxFilter"];
+                };
+            };
+            responses: {
+                /** @description how many messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/clicked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Record a click on messages (also marks them read) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["InboxIds"];
+                };
+            };
+            responses: {
+                /** @description how many of your messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Exact counts of the visible messages, and per tag (tabs) */
+        get: {
+            parameters: {
+                query?: {
+                    app_id?: string;
+                    /** @description Tabs to count, comma-separated */
+                    tags?: string;
+                    topic?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description counts over the non-archived, non-snoozed messages */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxCounts"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/inbox/read": {
         parameters: {
             query?: never;
@@ -2379,7 +2711,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark everything read */
+        /** Mark everything the filter selects read */
         post: {
             parameters: {
                 query?: never;
@@ -2387,7 +2719,11 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["InboxFilter"];
+                };
+            };
             responses: {
                 /** @description how many messages changed */
                 200: {
@@ -2489,6 +2825,212 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": components["schemas"]["InboxIds"];
+                };
+            };
+            responses: {
+                /** @description how many of your messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/seen-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark everything the filter selects seen */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["InboxFilter"];
+                };
+            };
+            responses: {
+                /** @description how many messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/snooze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Hide messages until a time (at most 90 days ahead); they come back unread */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["InboxSnoozeIn"];
                 };
             };
             responses: {
@@ -2984,6 +3526,109 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/inbox/unsnooze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Show snoozed messages again now */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["InboxIds"];
+                };
+            };
+            responses: {
+                /** @description how many of your messages changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InboxUpdated"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/keys": {
         parameters: {
             query?: never;
@@ -3307,7 +3952,101 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** Notifications, newest first, by topic, app, recipient and time */
+        get: {
+            parameters: {
+                query?: {
+                    app_id?: string;
+                    cursor?: string;
+                    limit?: number;
+                    /** @description Created at or after (ISO 8601) */
+                    since?: string;
+                    topic?: string;
+                    /** @description Created before (ISO 8601) */
+                    until?: string;
+                    /** @description Notifications with a delivery to, or a suppression of, this recipient */
+                    user_id?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description a page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["NotificationList"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         put?: never;
         /** Send a notification (publisher) */
         post: {
@@ -4122,6 +4861,112 @@ export interface paths {
         put?: never;
         /** Render a template for a recipient without sending anything (viewer) */
         post: operations["previewTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List users, newest first, by role, team or a substring */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string;
+                    limit?: number;
+                    /** @description A case-insensitive substring of the id, email or name */
+                    q?: string;
+                    role?: string;
+                    team?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description users */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UserList"];
+                    };
+                };
+                /** @description invalid_json or validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unauthorized or invalid_token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4982,6 +5827,26 @@ export interface components {
             /** @enum {string} */
             status: "ok";
         };
+        InboxCounts: {
+            by_tag: {
+                [key: string]: {
+                    total: number;
+                    unread_count: number;
+                    unseen_count: number;
+                };
+            };
+            total: number;
+            unread_count: number;
+            unseen_count: number;
+        };
+        InboxFilter: {
+            app_id?: string;
+            /** @description only read (true) or unread (false) messages */
+            read?: boolean;
+            /** @description messages with any of these tags */
+            tags?: string[];
+            topic?: string;
+        };
         InboxIds: {
             ids: string[];
         };
@@ -4992,15 +5857,42 @@ export interface components {
         };
         InboxMessage: {
             action_url: string | null;
+            app_id: string;
             archived: boolean;
+            /** @description when archived (null again after unarchive) */
+            archived_at: string | null;
             body: string;
+            /** @description text | markdown | html */
+            body_format: string;
+            /** @description when first clicked */
+            clicked_at: string | null;
             created_at: string;
+            data: {
+                [key: string]: unknown;
+            };
             id: string;
+            notification_id: string | null;
             read: boolean;
+            /** @description when read (null again after unread) */
+            read_at: string | null;
             seen: boolean;
+            /** @description when first seen */
+            seen_at: string | null;
             severity: string;
+            /** @description while snoozed, when it comes back */
+            snoozed_until: string | null;
+            tags: string[];
             title: string;
             topic: string;
+        };
+        InboxSnoozeIn: {
+            ids: string[];
+            /**
+             * Format: date-time
+             * @description ISO 8601, in the future and at most 90 days ahead
+             * @example 2026-12-02T09:00:00Z
+             */
+            until: string;
         };
         InboxUpdated: {
             updated: number;
@@ -5053,6 +5945,7 @@ export interface components {
             role: "admin" | "publisher" | "viewer";
         };
         Notification: {
+            app_id: string;
             created_at: string;
             dedup_key: string | null;
             deliveries: {
@@ -5080,10 +5973,14 @@ export interface components {
                 success: number;
             };
             id: string;
+            /** @description Per recipient and channel, suppressed ones included; the first 1,000 */
+            receipts: components["schemas"]["Receipt"][];
+            receipts_truncated: boolean;
             recipients: number;
             request: {
                 [key: string]: unknown;
             };
+            tags: string[];
             topic: string;
         };
         NotificationAccepted: {
@@ -5094,6 +5991,7 @@ export interface components {
         };
         NotificationIn: {
             action_url?: string;
+            app_id?: string;
             body?: string;
             /**
              * @example [
@@ -5102,6 +6000,10 @@ export interface components {
              *     ]
              */
             channels?: ("inbox" | "email" | "webhook")[];
+            /** @description The notification payload (the same as `payload`; give one of them) */
+            data?: {
+                [key: string]: unknown;
+            };
             dedup_key?: string;
             payload?: {
                 [key: string]: unknown;
@@ -5115,8 +6017,29 @@ export interface components {
             recipients?: string[];
             /** @enum {string} */
             severity?: "info" | "warning" | "critical";
+            /**
+             * @description Up to 10 tags; inbox tabs filter and count by them
+             * @example [
+             *       "billing"
+             *     ]
+             */
+            tags?: string[];
             title?: string;
             /** @example comment.created */
+            topic: string;
+        };
+        NotificationList: {
+            data: components["schemas"]["NotificationSummary"][];
+            next_cursor: string | null;
+        };
+        NotificationSummary: {
+            app_id: string;
+            created_at: string;
+            dedup_key: string | null;
+            deliveries: number;
+            id: string;
+            recipients: number;
+            tags: string[];
             topic: string;
         };
         PortalToken: {
@@ -5160,6 +6083,21 @@ export interface components {
             start: string;
             tz: string;
         } | null;
+        Receipt: {
+            archived_at: string | null;
+            /** @enum {string} */
+            channel: "inbox" | "email" | "notify-webhook";
+            clicked_at: string | null;
+            delivered_at: string | null;
+            delivery_id: string | null;
+            read_at: string | null;
+            /** @description suppressed: preference_disabled | no_address | channel_not_configured | digested; dead: the last error */
+            reason: string | null;
+            recipient: string;
+            seen_at: string | null;
+            /** @description pending | in_flight | success | dead | cancelled | suppressed */
+            status: string;
+        };
         RecoverIn: {
             /** Format: date-time */
             since: string;
@@ -5329,11 +6267,18 @@ export interface components {
             teams?: string[];
             timezone?: string | null;
         };
+        UserList: {
+            data: components["schemas"]["User"][];
+            next_cursor: string | null;
+        };
         UserToken: {
+            app_id: string | null;
             expires_at: string;
             token: string;
         };
         UserTokenIn: {
+            /** @description Limits the token to this application’s messages */
+            app_id?: string;
             ttl_seconds?: number;
         };
     };
@@ -5382,6 +6327,37 @@ export interface operations {
                 content: {
                     "text/javascript": string;
                 };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    followClickLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The signed part of a tracked email link */
+                signed: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description to the recorded http(s) action_url */
+            302: {
+                headers: {
+                    location: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description not_found */
             404: {

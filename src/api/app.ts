@@ -25,6 +25,7 @@ import { appRoutes } from './apps.js'
 import { eventTypeRoutes } from './event-types.js'
 import { createAppService } from '../apps/service.js'
 import { randomBytes } from 'node:crypto'
+import { clickRoutes } from './clicks.js'
 
 /** The version reported in the OpenAPI document. */
 export const API_VERSION = '1.0.0'
@@ -113,6 +114,7 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
   if (deps.notify) app.route('/', directoryRoutes())
   if (deps.notify) app.route('/', templatePreviewRoutes())
   if (deps.notify) app.route('/', inboxRoutes())
+  if (deps.notify) app.route('/', clickRoutes())
 
   // Generated once, on first request, from the same zod schemas that validate requests.
   let openapi: unknown = null

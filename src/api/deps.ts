@@ -51,6 +51,8 @@ export interface ApiEnv {
     apiKey: AuthedKey
     /** The end user of an inbox route, set by its token check before validation runs. */
     inboxUser: string
+    /** The one application that user token is limited to, or null. */
+    inboxApp: string | null
     /** When that user's token expires (epoch ms); an open stream ends then. */
     inboxTokenExpires: number
   }

@@ -32,6 +32,12 @@ const UserIdParam = z.object({ id: UserId.openapi({ param: { name: 'id', in: 'pa
 const PreferencesOwnerParam = z.object({
   id: z.union([z.literal('*'), UserId]).openapi({ param: { name: 'id', in: 'path' }, description: 'a user id, or * for the rows of every user' }),
 })
+const Group = z.string().min(1).max(200)
+const UsersQuery = PageQuery.extend({
+  role: Group.optional().openapi({ param: { name: 'role', in: 'query' } }),
+  team: Group.optional().openapi({ param: { name: 'team', in: 'query' } }),
+  q: z.string().min(1).max(200).optional().openapi({ param: { name: 'q', in: 'query' }, description: 'A case-insensitive substring of the id, email or name' }),
+})
 const TopicQuery = PageQuery.extend({ topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }) })
 
 /** The notify service of the app; 503 when the app was built without one. */
@@ -46,6 +52,11 @@ const routes = {
     ...base, method: 'put', path: '/v1/users/{id}', summary: 'Create or update a user (admin)', middleware: [admin] as const,
     request: { params: UserIdParam, body: jsonBody(UserIn) },
     responses: { 200: jsonResponse(UserOut, 'updated'), 201: jsonResponse(UserOut, 'created'), ...errorResponses },
+  }),
+  listUsers: createRoute({
+    ...base, method: 'get', path: '/v1/users', summary: 'List users, newest first, by role, team or a substring', middleware: [viewer] as const,
+    request: { query: UsersQuery },
+    responses: { 200: jsonResponse(listOf(UserOut, 'UserList'), 'users'), ...errorResponses },
   }),
   getUser: createRoute({
     ...base, method: 'get', path: '/v1/users/{id}', summary: 'A user', middleware: [viewer] as const,
@@ -100,41 +111,43 @@ const routes = {
   }),
 }
 
-type Out<T extends z.ZodType> = z.infer<T>
-
 /** Users, tokens, subscriptions, preferences and templates (SPEC §6 "Notifications and directory"). */
 export function directoryRoutes() {
   const r = newRouter()
   r.openapi(routes.putUser, (c) => {
     const { user, created } = notifyOf(c).users.put(c.req.valid('param').id, c.req.valid('json'))
-    return c.json(user as Out<typeof UserOut>, created ? 201 : 200)
+    return c.json(user, created ? 201 : 200)
   })
-  r.openapi(routes.getUser, (c) => c.json(notifyOf(c).users.get(c.req.valid('param').id) as Out<typeof UserOut>, 200))
+  r.openapi(routes.listUsers, (c) => {
+    const { role, team, q, ...page } = c.req.valid('query')
+    return c.json(notifyOf(c).users.list({ ...(role ? { role } : {}), ...(team ? { team } : {}), ...(q ? { q } : {}) }, page), 200)
+  })
+  r.openapi(routes.getUser, (c) => c.json(notifyOf(c).users.get(c.req.valid('param').id), 200))
   r.openapi(routes.deleteUser, (c) => {
     notifyOf(c).users.delete(c.req.valid('param').id)
     return c.json({ deleted: true as const }, 200)
   })
   r.openapi(routes.issueToken, (c) => {
     const body = c.req.valid('json') ?? {}
-    return c.json(notifyOf(c).tokens.issue(c.req.valid('param').id, body.ttl_seconds), 201)
+    return c.json(notifyOf(c).tokens.issue(c.req.valid('param').id, body.ttl_seconds, body.app_id), 201)
   })
   r.openapi(routes.userPreferences, (c) => {
-    return c.json(notifyOf(c).preferences.list(c.req.valid('param').id, c.req.valid('query')) as Out<ReturnType<typeof listOf<typeof PreferenceOut>>>, 200)
+    return c.json(notifyOf(c).preferences.list(c.req.valid('param').id, c.req.valid('query')), 200)
   })
-  r.openapi(routes.putSubscription, (c) => c.json(notifyOf(c).subscriptions.put(c.req.valid('json')) as Out<typeof SubscriptionOut>, 200))
+  r.openapi(routes.putSubscription, (c) => c.json(notifyOf(c).subscriptions.put(c.req.valid('json')), 200))
   r.openapi(routes.deleteSubscription, (c) => {
     notifyOf(c).subscriptions.delete(c.req.valid('json'))
     return c.json({ deleted: true as const }, 200)
   })
   r.openapi(routes.listSubscriptions, (c) => {
     const { topic, ...page } = c.req.valid('query')
-    return c.json(notifyOf(c).subscriptions.list(topic, page) as Out<ReturnType<typeof listOf<typeof SubscriptionOut>>>, 200)
+    return c.json(notifyOf(c).subscriptions.list(topic, page), 200)
   })
-  r.openapi(routes.putPreference, (c) => c.json(notifyOf(c).preferences.put(c.req.valid('json')) as Out<typeof PreferenceOut>, 200))
-  r.openapi(routes.putTemplate, (c) => c.json(notifyOf(c).templates.put(c.req.valid('json')) as Out<typeof TemplateOut>, 201))
+  r.openapi(routes.putPreference, (c) => c.json(notifyOf(c).preferences.put(c.req.valid('json')), 200))
+  r.openapi(routes.putTemplate, (c) => c.json(notifyOf(c).templates.put(c.req.valid('json')), 201))
   r.openapi(routes.listTemplates, (c) => {
     const { topic, ...page } = c.req.valid('query')
-    return c.json(notifyOf(c).templates.list(topic, page) as Out<ReturnType<typeof listOf<typeof TemplateOut>>>, 200)
+    return c.json(notifyOf(c).templates.list(topic, page), 200)
   })
   return r
 }

@@ -4,7 +4,17 @@ import { streamSSE } from 'hono/streaming'
 import { AppError, errors } from '../errors.js'
 import type { StreamEvent } from '../store/inbox.js'
 import type { UserInbox } from '../notify/service.js'
-import { InboxIds, InboxList, InboxQuery, InboxUpdated, UnreadCount } from '../notify/schemas.js'
+import {
+  InboxCountsOut,
+  InboxCountsQuery,
+  InboxFilterIn,
+  InboxIds,
+  InboxList,
+  InboxQuery,
+  InboxSnoozeIn,
+  InboxUpdated,
+  UnreadCount,
+} from '../notify/inbox-schemas.js'
 import { bearerToken } from './auth.js'
 import { DEFAULT_LIMIT, errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
 import type { ApiEnv } from './deps.js'
@@ -22,7 +32,7 @@ const StreamQuery = z.object({
  */
 function inboxOf(c: Context<ApiEnv>): { userId: string; inbox: UserInbox } {
   const userId = c.get('inboxUser')
-  return { userId, inbox: notifyOf(c).inbox(userId) }
+  return { userId, inbox: notifyOf(c).inbox(userId, c.get('inboxApp')) }
 }
 
 /** Open live streams one user may hold (browser tabs, devices); more answer 429 `rate_limited`. */
@@ -45,6 +55,7 @@ export const userToken: MiddlewareHandler<ApiEnv> = async (c, next) => {
   const claims = token === '' ? null : notifyOf(c).tokens.verify(token)
   if (!claims) throw errors.invalidToken('Invalid or expired user token')
   c.set('inboxUser', claims.userId)
+  c.set('inboxApp', claims.appId)
   c.set('inboxTokenExpires', claims.expiresAt)
   await next()
 }
@@ -57,6 +68,13 @@ const stateRoute = (name: string, summary: string) =>
     ...base, method: 'post', path: `/v1/inbox/${name}`, summary,
     request: { body: jsonBody(InboxIds) },
     responses: { 200: jsonResponse(InboxUpdated, 'how many of your messages changed'), ...errorResponses },
+  })
+
+const bulkRoute = (name: string, summary: string) =>
+  createRoute({
+    ...base, method: 'post', path: `/v1/inbox/${name}`, summary,
+    request: { body: jsonBody(InboxFilterIn, false) },
+    responses: { 200: jsonResponse(InboxUpdated, 'how many messages changed'), ...errorResponses },
   })
 
 const routes = {
@@ -74,9 +92,20 @@ const routes = {
   seen: stateRoute('seen', 'Mark messages seen'),
   archive: stateRoute('archive', 'Archive messages'),
   unarchive: stateRoute('unarchive', 'Unarchive messages'),
-  readAll: createRoute({
-    ...base, method: 'post', path: '/v1/inbox/read-all', summary: 'Mark everything read',
-    responses: { 200: jsonResponse(InboxUpdated, 'how many messages changed'), ...errorResponses },
+  clicked: stateRoute('clicked', 'Record a click on messages (also marks them read)'),
+  unsnooze: stateRoute('unsnooze', 'Show snoozed messages again now'),
+  snooze: createRoute({
+    ...base, method: 'post', path: '/v1/inbox/snooze', summary: 'Hide messages until a time (at most 90 days ahead); they come back unread',
+    request: { body: jsonBody(InboxSnoozeIn) },
+    responses: { 200: jsonResponse(InboxUpdated, 'how many of your messages changed'), ...errorResponses },
+  }),
+  readAll: bulkRoute('read-all', 'Mark everything the filter selects read'),
+  seenAll: bulkRoute('seen-all', 'Mark everything the filter selects seen'),
+  archiveAll: bulkRoute('archive-all', 'Archive everything the filter selects ({read: true}: only read messages)'),
+  counts: createRoute({
+    ...base, method: 'get', path: '/v1/inbox/counts', summary: 'Exact counts of the visible messages, and per tag (tabs)',
+    request: { query: InboxCountsQuery },
+    responses: { 200: jsonResponse(InboxCountsOut, 'counts over the non-archived, non-snoozed messages'), ...errorResponses },
   }),
   stream: createRoute({
     ...base, method: 'get', path: '/v1/inbox/stream',
@@ -94,7 +123,7 @@ const routes = {
   }),
 }
 
-/** The end-user inbox routes of SPEC §6, authenticated by user token. */
+/** The end-user inbox routes (docs/notifications.md), authenticated by user token. */
 export function inboxRoutes() {
   const r = newRouter()
   r.openAPIRegistry.registerComponent('securitySchemes', 'userToken', { type: 'http', scheme: 'bearer', description: 'pbu_ end-user token' })
@@ -104,17 +133,37 @@ export function inboxRoutes() {
     const page = inbox.list({
       status: q.status ?? 'all',
       archived: q.archived === 'true',
+      snoozed: q.snoozed === 'true',
       ...(q.topic !== undefined ? { topic: q.topic } : {}),
+      ...(q.tags !== undefined ? { tags: q.tags } : {}),
+      ...(q.app_id !== undefined ? { app_id: q.app_id } : {}),
       limit: q.limit ?? DEFAULT_LIMIT,
       cursor: q.cursor ?? null,
     })
-    return c.json(page as z.infer<typeof InboxList>, 200)
+    return c.json(page, 200)
   })
   r.openapi(routes.unreadCount, (c) => c.json({ unread_count: inboxOf(c).inbox.unreadCount() }, 200))
-  for (const name of ['read', 'unread', 'seen', 'archive', 'unarchive'] as const) {
+  r.openapi(routes.counts, (c) => {
+    const q = c.req.valid('query')
+    return c.json(
+      inboxOf(c).inbox.counts({
+        ...(q.tags !== undefined ? { tags: q.tags } : {}),
+        ...(q.topic !== undefined ? { topic: q.topic } : {}),
+        ...(q.app_id !== undefined ? { app_id: q.app_id } : {}),
+      }),
+      200,
+    )
+  })
+  for (const name of ['read', 'unread', 'seen', 'archive', 'unarchive', 'clicked', 'unsnooze'] as const) {
     r.openapi(routes[name], (c) => c.json(inboxOf(c).inbox[name](c.req.valid('json').ids), 200))
   }
-  r.openapi(routes.readAll, (c) => c.json(inboxOf(c).inbox.readAll(), 200))
+  r.openapi(routes.snooze, (c) => {
+    const body = c.req.valid('json')
+    return c.json(inboxOf(c).inbox.snooze(body.ids, Date.parse(body.until)), 200)
+  })
+  r.openapi(routes.readAll, (c) => c.json(inboxOf(c).inbox.readAll(c.req.valid('json') ?? {}), 200))
+  r.openapi(routes.seenAll, (c) => c.json(inboxOf(c).inbox.seenAll(c.req.valid('json') ?? {}), 200))
+  r.openapi(routes.archiveAll, (c) => c.json(inboxOf(c).inbox.archiveAll(c.req.valid('json') ?? {}), 200))
   r.openapi(routes.stream, (c) => streamInbox(c, c.req.valid('query').since) as never)
   return r
 }
@@ -155,7 +204,9 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
         // A client too slow to take its events is cut off rather than buffered without bound; it
         // reconnects with Last-Event-ID and the durable log replays what it missed.
         if (queue.length >= notify.streamMaxQueued) return end()
-        queue.push(e)
+        const scoped = inbox.scope(e)
+        if (scoped === null) return
+        queue.push(scoped)
         notifyLoop()
       },
       end,

@@ -1,14 +1,30 @@
-import { createRoute, type z } from '@hono/zod-openapi'
-import { NotificationAccepted, NotificationIn, NotificationOut } from '../notify/schemas.js'
+import { createRoute, z } from '@hono/zod-openapi'
+import { AppId, NotificationAccepted, NotificationIn, NotificationOut, NotificationSummary, Topic, UserId } from '../notify/schemas.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, errorResponses, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
+import { bearerSecurity, errorResponses, IdempotencyHeader, idempotencyKey, idCursorParam, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 import { notifyOf } from './directory.js'
 
 const publisher = requireRole('publisher')
 const viewer = requireRole('viewer')
 const base = { security: bearerSecurity, tags: ['notifications'] }
 
+const NotificationListQuery = PageQuery.extend({
+  topic: Topic.optional().openapi({ param: { name: 'topic', in: 'query' } }),
+  app_id: AppId.optional().openapi({ param: { name: 'app_id', in: 'query' } }),
+  user_id: UserId.optional().openapi({ param: { name: 'user_id', in: 'query' }, description: 'Notifications with a delivery to, or a suppression of, this recipient' }),
+  since: z.iso.datetime({ offset: true }).optional().openapi({ param: { name: 'since', in: 'query' }, description: 'Created at or after (ISO 8601)' }),
+  until: z.iso.datetime({ offset: true }).optional().openapi({ param: { name: 'until', in: 'query' }, description: 'Created before (ISO 8601)' }),
+  cursor: idCursorParam('ntf'),
+})
+const NotificationList = z.object({ data: z.array(NotificationSummary), next_cursor: z.string().nullable() }).openapi('NotificationList')
+
 const routes = {
+  list: createRoute({
+    ...base, method: 'get', path: '/v1/notifications', summary: 'Notifications, newest first, by topic, app, recipient and time',
+    middleware: [viewer] as const,
+    request: { query: NotificationListQuery },
+    responses: { 200: jsonResponse(NotificationList, 'a page'), ...errorResponses },
+  }),
   send: createRoute({
     ...base, method: 'post', path: '/v1/notifications', summary: 'Send a notification (publisher)', middleware: [publisher] as const,
     request: { headers: IdempotencyHeader('The `dedup_key`, when the body has none'), body: jsonBody(NotificationIn) },
@@ -25,7 +41,7 @@ const routes = {
   }),
 }
 
-/** POST /v1/notifications and GET /v1/notifications/:id (SPEC §7). */
+/** POST /v1/notifications, the operator's list and GET /v1/notifications/:id with receipts (docs/notifications.md). */
 export function notificationRoutes() {
   const r = newRouter()
   r.openapi(routes.send, (c) => {
@@ -36,8 +52,7 @@ export function notificationRoutes() {
     const result = notifyOf(c).notifications.send(key !== body.dedup_key ? { ...body, dedup_key: key } : body)
     return c.json(result, 202)
   })
-  r.openapi(routes.get, (c) =>
-    c.json(notifyOf(c).notifications.get(c.req.valid('param').id) as z.infer<typeof NotificationOut>, 200),
-  )
+  r.openapi(routes.list, (c) => c.json(notifyOf(c).notifications.list(c.req.valid('query')), 200))
+  r.openapi(routes.get, (c) => c.json(notifyOf(c).notifications.get(c.req.valid('param').id), 200))
   return r
 }

@@ -9,7 +9,7 @@ export function encodeCursor(key: string): string {
  * encodeKeyCursor). Anything else was not handed out here. Each list then takes only its own
  * kind (decodeIdCursor, decodeOffsetCursor, decodeKeyCursor), so another list's cursor is a 400.
  */
-const CURSOR_KEY = /^(?:[a-z]{2,3}_[0-9a-z]{26}|\d{1,15}|o\d{1,9}|(?:sub|tpl|app|ety)\/[\s\S]{1,1000})$/
+const CURSOR_KEY = /^(?:[a-z]{2,3}_[0-9a-z]{26}|\d{1,15}|o\d{1,9}|(?:sub|tpl|app|ety|usr)\/[\s\S]{1,1000})$/
 /** A Postbox id: the sort key of the lists newest first by id. */
 const ID_KEY = /^[a-z]{2,3}_[0-9a-z]{26}$/
 

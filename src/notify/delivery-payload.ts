@@ -11,6 +11,9 @@ export interface DeliveryPayload {
   severity: string
   action_url: string | null
   payload: Record<string, unknown>
+  /** The notification's tags (none when absent) and application (`default` when absent). */
+  tags?: string[]
+  app_id?: string
   recipient: { id: string; email: string | null; name: string | null; locale: string | null; external: boolean }
 }
 
@@ -36,6 +39,8 @@ export function encodePayload(p: StoredPayload): string {
   if (p.severity !== 'info') out.severity = p.severity
   if (p.action_url !== null) out.action_url = p.action_url
   if (Object.keys(p.payload).length > 0) out.payload = p.payload
+  if (p.tags && p.tags.length > 0) out.tags = p.tags
+  if (p.app_id && p.app_id !== 'default') out.app_id = p.app_id
   const r = p.recipient
   if (r.email !== null || r.name !== null || r.locale !== null || r.external) {
     const rec: Record<string, unknown> = {}
@@ -73,6 +78,8 @@ export function decodePayload(json: string | null, row: PayloadRow): DeliveryPay
     severity: str(p.severity, 'info'),
     action_url: strOrNull(p.action_url),
     payload: isPlainObject(p.payload) ? p.payload : {},
+    ...(Array.isArray(p.tags) ? { tags: p.tags.filter((t): t is string => typeof t === 'string') } : {}),
+    ...(typeof p.app_id === 'string' ? { app_id: p.app_id } : {}),
     recipient: { id, email: strOrNull(r.email), name: strOrNull(r.name), locale: strOrNull(r.locale), external: r.external === true },
   }
 }

@@ -14,6 +14,7 @@ import { chooseTemplate, createRenderer, dependsOnRecipient, type RenderContext,
 import { createBudgetedRender } from './render-budget.js'
 import { encodePayload, type DeliveryPayload, type StoredPayload } from './delivery-payload.js'
 import type { InboxStreamHub } from './inbox-stream.js'
+import type { Suppression } from '../store/receipts.js'
 import { publishInboxEvents, writeInboxMessages, type InboxWrite, type WrittenInbox } from './inbox-write.js'
 
 /** The accepted request of POST /v1/notifications (SPEC §7), after validation and defaults. */
@@ -27,6 +28,8 @@ export interface NotificationRequest {
   action_url: string | null
   channels: NotifyChannel[]
   dedup_key: string | null
+  tags: string[]
+  app_id: string
 }
 
 /** The answer to a send: 202 `{id, deduplicated, recipients, deliveries}`. */
@@ -111,12 +114,16 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       const cache = fanoutCache(req, createBudgetedRender({ render, timer, log, topic: req.topic, audience: recipients.length }), templates, config.mandatoryTopics)
       let deliveries = 0
       const inbox: InboxWrite[] = []
+      const suppressed: Suppression[] = []
       for (const [i, r] of recipients.entries()) {
         const prefs = prefsOf(r.id)
         for (const channel of req.channels) {
           if (r.kind === 'external' && channel !== 'email') continue
           const decision = cache.decide(prefs, r.id, channel)
-          if (!decision.enabled) continue
+          if (!decision.enabled) {
+            suppressed.push({ recipient: r.id, channel: queueChannel(channel), reason: 'preference_disabled' })
+            continue
+          }
           // The inbox is never delayed (planSend's first rule), so its plan needs no time zone.
           const plan =
             channel === 'inbox' ? null : planSend({ now, channel, severity: req.severity, ...decision, tz: pickZone(r, decision.quietHours?.tz) })
@@ -140,9 +147,16 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
             }
             continue
           }
+          // The email still goes to the queue and dies there (its delivery says why); the
+          // suppression records at accept what the operator's view answers with.
+          if (channel === 'email') {
+            const reason = r.email === null ? 'no_address' : config.smtpUrl === null ? 'channel_not_configured' : row.groupKey !== null ? 'digested' : null
+            if (reason !== null) suppressed.push({ recipient: r.id, channel: ch, reason })
+          }
           if (store.deliveries.enqueue(row, now).created) deliveries++
         }
       }
+      store.receipts.suppress(id, suppressed, now)
       // The inbox deliveries' one attempt each: writing their messages (as the sender logs it).
       const started = clock.now()
       const written = writeInboxMessages(store, inbox, started)
@@ -150,7 +164,9 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       store.deliveries.logDelivered(inbox.map((w) => w.deliveryId), { startedAt: started, durationMs })
       store.notifications.insert({
         id,
+        appId: req.app_id,
         topic: req.topic,
+        tags: req.tags,
         dedupKey: req.dedup_key,
         request: JSON.stringify(req),
         recipients: recipients.length,
@@ -178,6 +194,8 @@ function storedPayload(req: NotificationRequest, r: Recipient, rendered: Rendere
     severity: req.severity,
     action_url: req.action_url,
     payload: req.payload,
+    tags: req.tags,
+    app_id: req.app_id,
     recipient: { email: r.email, name: r.user?.name ?? null, locale: r.user?.locale ?? null, external: r.kind === 'external' },
   }
 }

@@ -2,13 +2,16 @@ import { z } from '@hono/zod-openapi'
 import { jsonObject } from '../lib/json-object.js'
 import { isValidTimeZone } from './schedule.js'
 import { NAME_PATTERN, PRINCIPAL_PATTERN, USER_ID_PATTERN, USER_ID_RULE } from './recipients.js'
-import { decodeInboxCursor, MAX_PAGE_SIZE } from '../lib/cursor.js'
 
 /**
  * Request and response schemas of the notification, directory and inbox API (SPEC §6–§7).
  * One schema validates the request and documents it in /openapi.json.
  */
 
+/** An application id: `[a-zA-Z0-9_.:-]{1,100}`. */
+export const AppId = z.string().regex(/^[a-zA-Z0-9_.:-]{1,100}$/, 'must match [a-zA-Z0-9_.:-]{1,100}')
+/** A notification tag: `[a-z0-9_.:-]{1,50}`. */
+export const Tag = z.string().regex(/^[a-z0-9_.:-]{1,50}$/, 'must match [a-z0-9_.:-]{1,50}')
 /** A notification topic: `[a-z0-9_.:-]{1,200}`. */
 export const Topic = z.string().regex(/^[a-z0-9_.:-]{1,200}$/, 'must match [a-z0-9_.:-]{1,200}')
 /**
@@ -50,6 +53,9 @@ export const NotificationIn = z
     action_url: ActionUrl.optional(),
     channels: z.array(Channel).min(1).max(3).optional().openapi({ example: ['inbox', 'email'] }),
     dedup_key: z.string().min(1).max(200).optional(),
+    tags: z.array(Tag).max(10).optional().openapi({ description: 'Up to 10 tags; inbox tabs filter and count by them', example: ['billing'] }),
+    data: jsonObject('must be an object').optional().openapi({ description: 'The notification payload (the same as `payload`; give one of them)' }),
+    app_id: AppId.optional(),
   })
   .openapi('NotificationIn')
 
@@ -58,15 +64,51 @@ export const NotificationAccepted = z
   .object({ id: z.string(), deduplicated: z.boolean(), recipients: z.number().int(), deliveries: z.number().int() })
   .openapi('NotificationAccepted')
 
+/** One recipient's channel in the operator's view: what happened, why, and the engagement times. */
+export const ReceiptOut = z
+  .object({
+    recipient: z.string(),
+    channel: z.enum(['inbox', 'email', 'notify-webhook']),
+    delivery_id: z.string().nullable(),
+    status: z.string().openapi({ description: 'pending | in_flight | success | dead | cancelled | suppressed' }),
+    reason: z.string().nullable().openapi({
+      description: 'suppressed: preference_disabled | no_address | channel_not_configured | digested; dead: the last error',
+    }),
+    delivered_at: z.string().nullable(),
+    seen_at: z.string().nullable(),
+    read_at: z.string().nullable(),
+    clicked_at: z.string().nullable(),
+    archived_at: z.string().nullable(),
+  })
+  .openapi('Receipt')
+
+/** One notification in GET /v1/notifications. */
+export const NotificationSummary = z
+  .object({
+    id: z.string(),
+    app_id: z.string(),
+    topic: z.string(),
+    tags: z.array(z.string()),
+    dedup_key: z.string().nullable(),
+    recipients: z.number().int(),
+    deliveries: z.number().int(),
+    created_at: z.string(),
+  })
+  .openapi('NotificationSummary')
+
 /** `GET /v1/notifications/:id`: the notification with per-recipient, per-channel delivery states. */
 export const NotificationOut = z
   .object({
     id: z.string(),
+    app_id: z.string(),
     topic: z.string(),
+    tags: z.array(z.string()),
     dedup_key: z.string().nullable(),
     recipients: z.number().int(),
     created_at: z.string(),
     request: z.record(z.string(), z.unknown()),
+    receipts: z.array(ReceiptOut).openapi({ description: 'Per recipient and channel, suppressed ones included; the first 1,000' }),
+    receipts_truncated: z.boolean(),
     delivery_counts: z
       .object({ pending: z.number().int(), in_flight: z.number().int(), success: z.number().int(), dead: z.number().int(), cancelled: z.number().int() })
       .openapi({ description: 'All of the notification’s deliveries by status' }),
@@ -195,59 +237,14 @@ export const TemplateOut = z
 
 /** `POST /v1/users/:id/tokens` body. */
 export const TokenIn = z
-  .object({ ttl_seconds: z.number().int().min(60).max(90 * 86_400).optional() })
+  .object({
+    ttl_seconds: z.number().int().min(60).max(90 * 86_400).optional(),
+    app_id: AppId.optional().openapi({ description: 'Limits the token to this application’s messages' }),
+  })
   .openapi('UserTokenIn')
 
 /** An end-user token and its expiry. */
-export const TokenOut = z.object({ token: z.string(), expires_at: z.string() }).openapi('UserToken')
-
-/** One inbox message as the list returns it. */
-export const InboxMessageOut = z
-  .object({
-    id: z.string(),
-    topic: z.string(),
-    title: z.string(),
-    body: z.string(),
-    severity: z.string(),
-    action_url: z.string().nullable(),
-    seen: z.boolean(),
-    read: z.boolean(),
-    archived: z.boolean(),
-    created_at: z.string(),
-  })
-  .openapi('InboxMessage')
-
-/** `GET /v1/inbox` query. */
-export const InboxQuery = z.object({
-  status: z.enum(['unread', 'read', 'all']).optional().openapi({ param: { name: 'status', in: 'query' } }),
-  archived: z.enum(['true', 'false']).optional().openapi({ param: { name: 'archived', in: 'query' } }),
-  topic: Topic.optional().openapi({
-    param: { name: 'topic', in: 'query' },
-    description: 'A page reads at most 10,000 messages: it may hold fewer than `limit` (even none) while next_cursor continues the read.',
-  }),
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' } }),
-  cursor: z
-    .string()
-    .max(400)
-    .refine((c) => decodeInboxCursor(c) !== null, 'is not a cursor returned by this list')
-    .optional()
-    .openapi({ param: { name: 'cursor', in: 'query' } }),
-  token: z.string().max(2048).optional().openapi({ param: { name: 'token', in: 'query' } }),
-})
-
-/** `GET /v1/inbox` answer. */
-export const InboxList = z
-  .object({ data: z.array(InboxMessageOut), unread_count: z.number().int(), next_cursor: z.string().nullable() })
-  .openapi('InboxList')
-
-/** `{ids}` of the inbox state routes. */
-export const InboxIds = z.object({ ids: z.array(z.string().min(1).max(100)).min(1).max(1000) }).openapi('InboxIds')
-
-/** `{updated: n}` of the inbox state routes. */
-export const InboxUpdated = z.object({ updated: z.number().int() }).openapi('InboxUpdated')
-
-/** `{unread_count}`. */
-export const UnreadCount = z.object({ unread_count: z.number().int() }).openapi('UnreadCount')
+export const TokenOut = z.object({ token: z.string(), expires_at: z.string(), app_id: z.string().nullable() }).openapi('UserToken')
 
 /** A validated `POST /v1/notifications` body. */
 export type NotificationInput = z.infer<typeof NotificationIn>

@@ -9,7 +9,7 @@ describe('user tokens', () => {
   const key = 'k'.repeat(32)
   it('verifies a token until it expires', () => {
     const token = issueUserToken(key, 'u1', 1_000)
-    expect(verifyUserToken(key, token, 999)).toEqual({ userId: 'u1', expiresAt: 1_000 })
+    expect(verifyUserToken(key, token, 999)).toEqual({ userId: 'u1', expiresAt: 1_000, appId: null })
     expect(verifyUserToken(key, token, 1_000)).toBeNull()
   })
   it('rejects another key, a tampered payload and garbage', () => {

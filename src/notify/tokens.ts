@@ -10,6 +10,8 @@ export const USER_TOKEN_PREFIX = 'pbu_'
 export interface UserTokenClaims {
   userId: string
   expiresAt: number
+  /** The one application whose messages the token sees, or null for all of them. */
+  appId: string | null
 }
 
 function sign(key: Buffer | string, body: string): Buffer {
@@ -17,11 +19,12 @@ function sign(key: Buffer | string, body: string): Buffer {
 }
 
 /**
- * Issues a token `pbu_<base64url(json {sub, exp})>.<base64url(HMAC-SHA256(key, that payload))>`.
+ * Issues a token `pbu_<base64url(json {sub, exp, app?})>.<base64url(HMAC-SHA256(key, that payload))>`.
  * Stateless: revoking one token means rotating the key (which revokes them all).
  */
-export function issueUserToken(key: Buffer | string, userId: string, expiresAt: number): string {
-  const body = Buffer.from(JSON.stringify({ sub: userId, exp: expiresAt }), 'utf8').toString('base64url')
+export function issueUserToken(key: Buffer | string, userId: string, expiresAt: number, appId: string | null = null): string {
+  const claims = appId === null ? { sub: userId, exp: expiresAt } : { sub: userId, exp: expiresAt, app: appId }
+  const body = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url')
   return `${USER_TOKEN_PREFIX}${body}.${sign(key, body).toString('base64url')}`
 }
 
@@ -37,10 +40,11 @@ export function verifyUserToken(key: Buffer | string, token: string, now: number
   const expected = sign(key, body)
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
   try {
-    const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { sub?: unknown; exp?: unknown }
+    const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { sub?: unknown; exp?: unknown; app?: unknown }
     if (typeof claims.sub !== 'string' || typeof claims.exp !== 'number') return null
+    if (claims.app !== undefined && typeof claims.app !== 'string') return null
     if (claims.exp <= now) return null
-    return { userId: claims.sub, expiresAt: claims.exp }
+    return { userId: claims.sub, expiresAt: claims.exp, appId: claims.app ?? null }
   } catch {
     return null
   }

@@ -1,48 +1,35 @@
 /**
- * Last-Event-ID replay of the inbox stream (SPEC §6). Since schema v3 a user's events live in
- * two places: the stream log (state changes, and message events written before v3) and the
- * messages themselves (`seq` for the `notification` event, seq + 1 for its `unread_count`).
- * Used by createInboxStore; import through './inbox.js'.
+ * Last-Event-ID replay of the inbox stream (docs/notifications.md). A user's events live in two
+ * places: the stream log (state changes, snooze wake-ups, and message events written before v3)
+ * and the messages themselves (`seq` for the `notification` event, seq + 1 for its
+ * `unread_count`). Used by createInboxStore.
  */
 import type { Db } from './db.js'
-import type { RawMessage, StreamEvent } from './inbox.js'
+import { mapMessage, messageColumns, messageJson, STREAM_LOG_SIZE, type RawMessage, type StreamEvent } from './inbox-types.js'
 import { parseJsonOr } from '../lib/json.js'
 
-/** The stream log keeps this many events per user for Last-Event-ID replay (SPEC §6). */
-export const STREAM_LOG_SIZE = 1000
-
 const SQL = {
-  // Log rows: state events, and the message events written before v3 (joined to their message).
-  log: `SELECT e.seq, e.kind, e.data, m.id AS msgId, m.topic, m.title, m.body, m.severity, m.action_url AS actionUrl,
-      m.seen, m.read, m.archived, m.created_at AS createdAt
+  // Log rows: state events, and `notification` events that name their message by id (a snooze
+  // wake-up, or a message written before v3), joined to the message as it is now.
+  log: `SELECT e.seq, e.kind AS eventKind, e.data AS eventData, ${messageColumns('m')}
     FROM inbox_stream e LEFT JOIN inbox_messages m ON e.kind = 'notification' AND m.id = e.data
     WHERE e.user_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`,
   // A user's messages newest first, as replay reads them (see `messagesSince`).
-  recent: `SELECT seq, 'message' AS kind, unread_after AS data, id AS msgId, topic, title, body, severity,
-      action_url AS actionUrl, seen, read, archived, created_at AS createdAt
+  recent: `SELECT seq, 'message' AS eventKind, unread_after AS eventData, ${messageColumns()}
     FROM inbox_messages WHERE user_id = ? AND archived = ? ORDER BY rowid DESC`,
 } as const
 
-/** A replay row: a log row (`data` is its JSON), or a message row (kind 'message', `data` is unread_after). */
-type ReplayRow = { seq: number | null; kind: StreamEvent['kind'] | 'message'; data: string | number; msgId: string | null } & Omit<
-  RawMessage,
-  'id' | 'userId' | 'notificationId' | 'deliveryId' | 'payload'
->
+/** A replay row: a log row (`eventData` is its JSON), or a message row (kind 'message', `eventData` is unread_after). */
+type ReplayRow = { seq: number | null; eventKind: StreamEvent['kind'] | 'message'; eventData: string | number } & RawMessage
 
 /**
  * Builds `replay(userId, afterSeq, limit)`: the user's events with seq > afterSeq among their
- * last STREAM_LOG_SIZE, oldest first. `lastSeq` reads the user's counter; `toJson` turns a
- * message row into the wire shape of a `notification` event.
+ * last STREAM_LOG_SIZE, oldest first. `lastSeq` reads the user's counter.
  */
-export function createReplay(
-  db: Db,
-  lastSeq: (userId: string) => number,
-  toJson: (m: RawMessage) => Record<string, unknown>,
-): (userId: string, afterSeq: number, limit?: number) => StreamEvent[] {
+export function createReplay(db: Db, lastSeq: (userId: string) => number): (userId: string, afterSeq: number, limit?: number) => StreamEvent[] {
   const log = db.prepare(SQL.log)
   const recent = db.prepare(SQL.recent)
-  const json = (r: ReplayRow, userId: string) =>
-    toJson({ ...r, id: r.msgId!, userId, notificationId: null, deliveryId: null, payload: null } as RawMessage)
+  const json = (r: ReplayRow) => messageJson(mapMessage(r))
 
   /**
    * The message rows with seq >= `after`, newest first per archived state. Within a user, rowid
@@ -73,15 +60,15 @@ export function createReplay(
     const out: StreamEvent[] = []
     for (const r of rows) {
       const seq = r.seq!
-      if (r.kind === 'message') {
+      if (r.eventKind === 'message') {
         // A message row at seq == after still owes its unread_count event at seq + 1.
-        if (seq > after) out.push({ seq, kind: 'notification', data: json(r, userId) })
-        out.push({ seq: seq + 1, kind: 'unread_count', data: { unread_count: r.data as number } })
-      } else if (r.kind !== 'notification') {
-        out.push({ seq, kind: r.kind, data: parseJsonOr<Record<string, unknown>>(r.data as string, {}) })
-      } else if (r.msgId !== null) {
+        if (seq > after) out.push({ seq, kind: 'notification', data: json(r) })
+        out.push({ seq: seq + 1, kind: 'unread_count', data: { unread_count: r.eventData as number } })
+      } else if (r.eventKind !== 'notification') {
+        out.push({ seq, kind: r.eventKind, data: parseJsonOr<Record<string, unknown>>(r.eventData as string, {}) })
+      } else if (r.id !== null) {
         // A message removed by retention since is skipped; ids stay increasing.
-        out.push({ seq, kind: r.kind, data: json(r, userId) })
+        out.push({ seq, kind: r.eventKind, data: json(r) })
       }
       if (out.length >= limit) break
     }

@@ -44,7 +44,7 @@ describe('inbox list by topic', () => {
         const rare = inbox.list('u1', { status: 'all', archived: false, topic: 'rare', limit: 10 })
         expect(rare.data).toHaveLength(1)
         const ids = [...rare.data, ...inbox.list('u1', { status: 'all', archived: false, topic: 'rare', limit: 10, cursor: rare.nextCursor }).data].map((m) => m.id)
-        expect(inbox.changeState('u1', ids, 'read', 4).updated).toBe(2)
+        expect(inbox.changeState('u1', null, ids, 'read', 4).updated).toBe(2)
       }
       const filter = { status, archived: false, topic: 'rare', limit: 10 }
       const first = inbox.list('u1', filter)

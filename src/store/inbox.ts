@@ -1,191 +1,98 @@
 import type { Statement } from 'better-sqlite3'
 import { prepareAll, statementCache, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
-import { toIso } from '../lib/clock.js'
 import { decodeInboxCursor, encodeCursor } from '../lib/cursor.js'
-import { parseJsonOr } from '../lib/json.js'
-import { createReplay, STREAM_LOG_SIZE } from './inbox-replay.js'
+import { createReplay } from './inbox-replay.js'
 import { SCAN_STATEMENT_LIMIT, scanForPage } from './capped-scan.js'
+import { INBOX_SQL, MESSAGE_WIDTH, MESSAGES_PER_INSERT } from './inbox-sql.js'
+import {
+  mapMessage,
+  messageColumns,
+  messageJson,
+  STREAM_LOG_SIZE,
+  type InboxMessage,
+  type NewInboxMessage,
+  type RawMessage,
+  type StreamEvent,
+} from './inbox-types.js'
 
-/** An inbox message, mapped to camelCase. */
-export interface InboxMessage {
-  id: string
-  userId: string
-  notificationId: string | null
-  deliveryId: string | null
-  topic: string
-  title: string
-  body: string
-  severity: string
-  actionUrl: string | null
-  payload: Record<string, unknown> | null
-  seen: boolean
-  read: boolean
-  archived: boolean
-  createdAt: number
+export type { InboxMessage, NewInboxMessage, RawMessage, StreamEvent, InboxMessageJson } from './inbox-types.js'
+export { messageJson, STREAM_LOG_SIZE } from './inbox-types.js'
+export { INBOX_SQL } from './inbox-sql.js'
+
+/** A state change a user may apply to their own messages by id. */
+export type InboxStateChange = 'read' | 'unread' | 'seen' | 'archive' | 'unarchive' | 'clicked' | 'unsnooze'
+
+/** A bulk change by filter. */
+export type InboxBulkChange = 'read_all' | 'seen_all' | 'archive_all'
+
+/** The filter of a bulk change or of counts; every field optional (all messages when empty). */
+export interface InboxSelection {
+  topic?: string | null
+  tags?: readonly string[] | null
+  appId?: string | null
+  read?: boolean | null
 }
-
-/** What an inbox delivery writes: a message before it has an id, state or time. */
-export type NewInboxMessage = Omit<InboxMessage, 'id' | 'seen' | 'read' | 'archived' | 'createdAt'>
-
-/** One entry of a user's durable stream log; `seq` is the per-user SSE event id. */
-export interface StreamEvent {
-  seq: number
-  kind: 'notification' | 'state' | 'unread_count'
-  data: Record<string, unknown>
-}
-
-/** A state change a user may apply to their own messages. */
-export type InboxStateChange = 'read' | 'unread' | 'seen' | 'archive' | 'unarchive'
 
 /** Filters of an inbox list. */
 export interface InboxFilter {
   status: 'unread' | 'read' | 'all'
   archived: boolean
+  /** True lists the snoozed messages (hidden from every other list). */
+  snoozed?: boolean
   topic?: string
+  /** Messages with any of these tags. */
+  tags?: readonly string[]
+  appId?: string | null
   limit: number
   cursor?: string | null
 }
 
-export { STREAM_LOG_SIZE } from './inbox-replay.js'
-
-const COLUMNS = `id, user_id AS userId, notification_id AS notificationId, delivery_id AS deliveryId, topic, title, body,
-  severity, action_url AS actionUrl, payload, seen, read, archived, created_at AS createdAt`
-
-const INSERT_COLUMNS = `INSERT INTO inbox_messages (id, user_id, notification_id, delivery_id, topic, title, body, severity,
-    action_url, payload, created_at, seq, unread_after) VALUES`
-const MESSAGE_WIDTH = 13
-const MESSAGE_VALUES = `(${Array(MESSAGE_WIDTH).fill('?').join(', ')})`
-/**
- * A batch inserts its messages this many rows per statement. Multi-row VALUES measured ~35%
- * faster than json_each (which re-parses each row's array once per column) and than one
- * statement per row; 50 rows × 13 parameters stays far below SQLite's parameter limit.
- */
-const MESSAGES_PER_INSERT = 50
-
-/** The inbox store's fixed statements by name (exported for the query-plan test). */
-export const INBOX_SQL = {
-  insert: `${INSERT_COLUMNS} ${MESSAGE_VALUES}`,
-  insertChunk: `${INSERT_COLUMNS} ${Array(MESSAGES_PER_INSERT).fill(MESSAGE_VALUES).join(', ')}`,
-  byDelivery: `SELECT ${COLUMNS} FROM inbox_messages WHERE delivery_id = ?`,
-  addUnread: `INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES (@userId, max(@delta, 0), 0)
-    ON CONFLICT (user_id) DO UPDATE SET unread_count = max(unread_count + @delta, 0) RETURNING unread_count`,
-  unread: `SELECT unread_count FROM inbox_counters WHERE user_id = ?`,
-  existing: `SELECT delivery_id FROM inbox_messages WHERE delivery_id IN (SELECT value FROM json_each(?))`,
-  countNew: `INSERT INTO inbox_counters (user_id, unread_count, last_seq)
-    SELECT value->>0, value->>1, 2 * (value->>1) FROM json_each(@users) WHERE true
-    ON CONFLICT (user_id) DO UPDATE SET unread_count = unread_count + excluded.unread_count,
-      last_seq = last_seq + excluded.last_seq
-    RETURNING user_id AS userId, unread_count AS unread, last_seq AS seq`,
-  newMessage: `INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES (?, 1, 2)
-    ON CONFLICT (user_id) DO UPDATE SET unread_count = unread_count + 1, last_seq = last_seq + 2
-    RETURNING unread_count AS unread, last_seq AS seq`,
-  nextSeq: `INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES (?, 0, 1)
-    ON CONFLICT (user_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`,
-  lastSeq: `SELECT last_seq FROM inbox_counters WHERE user_id = ?`,
-  appendEvent: `INSERT INTO inbox_stream (user_id, seq, kind, data, created_at) VALUES (?, ?, ?, ?, ?)`,
-  trim: `DELETE FROM inbox_stream WHERE user_id = ? AND seq <= ?`,
-  positionOf: `SELECT rowid FROM inbox_messages WHERE id = ? AND user_id = ?`,
-  // State changes by id: `+user_id` keeps the owner check but stops SQLite from choosing the
-  // per-user index, which walked the user's whole inbox (~0.7 µs per message) for a few ids.
-  read: `UPDATE inbox_messages SET read = 1, seen = 1 WHERE +user_id = @userId AND read = 0
-      AND id IN (SELECT value FROM json_each(@ids)) RETURNING id, archived = 0 AS counts`,
-  unreadState: `UPDATE inbox_messages SET read = 0 WHERE +user_id = @userId AND read = 1
-      AND id IN (SELECT value FROM json_each(@ids)) RETURNING id, archived = 0 AS counts`,
-  seen: `UPDATE inbox_messages SET seen = 1 WHERE +user_id = @userId AND seen = 0
-      AND id IN (SELECT value FROM json_each(@ids)) RETURNING id, 0 AS counts`,
-  archive: `UPDATE inbox_messages SET archived = 1 WHERE +user_id = @userId AND archived = 0
-      AND id IN (SELECT value FROM json_each(@ids)) RETURNING id, read = 0 AS counts`,
-  unarchive: `UPDATE inbox_messages SET archived = 0 WHERE +user_id = @userId AND archived = 1
-      AND id IN (SELECT value FROM json_each(@ids)) RETURNING id, read = 0 AS counts`,
-  readAll: `UPDATE inbox_messages SET read = 1, seen = 1 WHERE user_id = @userId AND read = 0
-      RETURNING id, archived = 0 AS counts`,
-} as const
-
-/** Per state change: the statement, and whether each touched (counting) row adds or removes an unread. */
-const CHANGES: Record<InboxStateChange, { sql: keyof typeof INBOX_SQL; delta: -1 | 0 | 1 }> = {
-  read: { sql: 'read', delta: -1 },
-  unread: { sql: 'unreadState', delta: 1 },
-  seen: { sql: 'seen', delta: 0 },
-  archive: { sql: 'archive', delta: -1 },
-  unarchive: { sql: 'unarchive', delta: 1 },
+/** Counts of the visible (non-archived, non-snoozed) messages of a selection. */
+export interface InboxCounts {
+  unreadCount: number
+  unseenCount: number
+  total: number
 }
 
-/** A message row as SQLite returns it (flags as 0/1, payload as JSON text). */
-export type RawMessage = Omit<InboxMessage, 'payload' | 'seen' | 'read' | 'archived'> & {
-  payload: string | null
-  seen: number
-  read: number
-  archived: number
+/** What a change did: how many messages changed, and the stream events it logged (push them after commit). */
+export interface ChangeResult {
+  updated: number
+  events: StreamEvent[]
 }
 
-const mapMessage = (r: RawMessage): InboxMessage => ({
-  ...r,
-  payload: parseJsonOr<Record<string, unknown> | null>(r.payload, null),
-  seen: r.seen === 1,
-  read: r.read === 1,
-  archived: r.archived === 1,
-})
-
-/** The wire shape of a message (SPEC §6 list item); also what the stream log stores. */
-export function messageJson(m: InboxMessage): Record<string, unknown> {
-  return {
-    id: m.id,
-    topic: m.topic,
-    title: m.title,
-    body: m.body,
-    severity: m.severity,
-    action_url: m.actionUrl,
-    seen: m.seen,
-    read: m.read,
-    archived: m.archived,
-    created_at: toIso(m.createdAt),
-  }
-}
-
-// Fields listed one by one: building the message with `{ ...m, id, … }` measured ~4 µs per
-// message more (1,000 per fan-out) than this literal.
-const newMessage = (m: NewInboxMessage, now: number): InboxMessage => ({
-  id: newId('msg', now),
-  userId: m.userId,
-  notificationId: m.notificationId,
-  deliveryId: m.deliveryId,
-  topic: m.topic,
-  title: m.title,
-  body: m.body,
-  severity: m.severity,
-  actionUrl: m.actionUrl,
-  payload: m.payload,
-  seen: false,
-  read: false,
-  archived: false,
-  createdAt: now,
-})
-
-/** The two stream events of a new message: `notification` at `seq`, `unread_count` at seq + 1. */
-const messageEvents = (m: InboxMessage, seq: number, unread: number): StreamEvent[] => [
-  { seq, kind: 'notification', data: messageJson(m) },
-  { seq: seq + 1, kind: 'unread_count', data: { unread_count: unread } },
-]
-
-/** Inbox messages, the exact unread counter and the per-user stream log. */
+/** Inbox messages, their exact counts and the per-user stream log. */
 export interface InboxStore {
   /** Appends an `unread_count` event with the user's current count (after retention lowered it). */
   logUnreadCount(userId: string, now: number): StreamEvent
   /** Writes a message once per delivery id; returns the stream events it appended (none on a repeat). */
   insertMessage(input: NewInboxMessage, now: number): { message: InboxMessage; created: boolean; events: StreamEvent[] }
   /**
-   * Writes many messages (the inbox channel's batch): one counter statement for all users, the
-   * messages 50 rows per statement, each carrying its two stream event ids, so nothing goes to
-   * the stream log. Repeats of a delivery id are skipped. Returns the new events per user, in order.
+   * Writes many messages: one counter statement for all users, the messages 50 rows per
+   * statement, each carrying its two stream event ids, so nothing goes to the stream log.
+   * Repeats of a delivery id are skipped. Returns the new events per user, in order.
    */
   insertMessages(inputs: readonly NewInboxMessage[], now: number): Map<string, StreamEvent[]>
   /** Newest first (arrival order); the cursor is the last row's position. */
-  list(userId: string, filter: InboxFilter): { data: InboxMessage[]; nextCursor: string | null; unreadCount: number }
+  list(userId: string, filter: InboxFilter): { data: InboxMessage[]; nextCursor: string | null }
+  /** The user's unread count over every app (the stream's `unread_count`). */
   unreadCount(userId: string): number
-  /** Applies a state change to the user's own messages among `ids`; other users' ids are ignored. */
-  changeState(userId: string, ids: readonly string[], change: InboxStateChange, now: number): { updated: number; events: StreamEvent[] }
-  readAll(userId: string, now: number): { updated: number; events: StreamEvent[] }
+  /** Exact counts of the selection, and of each of `tags` within it. */
+  counts(userId: string, sel: { topic?: string | null; appId?: string | null }, tags: readonly string[]): { all: InboxCounts; byTag: Map<string, InboxCounts> }
+  /** Applies a state change to the user's own messages among `ids` (of `appId` only, when given); other ids are ignored. */
+  changeState(userId: string, appId: string | null, ids: readonly string[], change: InboxStateChange, now: number): ChangeResult
+  /** Snoozes the user's own messages among `ids` until `until`. */
+  snooze(userId: string, appId: string | null, ids: readonly string[], until: number, now: number): ChangeResult
+  /** A bulk change over the messages the selection matches. */
+  bulk(userId: string, change: InboxBulkChange, sel: InboxSelection, now: number): ChangeResult
+  /** The earliest snoozed_until of any message, or null. */
+  nextWake(): number | null
+  /** Wakes up to `limit` messages whose snooze ended by `now`: unread again, logged as `notification` events. Per user. */
+  wakeDue(now: number, limit?: number): Map<string, StreamEvent[]>
+  /** A message by id, or null. */
+  get(id: string): InboxMessage | null
+  /** The message a notification left in a user's inbox, or null. */
+  messageOf(notificationId: string, userId: string): string | null
   /** Events with seq > `afterSeq` among the user's last STREAM_LOG_SIZE (log rows and message events), oldest first. */
   replay(userId: string, afterSeq: number, limit?: number): StreamEvent[]
   lastSeq(userId: string): number
@@ -200,42 +107,74 @@ function inTx<A extends unknown[], R>(db: Db, fn: (...args: A) => R): (...args: 
   return (...args) => (db.inTransaction ? fn(...args) : tx.immediate(...args))
 }
 
-/** Creates the inbox store over a connection. Every write runs in one transaction with its counter and log. */
+// Fields listed one by one: building the message with `{ ...m, id, … }` measured ~4 µs per
+// message more (1,000 per fan-out) than this literal.
+const newMessage = (m: NewInboxMessage, now: number): InboxMessage => ({
+  id: newId('msg', now),
+  userId: m.userId,
+  appId: m.appId ?? 'default',
+  notificationId: m.notificationId,
+  deliveryId: m.deliveryId,
+  topic: m.topic,
+  title: m.title,
+  body: m.body,
+  bodyFormat: m.bodyFormat ?? 'text',
+  severity: m.severity,
+  actionUrl: m.actionUrl,
+  payload: m.payload,
+  tags: m.tags ?? [],
+  seen: false,
+  read: false,
+  archived: false,
+  seenAt: null,
+  readAt: null,
+  clickedAt: null,
+  archivedAt: null,
+  snoozedUntil: null,
+  createdAt: now,
+})
+
+/** One message's insert parameters, in INSERT_COLUMNS order. */
+const rowOf = (m: InboxMessage, seq: number, unread: number): unknown[] => [
+  m.id, m.userId, m.appId, m.notificationId, m.deliveryId, m.topic, m.title, m.body, m.bodyFormat, m.severity, m.actionUrl,
+  m.payload ? JSON.stringify(m.payload) : null, JSON.stringify(m.tags), m.createdAt, seq, unread,
+]
+
+/** The two stream events of a new message: `notification` at `seq`, `unread_count` at seq + 1. */
+const messageEvents = (m: InboxMessage, seq: number, unread: number): StreamEvent[] => [
+  { seq, kind: 'notification', data: messageJson(m) },
+  { seq: seq + 1, kind: 'unread_count', data: { unread_count: unread } },
+]
+
+const ZERO: InboxCounts = { unreadCount: 0, unseenCount: 0, total: 0 }
+
+/** Creates the inbox store over a connection. Every write runs in one transaction with its counts and log. */
 export function createInboxStore(db: Db): InboxStore {
   const s = prepareAll(db, INBOX_SQL)
-  const addUnread = s.addUnread.pluck()
   const unread = s.unread.pluck()
   const nextSeq = s.nextSeq.pluck()
   const lastSeqStmt = s.lastSeq.pluck()
+  const nextWake = s.nextWake.pluck()
   const lastSeq = (userId: string): number => (lastSeqStmt.get(userId) as number | undefined) ?? 0
   const unreadOf = (userId: string): number => (unread.get(userId) as number | undefined) ?? 0
   const existing = s.existing.pluck()
   const positionOf = s.positionOf.pluck()
+  const byNotificationUser = s.byNotificationUser.pluck()
 
-  /** Appends one state-change event to the durable log, keeping the user's last STREAM_LOG_SIZE. */
-  const log = (userId: string, seq: number, kind: StreamEvent['kind'], data: Record<string, unknown>, now: number): StreamEvent => {
-    s.appendEvent.run(userId, seq, kind, JSON.stringify(data), now)
+  /** Appends one event to the durable log, keeping the user's last STREAM_LOG_SIZE. */
+  const append = (userId: string, kind: StreamEvent['kind'], data: Record<string, unknown>, now: number, stored?: string): StreamEvent => {
+    const seq = nextSeq.get(userId) as number
+    s.appendEvent.run(userId, seq, kind, stored ?? JSON.stringify(data), now)
     if (seq > STREAM_LOG_SIZE) s.trim.run(userId, seq - STREAM_LOG_SIZE)
     return { seq, kind, data }
   }
-  const append = (userId: string, kind: StreamEvent['kind'], data: Record<string, unknown>, now: number): StreamEvent =>
-    log(userId, nextSeq.get(userId) as number, kind, data, now)
-  const finish = (
-    userId: string,
-    rows: { id: string; counts: number }[],
-    delta: number,
-    state: Record<string, unknown>,
-    now: number,
-  ) => {
-    const events: StreamEvent[] = []
-    if (rows.length === 0) return { updated: 0, events }
-    events.push(append(userId, 'state', state, now))
-    const counted = rows.filter((r) => r.counts === 1).length
-    if (delta !== 0 && counted > 0) {
-      const count = addUnread.get({ userId, delta: delta * counted }) as number
-      events.push(append(userId, 'unread_count', { unread_count: count }, now))
-    }
-    return { updated: rows.length, events }
+  /** The `state` event of a change, then the `unread_count` event when the count moved. */
+  const finish = (userId: string, ids: string[], before: number, state: Record<string, unknown>, now: number): ChangeResult => {
+    if (ids.length === 0) return { updated: 0, events: [] }
+    const events = [append(userId, 'state', state, now)]
+    const after = unreadOf(userId)
+    if (after !== before) events.push(append(userId, 'unread_count', { unread_count: after }, now))
+    return { updated: ids.length, events }
   }
 
   const insertTx = inTx(db, (input: NewInboxMessage, now: number) => {
@@ -243,18 +182,15 @@ export function createInboxStore(db: Db): InboxStore {
       const prior = s.byDelivery.get(input.deliveryId) as RawMessage | undefined
       if (prior) return { message: mapMessage(prior), created: false, events: [] }
     }
-    // One counter statement for both: unread + 1 and two stream sequence numbers.
+    // Two stream sequence numbers; the insert trigger adds the unread.
     const { unread, seq } = s.newMessage.get(input.userId) as { unread: number; seq: number }
     const m = newMessage(input, now)
-    const payload = m.payload ? JSON.stringify(m.payload) : null
-    s.insert.run(
-      m.id, m.userId, m.notificationId, m.deliveryId, m.topic, m.title, m.body, m.severity, m.actionUrl, payload, now, seq - 1, unread,
-    )
+    s.insert.run(rowOf(m, seq - 1, unread))
     return { message: m, created: true, events: messageEvents(m, seq - 1, unread) }
   })
   const insertManyTx = inTx(db, (inputs: readonly NewInboxMessage[], now: number) => {
     // A delivery already written (a re-claim after a crash between write and settle) or twice
-    // in the batch is skipped before any counter moves, so unread counts stay exact.
+    // in the batch is skipped before anything is written, so counts stay exact.
     const ids = inputs.flatMap((m) => (m.deliveryId === null ? [] : [m.deliveryId]))
     const skip = new Set(existing.all(JSON.stringify(ids)) as string[])
     const byUser = new Map<string, NewInboxMessage[]>()
@@ -275,19 +211,15 @@ export function createInboxStore(db: Db): InboxStore {
     const rows: unknown[] = []
     for (const c of counters) {
       const list = byUser.get(c.userId)!
-      // The batch took 2 sequence numbers and 1 unread per message: hand them out in order.
+      // The batch took 2 sequence numbers per message; each adds one unread (the trigger's).
       const firstSeq = c.seq - 2 * list.length + 1
-      const firstUnread = c.unread - list.length + 1
       const events: StreamEvent[] = []
       for (let k = 0; k < list.length; k++) {
         const m = newMessage(list[k]!, now)
         const seq = firstSeq + 2 * k
-        const unread = firstUnread + k
-        rows.push(
-          m.id, m.userId, m.notificationId, m.deliveryId, m.topic, m.title, m.body, m.severity, m.actionUrl,
-          m.payload ? JSON.stringify(m.payload) : null, now, seq, unread,
-        )
-        events.push(...messageEvents(m, seq, unread))
+        const count = c.unread + k + 1
+        rows.push(...rowOf(m, seq, count))
+        events.push(...messageEvents(m, seq, count))
       }
       out.set(c.userId, events)
     }
@@ -297,25 +229,18 @@ export function createInboxStore(db: Db): InboxStore {
     for (; at < rows.length; at += MESSAGE_WIDTH) s.insert.run(rows.slice(at, at + MESSAGE_WIDTH))
     return out
   })
+
   const statement = statementCache(db)
   const listStatement = (where: string): Statement =>
-    statement(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ?`)
-  // A topic filter has no index (one per fan-out recipient would cost every notification): a
-  // page reads the user's messages, at most LIST_SCAN_LIMIT of them, and continues from there.
-  // Read messages have no index of their own either: with a topic, `read = 1` is checked with it,
-  // so the cap counts every message the page reads.
-  const topicScan = (where: string, readOnly: boolean): Statement =>
-    statement(
-      `SELECT rowid, topic = ?${readOnly ? ' AND read = 1' : ''} AS hit FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ${SCAN_STATEMENT_LIMIT}`,
-    ).raw(true)
-  const byPositions = db.prepare(`SELECT rowid AS pos, ${COLUMNS} FROM inbox_messages WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid DESC`)
-  /** The page's rows (one more than `limit` when another page follows), and where a cut-short read stopped. */
-  const pageRows = (where: string, params: unknown[], f: InboxFilter): { rows: (RawMessage & { pos: number })[]; resumeAfter: number | null } => {
-    if (!f.topic) return { rows: listStatement(where).all(...params, f.limit + 1) as (RawMessage & { pos: number })[], resumeAfter: null }
-    const scan = topicScan(where, f.status === 'read')
-    const { hits, resumeAfter } = scanForPage(scan.iterate(f.topic, ...params) as IterableIterator<[number, number]>, f.limit)
-    return { rows: hits.length === 0 ? [] : (byPositions.all(JSON.stringify(hits)) as (RawMessage & { pos: number })[]), resumeAfter }
-  }
+    statement(`SELECT rowid AS pos, ${messageColumns()} FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ?`)
+  // Topic, tags, app and read have no index of their own (one per fan-out recipient would cost
+  // every notification): such a page reads the user's messages, at most LIST_SCAN_LIMIT of them,
+  // and continues from there.
+  const scanStatement = (where: string, hit: string): Statement =>
+    statement(`SELECT rowid, ${hit} AS hit FROM inbox_messages WHERE ${where} ORDER BY rowid DESC LIMIT ${SCAN_STATEMENT_LIMIT}`).raw(true)
+  const byPositions = db.prepare(
+    `SELECT rowid AS pos, ${messageColumns()} FROM inbox_messages WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid DESC`,
+  )
   /** A list cursor's position: a rowid, or (a cursor made before v3) the id of the user's message. */
   const position = (userId: string, key: string | null): number | null => {
     if (key === null) return null
@@ -323,45 +248,122 @@ export function createInboxStore(db: Db): InboxStore {
     return (positionOf.get(key, userId) as number | undefined) ?? null
   }
 
-  const changeTx = inTx(db, (userId: string, ids: readonly string[], change: InboxStateChange, now: number) => {
-    const { sql, delta } = CHANGES[change]
-    const rows = s[sql].all({ userId, ids: JSON.stringify(ids) }) as { id: string; counts: number }[]
-    return finish(userId, rows, delta, { change, ids: rows.map((r) => r.id) }, now)
+  const changeTx = inTx(db, (userId: string, appId: string | null, ids: readonly string[], change: InboxStateChange, now: number) => {
+    const before = unreadOf(userId)
+    const sql = change === 'unread' ? s.unreadState : s[change]
+    const rows = sql.all({ userId, appId, ids: JSON.stringify(ids), now }) as { id: string }[]
+    const changed = rows.map((r) => r.id)
+    return finish(userId, changed, before, { change, ids: changed }, now)
   })
-  const readAllTx = inTx(db, (userId: string, now: number) => {
-    const rows = s.readAll.all({ userId }) as { id: string; counts: number }[]
-    // A read-all event names no ids (there may be thousands): clients mark everything read.
-    return finish(userId, rows, -1, { change: 'read_all' }, now)
+  const snoozeTx = inTx(db, (userId: string, appId: string | null, ids: readonly string[], until: number, now: number) => {
+    const before = unreadOf(userId)
+    const rows = s.snooze.all({ userId, appId, ids: JSON.stringify(ids), until }) as { id: string }[]
+    const changed = rows.map((r) => r.id)
+    return finish(userId, changed, before, { change: 'snooze', ids: changed, until: new Date(until).toISOString() }, now)
   })
+  const bulkSql = { read_all: s.readAll, seen_all: s.seenAll, archive_all: s.archiveAll } as const
+  const bulkTx = inTx(db, (userId: string, change: InboxBulkChange, sel: InboxSelection, now: number) => {
+    const before = unreadOf(userId)
+    const tags = sel.tags && sel.tags.length > 0 ? JSON.stringify(sel.tags) : null
+    const read = sel.read === undefined || sel.read === null ? null : sel.read ? 1 : 0
+    const rows = bulkSql[change].all({ userId, now, topic: sel.topic ?? null, appId: sel.appId ?? null, tags, read }) as { id: string }[]
+    // A bulk event names its filter, not its ids (there may be thousands): clients apply the
+    // filter to what they show, as the server did.
+    const filter = { topic: sel.topic ?? null, tags: sel.tags ?? null, app_id: sel.appId ?? null, read: sel.read ?? null }
+    return finish(userId, rows.map((r) => r.id), before, { change, filter, updated: rows.length }, now)
+  })
+  const wakeTx = db.transaction((now: number, limit: number) => {
+    const rows = s.wakeDue.all({ now, limit }) as { id: string; userId: string; appId: string }[]
+    const byUser = new Map<string, string[]>()
+    for (const r of rows) {
+      const list = byUser.get(r.userId)
+      if (list) list.push(r.id)
+      else byUser.set(r.userId, [r.id])
+    }
+    const out = new Map<string, StreamEvent[]>()
+    for (const [userId, ids] of byUser) {
+      const events: StreamEvent[] = []
+      // The log names the message (replay joins it, as it is then); live streams get it whole.
+      for (const id of ids) events.push(append(userId, 'notification', messageJson(mapMessage(s.byId.get(id) as RawMessage)), now, id))
+      events.push(append(userId, 'unread_count', { unread_count: unreadOf(userId) }, now))
+      out.set(userId, events)
+    }
+    return out
+  })
+
+  const readCounts = (userId: string, sel: { topic?: string | null; appId?: string | null }, tags: readonly string[]) => {
+    const rows = s.counts.all({ userId, appId: sel.appId ?? null, topic: sel.topic ?? null, tags: JSON.stringify(['', ...tags]) }) as {
+      tag: string
+      total: number
+      unread: number
+      unseen: number
+    }[]
+    const byTag = new Map<string, InboxCounts>()
+    let all = ZERO
+    for (const r of rows) {
+      const c = { unreadCount: r.unread, unseenCount: r.unseen, total: r.total }
+      if (r.tag === '') all = c
+      else byTag.set(r.tag, c)
+    }
+    for (const t of tags) if (!byTag.has(t)) byTag.set(t, ZERO)
+    return { all, byTag }
+  }
 
   return {
     insertMessage: insertTx,
     insertMessages: (inputs, now) => (inputs.length === 0 ? new Map() : insertManyTx(inputs, now)),
     list(userId, f) {
-      const where = ['user_id = ?', 'archived = ?']
+      const where = ['user_id = ?', 'archived = ?', f.snoozed ? 'snoozed_until IS NOT NULL' : 'snoozed_until IS NULL']
       const params: unknown[] = [userId, f.archived ? 1 : 0]
       if (f.status === 'unread') where.push('read = 0')
-      else if (f.status === 'read' && !f.topic) where.push('read = 1')
       const after = position(userId, decodeInboxCursor(f.cursor))
       if (after !== null) {
         where.push('rowid < ?')
         params.push(after)
       }
-      const { rows, resumeAfter } = pageRows(where.join(' AND '), params, f)
+      const hit: string[] = []
+      const hitParams: unknown[] = []
+      if (f.status === 'read') hit.push('read = 1')
+      if (f.topic) {
+        hit.push('topic = ?')
+        hitParams.push(f.topic)
+      }
+      if (f.appId) {
+        hit.push('app_id = ?')
+        hitParams.push(f.appId)
+      }
+      if (f.tags && f.tags.length > 0) {
+        hit.push('EXISTS (SELECT 1 FROM json_each(tags) t WHERE t.value IN (SELECT value FROM json_each(?)))')
+        hitParams.push(JSON.stringify(f.tags))
+      }
+      const w = where.join(' AND ')
+      let rows: (RawMessage & { pos: number })[]
+      let resumeAfter: number | null = null
+      if (hit.length === 0) rows = listStatement(w).all(...params, f.limit + 1) as (RawMessage & { pos: number })[]
+      else {
+        const scan = scanStatement(w, `(${hit.join(' AND ')})`)
+        const found = scanForPage(scan.iterate(...hitParams, ...params) as IterableIterator<[number, number]>, f.limit)
+        resumeAfter = found.resumeAfter
+        rows = found.hits.length === 0 ? [] : (byPositions.all(JSON.stringify(found.hits)) as (RawMessage & { pos: number })[])
+      }
       const more = rows.length > f.limit
       const page = more ? rows.slice(0, f.limit) : rows
       const next = more ? page[page.length - 1]!.pos : resumeAfter
-      return {
-        data: page.map(({ pos: _, ...r }) => mapMessage(r)),
-        nextCursor: next === null ? null : encodeCursor(String(next)),
-        unreadCount: unreadOf(userId),
-      }
+      return { data: page.map(({ pos: _, ...r }) => mapMessage(r)), nextCursor: next === null ? null : encodeCursor(String(next)) }
     },
     unreadCount: unreadOf,
-    changeState: (userId, ids, change, now) =>
-      ids.length === 0 ? { updated: 0, events: [] } : changeTx(userId, ids, change, now),
-    readAll: readAllTx,
-    replay: createReplay(db, lastSeq, (r) => messageJson(mapMessage(r))),
+    counts: readCounts,
+    changeState: (userId, appId, ids, change, now) => (ids.length === 0 ? { updated: 0, events: [] } : changeTx(userId, appId, ids, change, now)),
+    snooze: (userId, appId, ids, until, now) => (ids.length === 0 ? { updated: 0, events: [] } : snoozeTx(userId, appId, ids, until, now)),
+    bulk: bulkTx,
+    nextWake: () => (nextWake.get() as number | null) ?? null,
+    wakeDue: (now, limit = 1000) => wakeTx(now, limit),
+    get: (id) => {
+      const r = s.byId.get(id) as RawMessage | undefined
+      return r ? mapMessage(r) : null
+    },
+    messageOf: (notificationId, userId) => (byNotificationUser.get(notificationId, userId) as string | undefined) ?? null,
+    replay: createReplay(db, lastSeq),
     logUnreadCount: (userId, now) => append(userId, 'unread_count', { unread_count: unreadOf(userId) }, now),
     lastSeq,
   }

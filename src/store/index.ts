@@ -11,6 +11,8 @@ import { createClockRepairStore, type ClockRepairStore } from './clock-repair.js
 import { createLocksStore, type LocksStore } from './locks.js'
 import { createAppsStore, type AppsStore } from './apps.js'
 import { createEventTypesStore, type EventTypesStore } from './event-types.js'
+import { createUserListStore, type UserListStore } from './user-list.js'
+import { createReceiptsStore, type ReceiptsStore } from './receipts.js'
 
 /**
  * Every table family behind one object. Services receive a Store and call its plain functions;
@@ -31,6 +33,8 @@ export interface Store {
   readonly locks: LocksStore
   readonly apps: AppsStore
   readonly eventTypes: EventTypesStore
+  readonly userList: UserListStore
+  readonly receipts: ReceiptsStore
   /**
    * Runs `fn` in one IMMEDIATE transaction. When it enqueued due work, the wake listeners run
    * after the commit (never before: a dispatcher must not look for rows it cannot see yet).
@@ -70,6 +74,8 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
     locks: createLocksStore(db),
     apps: createAppsStore(db),
     eventTypes: createEventTypesStore(db),
+    userList: createUserListStore(db),
+    receipts: createReceiptsStore(db),
     tx<T>(fn: () => T): T {
       depth++
       let result: T

@@ -1,9 +1,12 @@
 import type { Db } from './db.js'
+import { parseJsonOr } from '../lib/json.js'
 
 /** A stored notification, mapped to camelCase; `request` is the accepted request as JSON. */
 export interface NotificationRow {
   id: string
+  appId: string
   topic: string
+  tags: string[]
   dedupKey: string | null
   request: string
   recipients: number
@@ -11,30 +14,61 @@ export interface NotificationRow {
   createdAt: number
 }
 
-const COLUMNS = `id, topic, dedup_key AS dedupKey, request, recipients, deliveries, created_at AS createdAt`
+/** A notification to insert; app `default` and no tags unless given. */
+export type NewNotificationRow = Omit<NotificationRow, 'appId' | 'tags'> & Partial<Pick<NotificationRow, 'appId' | 'tags'>>
+
+/** The operator's filters of GET /v1/notifications; null leaves one out. */
+export interface NotificationFilter {
+  topic: string | null
+  appId: string | null
+  /** Notifications with a delivery to, or a suppression of, this recipient. */
+  userId: string | null
+  since: number | null
+  until: number | null
+  /** The id of the previous page's last row. */
+  after: string | null
+  limit: number
+}
+
+const COLUMNS = `id, app_id AS appId, topic, tags, dedup_key AS dedupKey, request, recipients, deliveries, created_at AS createdAt`
 
 const SQL = {
-  insert: `INSERT INTO notifications (id, topic, dedup_key, request, recipients, deliveries, created_at)
-    VALUES (@id, @topic, @dedupKey, @request, @recipients, @deliveries, @createdAt)`,
+  insert: `INSERT INTO notifications (id, app_id, topic, tags, dedup_key, request, recipients, deliveries, created_at)
+    VALUES (@id, @appId, @topic, @tags, @dedupKey, @request, @recipients, @deliveries, @createdAt)`,
   get: `SELECT ${COLUMNS} FROM notifications WHERE id = ?`,
   byDedupKey: `SELECT ${COLUMNS} FROM notifications WHERE dedup_key = ?`,
+  list: `SELECT ${COLUMNS} FROM notifications n
+    WHERE (@topic IS NULL OR topic = @topic) AND (@appId IS NULL OR app_id = @appId)
+      AND (@since IS NULL OR created_at >= @since) AND (@until IS NULL OR created_at < @until)
+      AND (@after IS NULL OR id < @after)
+      AND (@userId IS NULL
+        OR EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id AND d.recipient = @userId)
+        OR EXISTS (SELECT 1 FROM notification_suppressions s WHERE s.notification_id = n.id AND s.recipient = @userId))
+    ORDER BY id DESC LIMIT @limit`,
 } as const
 
 /** The notifications table: one row per accepted POST /v1/notifications. */
 export interface NotificationsStore {
-  insert(row: NotificationRow): void
+  insert(row: NewNotificationRow): void
   get(id: string): NotificationRow | null
   byDedupKey(key: string): NotificationRow | null
+  /** Newest first. */
+  list(filter: NotificationFilter): NotificationRow[]
 }
+
+type Raw = Omit<NotificationRow, 'tags'> & { tags: string }
+const map = (r: Raw | undefined): NotificationRow | null => (r ? { ...r, tags: parseJsonOr<string[]>(r.tags, []) } : null)
 
 /** Creates the notifications store over a connection. */
 export function createNotificationsStore(db: Db): NotificationsStore {
   const insert = db.prepare(SQL.insert)
   const get = db.prepare(SQL.get)
   const byDedupKey = db.prepare(SQL.byDedupKey)
+  const list = db.prepare(SQL.list)
   return {
-    insert: (row) => void insert.run(row),
-    get: (id) => (get.get(id) as NotificationRow | undefined) ?? null,
-    byDedupKey: (key) => (byDedupKey.get(key) as NotificationRow | undefined) ?? null,
+    insert: (row) => void insert.run({ ...row, appId: row.appId ?? 'default', tags: JSON.stringify(row.tags ?? []) }),
+    get: (id) => map(get.get(id) as Raw | undefined),
+    byDedupKey: (key) => map(byDedupKey.get(key) as Raw | undefined),
+    list: (f) => (list.all(f) as Raw[]).map((r) => map(r)!),
   }
 }

@@ -45,12 +45,7 @@ function inbox(id: string, userId: string, createdAt: number, state: { read?: bo
   q.db
     .prepare(`INSERT INTO inbox_messages (id, user_id, topic, title, read, archived, created_at) VALUES (?, ?, 't', 'hi', ?, ?, ?)`)
     .run(id, userId, state.read ? 1 : 0, state.archived ? 1 : 0, createdAt)
-  if (!state.read && !state.archived) {
-    q.db
-      .prepare(`INSERT INTO inbox_counters (user_id, unread_count) VALUES (?, 1)
-        ON CONFLICT (user_id) DO UPDATE SET unread_count = unread_count + 1`)
-      .run(userId)
-  }
+  // The insert trigger counts it (schema.sql: inbox_counts_insert).
 }
 
 const count = (table: string): number => q.db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number

@@ -77,10 +77,9 @@ const SQL = {
     FROM notifications n WHERE n.rowid > @r ORDER BY n.rowid LIMIT @window`,
   deleteNotifications: `DELETE FROM notifications WHERE rowid IN (SELECT value FROM json_each(?))`,
   lastNotification: `SELECT coalesce(max(rowid), 0) FROM notifications`,
-  oldInbox: `SELECT id, user_id AS userId, (read = 0 AND archived = 0) AS unread
+  oldInbox: `SELECT id, user_id AS userId, (read = 0 AND archived = 0 AND snoozed_until IS NULL) AS unread
     FROM inbox_messages WHERE created_at < @before ORDER BY created_at LIMIT @limit`,
   deleteInbox: `DELETE FROM inbox_messages WHERE id IN (SELECT value FROM json_each(?))`,
-  decrementUnread: `UPDATE inbox_counters SET unread_count = max(unread_count - @n, 0) WHERE user_id = @userId`,
 } as const
 
 /** A keyset position: time, then rowid (the notifications walk keys on rowid alone). */
@@ -217,12 +216,11 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
   const inboxBatch = (): [number, boolean] => {
     const rows = s.oldInbox.all({ before: now - opts.inboxMs, limit }) as { id: string; userId: string; unread: number }[]
     if (rows.length === 0) return [0, true]
-    // The unread counter must stay exact, so it moves in the same transaction as the delete.
-    const unreadByUser = new Map<string, number>()
-    for (const r of rows) if (r.unread) unreadByUser.set(r.userId, (unreadByUser.get(r.userId) ?? 0) + 1)
+    // The counts move in the same statement as the delete (the inbox_counts_delete trigger).
+    const unreadByUser = new Set<string>()
+    for (const r of rows) if (r.unread) unreadByUser.add(r.userId)
     const n = s.deleteInbox.run(JSON.stringify(rows.map((r) => r.id))).changes
-    for (const [userId, count] of unreadByUser) {
-      s.decrementUnread.run({ userId, n: count })
+    for (const userId of unreadByUser) {
       // The replay log and live streams must see the new count, as after any other change.
       if (store.inbox) logged.push([userId, [store.inbox.logUnreadCount(userId, now)]])
     }

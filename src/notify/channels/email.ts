@@ -13,6 +13,7 @@ import { maxAttemptsFor, nextRetryAt } from '../../delivery/retry-policy.js'
 import { markdownToHtml } from '../markdown.js'
 import { htmlToText } from '../html-text.js'
 import { smtpFailure } from './smtp-errors.js'
+import { rewriteLinks } from '../click-links.js'
 
 /** Dependencies of the email channel. */
 export interface EmailChannelDeps {
@@ -25,6 +26,8 @@ export interface EmailChannelDeps {
   from: string
   /** Counts the attempts of digest members that went out in another delivery's message. */
   observer?: DispatchObserver
+  /** The tracked link that replaces a payload's action_url in its email, or null (click tracking). */
+  trackedLink?: (payload: DeliveryPayload) => string | null
   /** Tests shrink the connection count and the time limits. */
   limits?: Partial<{ connections: number; queueWaitMs: number; exchangeMs: number }>
 }
@@ -223,9 +226,14 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
           list.push({ delivery, payload, resolve })
         })
       }
-      const html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? markdownToHtml(payload.body) : undefined
+      let html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? markdownToHtml(payload.body) : undefined
       // An HTML template's text part is its words; markdown and text are readable as written.
-      const text = payload.format === 'html' ? htmlToText(payload.body) : payload.body
+      let text = payload.format === 'html' ? htmlToText(payload.body) : payload.body
+      const tracked = deps.trackedLink?.(payload) ?? null
+      if (tracked !== null && payload.action_url !== null) {
+        text = rewriteLinks(text, payload.action_url, tracked)
+        if (html !== undefined) html = rewriteLinks(html, payload.action_url, tracked, true)
+      }
       return deliver(delivery, payload.recipient.email, { subject: payload.title, text, ...(html ? { html } : {}) })
     },
     close() {

@@ -1,0 +1,248 @@
+import type { Store } from '../store/index.js'
+import type { ChangeResult, InboxBulkChange, InboxCounts, InboxStateChange, StreamEvent } from '../store/inbox.js'
+import { messageJson } from '../store/inbox.js'
+import type { Clock } from '../lib/clock.js'
+import type { Log } from '../log.js'
+import { pageSize } from '../lib/cursor.js'
+import { errors } from '../errors.js'
+import type { InboxStreamHub } from './inbox-stream.js'
+import { MAX_SNOOZE_MS, type InboxCountsJson, type InboxFilterInput, type InboxListJson } from './inbox-schemas.js'
+
+/** `GET /v1/inbox` options; all optional. */
+export interface InboxListOptions {
+  status?: 'unread' | 'read' | 'all'
+  archived?: boolean
+  snoozed?: boolean
+  topic?: string
+  tags?: readonly string[]
+  app_id?: string
+  limit?: number
+  cursor?: string | null
+}
+
+/** `GET /v1/inbox/counts` options. */
+export interface InboxCountsOptions {
+  tags?: readonly string[]
+  topic?: string
+  app_id?: string
+}
+
+/** `{updated: n}` of every change. */
+export interface Updated {
+  updated: number
+}
+
+/**
+ * One user's inbox (through one token): every operation is confined to that user's messages,
+ * and with an app-limited token to that application's.
+ */
+export interface UserInbox {
+  list(opts?: InboxListOptions): InboxListJson
+  /** The unread count the token may see: the user's, or the token's application's. */
+  unreadCount(): number
+  counts(opts?: InboxCountsOptions): InboxCountsJson
+  read(ids: readonly string[]): Updated
+  unread(ids: readonly string[]): Updated
+  seen(ids: readonly string[]): Updated
+  archive(ids: readonly string[]): Updated
+  unarchive(ids: readonly string[]): Updated
+  clicked(ids: readonly string[]): Updated
+  unsnooze(ids: readonly string[]): Updated
+  /** Hides the messages until `until` (epoch ms, in the future, at most 90 days ahead). */
+  snooze(ids: readonly string[], until: number): Updated
+  readAll(filter?: InboxFilterInput): Updated
+  seenAll(filter?: InboxFilterInput): Updated
+  archiveAll(filter?: InboxFilterInput): Updated
+  /** Logged stream events after `afterSeq` (Last-Event-ID replay), as this token may see them. */
+  replay(afterSeq: number): StreamEvent[]
+  /** The id of the user's latest stream event (0 before the first). */
+  lastSeq(): number
+  /** A live event as this token may see it, or null when it concerns another application. */
+  scope(event: StreamEvent): StreamEvent | null
+}
+
+/** Dependencies of the inboxes. */
+export interface InboxServiceDeps {
+  store: Store
+  clock: Clock
+  log: Log
+  hub: InboxStreamHub
+  /** Throws 404 unless `appId` names an application (wired to the apps table by the integrator). */
+  requireApp: (appId: string) => void
+}
+
+/** The inboxes and the snooze waker. */
+export interface InboxService {
+  /** The inbox of `userId` as a token limited to `appId` (null: every application) sees it. */
+  of(userId: string, appId?: string | null): UserInbox
+  /** Wakes every message whose snooze has ended, pushes them to live streams, and re-arms the timer. */
+  wake(): void
+  /** Stops the wake-up timer. */
+  close(): void
+}
+
+/** The longest setTimeout delay Node keeps (about 24.8 days); longer ones are re-armed. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+const countsJson = (c: InboxCounts) => ({ unread_count: c.unreadCount, unseen_count: c.unseenCount, total: c.total })
+
+/**
+ * Builds the inboxes. Snooze wake-ups need no poll of the messages: the index on snoozed_until
+ * gives the next wake-up, one timer waits for it, and every read also wakes what is due first
+ * (one index probe), so a list or count never shows a message whose snooze has ended, even
+ * under an injected clock or before the timer fires.
+ */
+export function createInboxService(deps: InboxServiceDeps): InboxService {
+  const { store, clock, log, hub } = deps
+  let timer: NodeJS.Timeout | null = null
+  let armedFor: number | null = null
+  let closed = false
+
+  const publish = (userId: string, r: ChangeResult): Updated => {
+    hub.publish(userId, r.events)
+    return { updated: r.updated }
+  }
+
+  const arm = (): void => {
+    if (closed) return
+    const next = store.inbox.nextWake()
+    if (next === armedFor && timer !== null) return
+    if (timer) clearTimeout(timer)
+    timer = null
+    armedFor = next
+    if (next === null) return
+    timer = setTimeout(() => {
+      timer = null
+      armedFor = null
+      wake()
+    }, Math.min(Math.max(next - clock.now(), 0), MAX_TIMER_MS))
+    timer.unref()
+  }
+
+  const wakeDue = (now: number): void => {
+    for (;;) {
+      const woken = store.inbox.wakeDue(now)
+      if (woken.size === 0) return
+      for (const [userId, events] of woken) hub.publish(userId, events)
+    }
+  }
+
+  const wake = (): void => {
+    try {
+      wakeDue(clock.now())
+    } catch (err) {
+      log.warn({ err }, 'inbox snooze wake-up failed; retried at the next read or snooze')
+    }
+    arm()
+  }
+
+  /** Wakes what is due before a read, so lists and counts are exact at `now`. */
+  const catchUp = (): void => {
+    const next = store.inbox.nextWake()
+    if (next !== null && next <= clock.now()) wake()
+  }
+
+  const of = (userId: string, tokenApp: string | null = null): UserInbox => {
+    /** The app a request may see: the token's, or the one it names (which must exist). */
+    const appOf = (requested: string | undefined | null): string | null => {
+      if (requested === undefined || requested === null) return tokenApp
+      if (tokenApp !== null && requested !== tokenApp) throw errors.forbidden('This token is limited to another application')
+      deps.requireApp(requested)
+      return requested
+    }
+    const unreadCount = (): number => {
+      catchUp()
+      return tokenApp === null ? store.inbox.unreadCount(userId) : store.inbox.counts(userId, { appId: tokenApp }, []).all.unreadCount
+    }
+    const change = (c: InboxStateChange) => (ids: readonly string[]) => {
+      catchUp()
+      return publish(userId, store.inbox.changeState(userId, tokenApp, [...new Set(ids)], c, clock.now()))
+    }
+    const bulk = (c: InboxBulkChange) => (f: InboxFilterInput = {}) => {
+      catchUp()
+      const sel = { topic: f.topic ?? null, tags: f.tags ?? null, appId: appOf(f.app_id), read: f.read ?? null }
+      return publish(userId, store.inbox.bulk(userId, c, sel, clock.now()))
+    }
+    return {
+      list(o = {}) {
+        catchUp()
+        const page = store.inbox.list(userId, {
+          status: o.status ?? 'all',
+          archived: o.archived ?? false,
+          snoozed: o.snoozed ?? false,
+          ...(o.topic !== undefined ? { topic: o.topic } : {}),
+          ...(o.tags !== undefined ? { tags: o.tags } : {}),
+          appId: appOf(o.app_id),
+          limit: pageSize(o.limit),
+          cursor: o.cursor ?? null,
+        })
+        return { data: page.data.map(messageJson), unread_count: unreadCount(), next_cursor: page.nextCursor }
+      },
+      unreadCount,
+      counts(o = {}) {
+        catchUp()
+        const tags = o.tags ?? []
+        const { all, byTag } = store.inbox.counts(userId, { topic: o.topic ?? null, appId: appOf(o.app_id) }, tags)
+        const by_tag: InboxCountsJson['by_tag'] = {}
+        for (const t of tags) by_tag[t] = countsJson(byTag.get(t)!)
+        return { ...countsJson(all), by_tag }
+      },
+      read: change('read'),
+      unread: change('unread'),
+      seen: change('seen'),
+      archive: change('archive'),
+      unarchive: change('unarchive'),
+      clicked: change('clicked'),
+      unsnooze: (ids) => {
+        const r = change('unsnooze')(ids)
+        arm()
+        return r
+      },
+      snooze(ids, until) {
+        catchUp()
+        const now = clock.now()
+        if (!(until > now) || until - now > MAX_SNOOZE_MS) {
+          throw errors.validation([{ field: 'until', message: 'must be in the future and at most 90 days ahead', in: 'body' }])
+        }
+        const r = publish(userId, store.inbox.snooze(userId, tokenApp, [...new Set(ids)], until, now))
+        arm()
+        return r
+      },
+      readAll: bulk('read_all'),
+      seenAll: bulk('seen_all'),
+      archiveAll: bulk('archive_all'),
+      replay: (afterSeq) => {
+        const out: StreamEvent[] = []
+        for (const e of store.inbox.replay(userId, afterSeq)) {
+          const scoped = scopeEvent(e)
+          if (scoped) out.push(scoped)
+        }
+        return out
+      },
+      lastSeq: () => store.inbox.lastSeq(userId),
+      scope: (e) => scopeEvent(e),
+    }
+
+    /**
+     * An app-limited token's stream: other applications' messages are left out, and an
+     * `unread_count` carries the count of the token's application (read when it is sent).
+     */
+    function scopeEvent(e: StreamEvent): StreamEvent | null {
+      if (tokenApp === null) return e
+      if (e.kind === 'notification') return e.data.app_id === tokenApp ? e : null
+      if (e.kind === 'unread_count') return { ...e, data: { unread_count: store.inbox.counts(userId, { appId: tokenApp }, []).all.unreadCount } }
+      return e
+    }
+  }
+
+  arm()
+  return {
+    of,
+    wake,
+    close() {
+      closed = true
+      if (timer) clearTimeout(timer)
+      timer = null
+    },
+  }
+}
