@@ -79,7 +79,18 @@ describe('console in a browser', () => {
     await page.locator('.chart canvas').first().waitFor()
     expect(await seriousViolations(page)).toEqual([])
 
-    await page.getByRole('link', { name: 'Endpoints' }).click()
+    // An application, and a portal link for it.
+    await page.getByRole('navigation').getByRole('link', { name: 'Applications', exact: true }).click()
+    await page.getByLabel('Name').fill('Acme')
+    await page.getByLabel('Id (optional)').fill('acme')
+    await page.getByRole('button', { name: 'Create application' }).click()
+    await page.getByRole('cell', { name: 'acme', exact: true }).waitFor()
+    await page.getByTestId('portal-link-acme').click()
+    await expect(page.getByTestId('revealed').textContent()).resolves.toMatch(/\/portal#token=ptk_/)
+    expect(await seriousViolations(page)).toEqual([])
+
+    await page.getByRole('navigation').getByRole('link', { name: 'Endpoints', exact: true }).click()
+    await page.getByLabel('Application').fill('acme')
     await page.getByLabel('URL').fill(`${receiver.url}/hooks`)
     await page.getByLabel('Description').fill('Local receiver')
     await page.getByRole('button', { name: 'Create endpoint' }).click()
@@ -92,6 +103,7 @@ describe('console in a browser', () => {
     await page.getByText(/Test event evt_\w+ sent/).waitFor()
     const [req] = await receiver.waitFor(1, STEP_MS)
     expect(JSON.parse(req!.body)).toMatchObject({ type: 'postbox.ping' })
+    expect((await server.pb.webhooks.endpoints.list({ limit: 1 })).data[0]).toMatchObject({ app_id: 'acme' })
   })
 
   it('shows the delivery succeed with its attempt and the response', async () => {
@@ -148,7 +160,7 @@ describe('console in a browser', () => {
     await signIn(server.viewerKey)
     await page.getByRole('heading', { name: 'Queue' }).waitFor()
     await expect(page.locator('header.top').textContent()).resolves.toContain('read only')
-    await page.getByRole('link', { name: 'Endpoints' }).click()
+    await page.getByRole('navigation').getByRole('link', { name: 'Endpoints', exact: true }).click()
     await page.locator('table a[href^="#/endpoints/ep_"]').first().click()
     await page.getByRole('heading', { name: `${receiver.url}/hooks` }).waitFor()
     await page.getByRole('heading', { name: 'Recent deliveries' }).waitFor()

@@ -7,9 +7,8 @@ import { appFilter } from '../apps/service.js'
 import { callerApp, requireAppRole } from './auth.js'
 import { bearerSecurity, errorResponses, jsonResponse, newRouter } from './common.js'
 
-// Scoped viewer keys see their own application's numbers; portal tokens only an endpoint's timeseries.
+// Scoped viewer keys see their own application's numbers; portal tokens are not admitted (docs/applications.md lists their routes).
 const viewer = requireAppRole(['viewer'])
-const viewerOrPortal = requireAppRole(['viewer'], 'read')
 const base = { security: bearerSecurity, tags: ['stats'] }
 
 /** The most buckets one timeseries answers: a day by the minute, with room for a partial bucket. */
@@ -102,8 +101,8 @@ const routes = {
     responses: { 200: jsonResponse(Stats, 'the numbers of `postbox stats`'), ...errorResponses },
   }),
   timeseries: createRoute({
-    ...base, method: 'get', path: '/v1/stats/timeseries', operationId: 'getStatsTimeseries', summary: 'Delivery attempts per time bucket by outcome (viewer; a portal token for one endpoint of its application)',
-    middleware: [viewerOrPortal] as const,
+    ...base, method: 'get', path: '/v1/stats/timeseries', operationId: 'getStatsTimeseries', summary: 'Delivery attempts per time bucket by outcome (viewer)',
+    middleware: [viewer] as const,
     request: { query: TimeseriesQuery },
     responses: { 200: jsonResponse(Timeseries, 'every bucket of the range, oldest first'), ...errorResponses },
   }),
@@ -191,8 +190,6 @@ export function statsRoutes() {
       throw errors.validation([{ field: 'bucket', message: `gives more than ${MAX_BUCKETS} buckets for this range: choose a larger bucket or a shorter range`, in: 'query' }])
     }
     const scope = callerApp(c)
-    // A portal token sees one endpoint's numbers only: an application's totals are not on its routes.
-    if (c.get('apiKey').portal && q.endpoint_id === undefined) throw errors.forbidden('A portal token may read the timeseries of one endpoint (endpoint_id)')
     const app = appFilter(store, scope, q.app_id)
     // 404 for an unknown endpoint (or one of another application), as its own routes answer.
     if (q.endpoint_id !== undefined) webhooks.endpoints.get(q.endpoint_id, scope)

@@ -1,20 +1,15 @@
 import { useState } from 'preact/hooks'
-import { loose, unwrap } from '../shared/api'
-import { useLoad, useSession } from '../shared/hooks'
+import { unwrap, type Schemas } from '../shared/api'
+import { href, useLoad, useSession } from '../shared/hooks'
 import { ActionButton, Field, Loading, More, Reveal, Section, TextInput, Time } from '../shared/ui'
 
-/** An application as GET /v1/apps lists it. */
-interface App {
-  id: string
-  name: string
-  created_at?: string
-}
+type App = Schemas['App']
 
 /** Issues a portal link for one application (read-only or not) and shows it once. */
 function PortalLink(props: { app: App }) {
   const { api } = useSession()
   const [readOnly, setReadOnly] = useState(false)
-  const [link, setLink] = useState<{ url: string; expires_at: string } | null>(null)
+  const [link, setLink] = useState<Schemas['PortalToken'] | null>(null)
   const id = `ro-${props.app.id}`
   return (
     <div class="portal-link">
@@ -24,8 +19,8 @@ function PortalLink(props: { app: App }) {
       <ActionButton
         label="Issue portal link"
         testId={`portal-link-${props.app.id}`}
-        run={() => unwrap(loose(api).POST('/v1/apps/{id}/portal-tokens', { params: { path: { id: props.app.id } }, body: { read_only: readOnly } }))}
-        onDone={(r) => setLink(r as { url: string; expires_at: string })}
+        run={() => unwrap(api.POST('/v1/apps/{id}/portal-tokens', { params: { path: { id: props.app.id } }, body: { read_only: readOnly } }))}
+        onDone={(r) => setLink(r as Schemas['PortalToken'])}
       />
       {link && <Reveal label={`Portal link (expires ${new Date(link.expires_at).toLocaleString()}):`} value={link.url} />}
     </div>
@@ -36,7 +31,7 @@ function PortalLink(props: { app: App }) {
 export function AppsPage() {
   const { api, canWrite } = useSession()
   const [cursor, setCursor] = useState<string | undefined>()
-  const list = useLoad(() => unwrap(loose(api).GET('/v1/apps', { params: { query: { limit: 50, cursor } } })) as Promise<{ data: App[]; next_cursor: string | null }>, [cursor])
+  const list = useLoad(() => unwrap(api.GET('/v1/apps', { params: { query: { limit: 50, cursor } } })), [cursor])
   const [name, setName] = useState('')
   const [appId, setAppId] = useState('')
   return (
@@ -53,7 +48,7 @@ export function AppsPage() {
             <ActionButton
               label="Create application"
               kind="primary"
-              run={() => unwrap(loose(api).POST('/v1/apps', { body: { name, ...(appId.trim() ? { id: appId.trim() } : {}) } }))}
+              run={() => unwrap(api.POST('/v1/apps', { body: { name, ...(appId.trim() ? { id: appId.trim() } : {}) } }))}
               onDone={() => {
                 setName('')
                 setAppId('')
@@ -71,6 +66,7 @@ export function AppsPage() {
                 <tr>
                   <th scope="col">Application</th>
                   <th scope="col">Id</th>
+                  <th scope="col">Endpoints</th>
                   <th scope="col">Created</th>
                   {canWrite && <th scope="col">Portal</th>}
                 </tr>
@@ -81,6 +77,11 @@ export function AppsPage() {
                     <td>{a.name}</td>
                     <td>
                       <code>{a.id}</code>
+                    </td>
+                    <td>
+                      <a href={href(`/endpoints?app_id=${encodeURIComponent(a.id)}`)}>{a.counts ? `${a.counts.endpoints} endpoints` : 'endpoints'}</a>
+                      {' · '}
+                      <a href={href(`/deliveries?app_id=${encodeURIComponent(a.id)}`)}>deliveries</a>
                     </td>
                     <td>
                       <Time iso={a.created_at} />

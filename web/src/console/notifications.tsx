@@ -1,32 +1,8 @@
 import { useState } from 'preact/hooks'
-import { loose, unwrap } from '../shared/api'
+import { unwrap } from '../shared/api'
 import { href, navigate, useLoad, useRoute, useSession } from '../shared/hooks'
 import { Badge, Code, Facts, Field, Loading, More, Section, Time } from '../shared/ui'
 
-/** A notification as GET /v1/notifications lists it. */
-interface NotificationSummary {
-  id: string
-  topic: string
-  recipients?: number
-  created_at: string
-}
-
-/** One recipient and channel of a notification, with its receipts. */
-interface Receipt {
-  id?: string
-  recipient: string
-  channel: string
-  status: string
-  reason?: string | null
-  attempts?: number
-  last_error?: string | null
-  delivered_at?: string | null
-  completed_at?: string | null
-  seen_at?: string | null
-  read_at?: string | null
-  clicked_at?: string | null
-  archived_at?: string | null
-}
 
 /** Notifications newest first, filtered by topic and user. */
 export function NotificationsPage() {
@@ -36,7 +12,7 @@ export function NotificationsPage() {
   const user = query.get('user_id') || undefined
   const [cursor, setCursor] = useState<string | undefined>()
   const list = useLoad(
-    () => unwrap(loose(api).GET('/v1/notifications', { params: { query: { topic, user_id: user, limit: 50, cursor } } })) as Promise<{ data: NotificationSummary[]; next_cursor: string | null }>,
+    () => unwrap(api.GET('/v1/notifications', { params: { query: { topic, user_id: user, limit: 50, cursor } } })),
     [topic, user, cursor],
   )
   return (
@@ -91,7 +67,7 @@ export function NotificationsPage() {
                         </a>
                       </td>
                       <td>{n.topic}</td>
-                      <td>{n.recipients ?? '—'}</td>
+                      <td>{n.recipients}</td>
                       <td>
                         <Time iso={n.created_at} />
                       </td>
@@ -112,21 +88,13 @@ export function NotificationsPage() {
 export function NotificationPage(props: { id: string }) {
   const { api } = useSession()
   const n = useLoad(
-    () =>
-      unwrap(loose(api).GET('/v1/notifications/{id}', { params: { path: { id: props.id } } })) as Promise<{
-        id: string
-        topic: string
-        created_at: string
-        request?: unknown
-        deliveries: Receipt[]
-        recipients_detail?: Receipt[]
-      }>,
+    () => unwrap(api.GET('/v1/notifications/{id}', { params: { path: { id: props.id } } })),
     [props.id],
   )
   return (
     <Loading state={n}>
       {(x) => {
-        const rows = x.recipients_detail ?? x.deliveries
+        const rows = x.receipts
         return (
           <>
             <p>
@@ -161,15 +129,15 @@ export function NotificationPage(props: { id: string }) {
                 </thead>
                 <tbody>
                   {rows.map((r, i) => (
-                    <tr key={r.id ?? i}>
+                    <tr key={`${r.recipient}|${r.channel}|${i}`}>
                       <td>{r.recipient}</td>
                       <td>{r.channel}</td>
                       <td>
                         <Badge value={r.status} />
                       </td>
-                      <td>{r.reason ?? r.last_error ?? '—'}</td>
+                      <td>{r.reason ?? '—'}</td>
                       <td>
-                        <Time iso={r.delivered_at ?? r.completed_at} />
+                        <Time iso={r.delivered_at} />
                       </td>
                       <td>
                         <Time iso={r.seen_at} />

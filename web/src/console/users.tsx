@@ -1,18 +1,8 @@
 import { useState } from 'preact/hooks'
-import { loose, unwrap } from '../shared/api'
+import { unwrap } from '../shared/api'
 import { href, useLoad, useSession } from '../shared/hooks'
 import { Field, Loading, More, Section, TextInput, Time } from '../shared/ui'
 
-/** A user as GET /v1/users lists it. */
-interface User {
-  id: string
-  email: string | null
-  name: string | null
-  locale?: string | null
-  roles?: string[]
-  teams?: string[]
-  updated_at?: string
-}
 
 /** Users, searchable by id, email or name. */
 export function UsersPage() {
@@ -21,7 +11,7 @@ export function UsersPage() {
   const [search, setSearch] = useState('')
   const [cursor, setCursor] = useState<string | undefined>()
   const list = useLoad(
-    () => unwrap(loose(api).GET('/v1/users', { params: { query: { limit: 50, cursor, ...(search ? { q: search } : {}) } } })) as Promise<{ data: User[]; next_cursor: string | null }>,
+    () => unwrap(api.GET('/v1/users', { params: { query: { limit: 50, cursor, ...(search ? { q: search } : {}) } } })),
     [search, cursor],
   )
   return (

@@ -55,7 +55,8 @@ function Portal() {
       token
         ? makeApi(token, (e) => {
             session.clear(TOKEN_ENTRY)
-            setRefused(/expired/i.test(e.message) || e.code === 'token_expired' ? EXPIRED : `This portal link is not valid: ${e.message}`)
+            const c = readClaims(token)
+            setRefused(c && c.expiresAt <= Date.now() ? EXPIRED : 'This portal link is no longer valid: it expired, or its application was deleted. Ask for a new link.')
           })
         : null,
     [token],
@@ -91,5 +92,10 @@ function Portal() {
     </SessionContext.Provider>
   )
 }
+
+// A new link opened in the same tab changes only the fragment: start over with its token.
+addEventListener('hashchange', () => {
+  if (location.hash.startsWith('#token=')) location.reload()
+})
 
 render(<Portal />, document.getElementById('app')!)

@@ -45,7 +45,9 @@ export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; respo
 export function describeError(e: unknown): string {
   if (!(e instanceof ApiError)) return String((e as Error)?.message ?? e)
   const issues = Array.isArray(e.details) ? (e.details as { field?: string; message?: string }[]).map((d) => `${d.field ?? ''} ${d.message ?? ''}`.trim()) : []
-  return issues.length ? `${e.message}: ${issues.join('; ')}` : e.message
+  const text = issues.length ? `${e.message}: ${issues.join('; ')}` : e.message
+  // The one refusal a person must be able to tell apart from a typo: an address Postbox may not call.
+  return e.code === 'destination_not_allowed' ? `Destination not allowed (destination_not_allowed): ${text}` : text
 }
 
 /** sessionStorage only: a key or token lives as long as the tab, never in localStorage or a URL. */
@@ -70,20 +72,3 @@ export const session = {
     } catch {}
   },
 }
-
-type LooseCall = (
-  path: string,
-  init?: { params?: { path?: Record<string, string>; query?: Record<string, unknown> }; body?: unknown },
-) => Promise<{ data?: unknown; error?: unknown; response: Response }>
-
-/** The same client for routes of another part of the API whose generated types this build does not carry yet. */
-export interface LooseApi {
-  GET: LooseCall
-  POST: LooseCall
-  PUT: LooseCall
-  PATCH: LooseCall
-  DELETE: LooseCall
-}
-
-/** `api` without path typing (see LooseApi). */
-export const loose = (api: Api): LooseApi => api as unknown as LooseApi

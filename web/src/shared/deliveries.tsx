@@ -10,6 +10,7 @@ export interface DeliveryFilter {
   endpoint_id?: string
   event_type?: string
   event_id?: string
+  app_id?: string
 }
 
 const STATUSES: Status[] = ['pending', 'in_flight', 'success', 'dead', 'cancelled']
@@ -21,7 +22,7 @@ export function DeliveryTable(props: { filter: DeliveryFilter }) {
   const { api } = useSession()
   const [cursor, setCursor] = useState<string | undefined>()
   const f = props.filter
-  const list = useLoad(() => unwrap(api.GET('/v1/deliveries', { params: { query: { ...f, limit: 50, cursor } } })), [f.status, f.endpoint_id, f.event_type, f.event_id, cursor])
+  const list = useLoad(() => unwrap(api.GET('/v1/deliveries', { params: { query: { ...f, limit: 50, cursor } } })), [f.status, f.endpoint_id, f.event_type, f.event_id, f.app_id, cursor])
   return (
     <>
       <Loading state={list}>
@@ -91,19 +92,20 @@ async function redeliverAll(api: Api, filter: DeliveryFilter, progress: (n: numb
 
 /** Deliveries with filters in the address (`#/deliveries?status=dead`), and bulk redeliver. */
 export function DeliveriesPage() {
-  const { api, canWrite } = useSession()
+  const { api, canWrite, mode } = useSession()
   const { query } = useRoute()
   const filter: DeliveryFilter = {
     status: (STATUSES as string[]).includes(query.get('status') ?? '') ? (query.get('status') as Status) : undefined,
     endpoint_id: query.get('endpoint_id') || undefined,
     event_type: query.get('event_type') || undefined,
+    app_id: query.get('app_id') || undefined,
   }
   const [progress, setProgress] = useState<string | null>(null)
   const apply = (ev: Event): void => {
     ev.preventDefault()
     const form = new FormData(ev.target as HTMLFormElement)
     const q = new URLSearchParams()
-    for (const k of ['status', 'endpoint_id', 'event_type']) {
+    for (const k of ['status', 'endpoint_id', 'event_type', 'app_id']) {
       const v = String(form.get(k) ?? '').trim()
       if (v) q.set(k, v)
     }
@@ -129,6 +131,11 @@ export function DeliveriesPage() {
           <Field id="f-type" label="Event type">
             <input id="f-type" name="event_type" value={filter.event_type ?? ''} />
           </Field>
+          {mode === 'console' && (
+            <Field id="f-app" label="Application">
+              <input id="f-app" name="app_id" value={filter.app_id ?? ''} />
+            </Field>
+          )}
           <button type="submit" class="btn btn-primary">
             Apply
           </button>

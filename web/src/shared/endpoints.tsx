@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks'
 import { describeError, unwrap, type Schemas } from './api'
 import { AttemptsChart } from './chart'
 import { splitList } from './format'
-import { href, navigate, useLoad, useSession } from './hooks'
+import { href, navigate, useLoad, useRoute, useSession } from './hooks'
 import { DeliveryTable } from './deliveries'
 import { ActionButton, Badge, ErrorNotice, Facts, Field, Loading, More, Notice, Reveal, Section, TextInput, Time } from './ui'
 
@@ -16,13 +16,14 @@ export function endpointState(e: Endpoint): string {
 
 /** The endpoints list, with the create form for callers who may write. */
 export function EndpointsPage() {
-  const { api, canWrite } = useSession()
+  const { api, canWrite, mode } = useSession()
+  const appId = useRoute().query.get('app_id') || undefined
   const [cursor, setCursor] = useState<string | undefined>()
-  const list = useLoad(() => unwrap(api.GET('/v1/endpoints', { params: { query: { limit: 50, cursor } } })), [cursor])
+  const list = useLoad(() => unwrap(api.GET('/v1/endpoints', { params: { query: { limit: 50, cursor, app_id: appId } } })), [cursor, appId])
   return (
     <>
-      {canWrite && <EndpointForm onSaved={(e) => navigate(`/endpoints/${e.id}`)} />}
-      <Section title="Endpoints">
+      {canWrite && <EndpointForm appId={appId} onSaved={(e) => navigate(`/endpoints/${e.id}`)} />}
+      <Section title={mode === 'console' && appId ? `Endpoints of ${appId}` : 'Endpoints'}>
         <Loading state={list}>
           {(page) =>
             page.data.length === 0 ? (
@@ -67,9 +68,10 @@ export function EndpointsPage() {
 }
 
 /** Creates an endpoint, or edits one when `endpoint` is given. */
-export function EndpointForm(props: { endpoint?: Endpoint; onSaved: (e: Endpoint) => void; onCancel?: () => void }) {
-  const { api } = useSession()
+export function EndpointForm(props: { endpoint?: Endpoint; appId?: string; onSaved: (e: Endpoint) => void; onCancel?: () => void }) {
+  const { api, mode } = useSession()
   const e = props.endpoint
+  const [app, setApp] = useState(props.appId ?? '')
   const [url, setUrl] = useState(e?.url ?? '')
   const [description, setDescription] = useState(e?.description ?? '')
   const [types, setTypes] = useState(e?.event_types?.join(', ') ?? '')
@@ -85,7 +87,7 @@ export function EndpointForm(props: { endpoint?: Endpoint; onSaved: (e: Endpoint
     try {
       const saved = e
         ? await unwrap(api.PATCH('/v1/endpoints/{id}', { params: { path: { id: e.id } }, body }))
-        : await unwrap(api.POST('/v1/endpoints', { body }))
+        : await unwrap(api.POST('/v1/endpoints', { body: { ...body, ...(mode === 'console' && app.trim() ? { app_id: app.trim() } : {}) } }))
       if (e) props.onSaved(saved)
       else setCreated(saved)
     } catch (err) {
@@ -110,6 +112,11 @@ export function EndpointForm(props: { endpoint?: Endpoint; onSaved: (e: Endpoint
         <Field id={`${prefix}-url`} label="URL" hint="Where Postbox sends the events (https://…)">
           <TextInput id={`${prefix}-url`} type="url" required value={url} onInput={setUrl} placeholder="https://example.com/webhooks" aria-describedby={`${prefix}-url-hint`} />
         </Field>
+        {mode === 'console' && !e && (
+          <Field id="new-app" label="Application" hint="Its id; empty for the default application">
+            <TextInput id="new-app" value={app} onInput={setApp} aria-describedby="new-app-hint" />
+          </Field>
+        )}
         <Field id={`${prefix}-description`} label="Description">
           <TextInput id={`${prefix}-description`} value={description} onInput={setDescription} />
         </Field>
@@ -134,10 +141,11 @@ export function EndpointForm(props: { endpoint?: Endpoint; onSaved: (e: Endpoint
 
 /** One endpoint: health, 24 h success rate and latency, actions, and its recent deliveries. */
 export function EndpointPage(props: { id: string }) {
-  const { api, canWrite } = useSession()
+  const { api, canWrite, mode } = useSession()
   const ep = useLoad(() => unwrap(api.GET('/v1/endpoints/{id}', { params: { path: { id: props.id } } })), [props.id])
+  // The portal's token is limited to the endpoint routes: success rate and latency are the console's.
   const series = useLoad(
-    () => unwrap(api.GET('/v1/stats/timeseries', { params: { query: { endpoint_id: props.id, bucket: '1h' } } })),
+    () => (mode === 'console' ? unwrap(api.GET('/v1/stats/timeseries', { params: { query: { endpoint_id: props.id, bucket: '1h' } } })) : Promise.resolve(null)),
     [props.id, ep.data],
   )
   const [editing, setEditing] = useState(false)
@@ -231,11 +239,13 @@ export function EndpointPage(props: { id: string }) {
                   ['Description', e.description || '—'],
                   ['Signature', e.signature],
                   ['Timeout', `${e.timeout_ms} ms`],
+                  ['Application', <code key="a">{e.app_id}</code>],
                   ['Id', <code key="i">{e.id}</code>],
                 ]}
               />
               <Loading state={series}>
-                {(s) => (
+                {(s) =>
+                  s && (
                   <>
                     <Facts
                       rows={[
@@ -245,7 +255,8 @@ export function EndpointPage(props: { id: string }) {
                     />
                     <AttemptsChart series={s} title="Attempts per hour, last 24 h" />
                   </>
-                )}
+                  )
+                }
               </Loading>
               {canWrite && (
                 <form

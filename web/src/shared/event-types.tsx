@@ -1,17 +1,8 @@
 import { useState } from 'preact/hooks'
-import { loose, unwrap } from './api'
+import { unwrap, type Schemas } from './api'
 import { useLoad, useSession } from './hooks'
 import { ActionButton, Badge, Code, ErrorNotice, Field, Loading, More, Notice, Section, TextInput } from './ui'
 
-/** One catalog entry as GET /v1/event-types lists it. */
-interface EventType {
-  name: string
-  description?: string | null
-  schema?: unknown
-  example?: unknown
-  deprecated?: boolean
-  archived?: boolean
-}
 
 /** The event-type catalog: names, descriptions, schemas and examples; deprecated types marked. */
 export function EventTypesPage() {
@@ -19,7 +10,7 @@ export function EventTypesPage() {
   const [cursor, setCursor] = useState<string | undefined>()
   const [archived, setArchived] = useState(false)
   const list = useLoad(
-    () => unwrap(loose(api).GET('/v1/event-types', { params: { query: { limit: 50, cursor, ...(archived ? { include_archived: 'true' } : {}) } } })) as Promise<{ data: EventType[]; next_cursor: string | null }>,
+    () => unwrap(api.GET('/v1/event-types', { params: { query: { limit: 50, cursor, ...(archived ? { include_archived: 'true' as const } : {}) } } })),
     [cursor, archived],
   )
   return (
@@ -79,7 +70,7 @@ function EventTypeForm(props: { onSaved: () => void }) {
   const [saved, setSaved] = useState<string | null>(null)
   const save = async (): Promise<void> => {
     setError(null)
-    let parsed: unknown
+    let parsed: Schemas['EventTypePut']['schema']
     if (schema.trim()) {
       try {
         parsed = JSON.parse(schema)
@@ -87,7 +78,7 @@ function EventTypeForm(props: { onSaved: () => void }) {
         throw new Error('The schema is not valid JSON')
       }
     }
-    await unwrap(loose(api).PUT('/v1/event-types/{name}', { params: { path: { name } }, body: { description, ...(parsed === undefined ? {} : { schema: parsed }) } }))
+    await unwrap(api.PUT('/v1/event-types/{name}', { params: { path: { name } }, body: { description, ...(parsed === undefined ? {} : { schema: parsed }) } }))
     setSaved(name)
     props.onSaved()
   }
