@@ -53,7 +53,7 @@ function Portal() {
   const api = useMemo(
     () =>
       token
-        ? makeApi(token, (e) => {
+        ? makeApi(token, () => {
             session.clear(TOKEN_ENTRY)
             const c = readClaims(token)
             setRefused(c && c.expiresAt <= Date.now() ? EXPIRED : 'This portal link is no longer valid: it expired, or its application was deleted. Ask for a new link.')
