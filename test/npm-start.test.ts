@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, realpathSync } from 'node:fs'
 import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tempDir } from './helpers.js'
@@ -49,9 +49,10 @@ describe('npm start', () => {
   afterAll(() => {
     for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
     // A server npm failed to stop (the failure this test is for) must not outlive the run.
+    // Only while the pid is still that server (this checkout's CLI), never a process that reused it.
     for (const pid of nodes) {
       try {
-        process.kill(pid, 'SIGKILL')
+        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dist/src/cli.js') && realpathSync(`/proc/${pid}/cwd`) === realpathSync(ROOT)) process.kill(pid, 'SIGKILL')
       } catch {}
     }
     for (const d of dirs) d()
