@@ -1,15 +1,10 @@
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startReceiver, type Receiver } from './support/receiver.js'
-import { ROOT } from './support/server-process.js'
 import { ensureWebBuilt, launchBrowser, seriousViolations, startWebServer, type WebServer } from './support/web-pages.js'
 
 /** Every wait of a step; the pages answer in milliseconds, this only bounds a failure. */
 const STEP_MS = 10_000
-/** Set POSTBOX_SCREENSHOTS=1 to refresh docs/images from this run. */
-const SHOTS = process.env.POSTBOX_SCREENSHOTS === '1'
 
 describe('console in a browser', () => {
   let server: WebServer
@@ -44,11 +39,6 @@ describe('console in a browser', () => {
     await page.keyboard.press('Enter')
   }
 
-  const shot = async (name: string): Promise<void> => {
-    if (!SHOTS) return
-    mkdirSync(join(ROOT, 'docs', 'images'), { recursive: true })
-    await page.screenshot({ path: join(ROOT, 'docs', 'images', name), fullPage: false })
-  }
 
   it('serves the page with its security headers and hashed, immutable assets', async () => {
     const res = await fetch(`${server.url}/console`)
@@ -119,7 +109,6 @@ describe('console in a browser', () => {
     expect(await seriousViolations(page)).toEqual([])
     await page.locator('a[href^="#/endpoints/ep_"]').first().click()
     await page.getByRole('button', { name: 'Send test' }).waitFor()
-    await shot('console-endpoint.png')
   })
 
   it('pauses and enables the endpoint with the keyboard', async () => {
@@ -141,7 +130,6 @@ describe('console in a browser', () => {
     await page.goto(`${server.url}/console#/overview`)
     await page.getByRole('heading', { name: 'Queue' }).waitFor()
     await page.locator('.chart canvas').first().waitFor()
-    await shot('console-overview.png')
     await page.getByRole('link', { name: 'Skip to content' }).focus()
     let reached = false
     for (let i = 0; i < 12 && !reached; i++) {

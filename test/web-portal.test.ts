@@ -1,14 +1,10 @@
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startReceiver, type Receiver } from './support/receiver.js'
-import { ROOT } from './support/server-process.js'
 import { ensureWebBuilt, launchBrowser, seriousViolations, startWebServer, type WebServer } from './support/web-pages.js'
 
 /** Every wait of a step; the pages answer in milliseconds, this only bounds a failure. */
 const STEP_MS = 10_000
-const SHOTS = process.env.POSTBOX_SCREENSHOTS === '1'
 
 describe('portal in a browser', () => {
   let server: WebServer
@@ -72,10 +68,6 @@ describe('portal in a browser', () => {
     await expect(page.getByText(`${receiver.url}/globex`).count()).resolves.toBe(0)
     await expect(page.locator('header.top').textContent()).resolves.toContain('acme')
     expect(await seriousViolations(page)).toEqual([])
-    if (SHOTS) {
-      mkdirSync(join(ROOT, 'docs', 'images'), { recursive: true })
-      await page.screenshot({ path: join(ROOT, 'docs', 'images', 'portal.png') })
-    }
 
     await page.getByRole('navigation').getByRole('link', { name: 'Deliveries', exact: true }).click()
     await page.getByRole('heading', { name: 'Filter deliveries' }).waitFor()
