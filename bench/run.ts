@@ -9,6 +9,7 @@ const suites: [string, string][] = [
   ['notify', './notify.js'],
   ['inbox', './inbox.js'],
   ['api', './api.js'],
+  ['apps', './apps.js'],
 ]
 
 const only = process.argv[2]

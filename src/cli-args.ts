@@ -1,7 +1,7 @@
 import { SETTINGS } from './config.js'
 
 /** Flags that belong to one command rather than to the configuration. */
-const COMMAND_FLAGS = new Set(['--role', '--name', '--json'])
+const COMMAND_FLAGS = new Set(['--role', '--name', '--json', '--app'])
 const BOOLEAN_FLAGS = new Set(['--metrics-public', '--json', '--help', '-h'])
 
 /** A parsed command line: the positional words and the command-specific flags. */
@@ -91,7 +91,7 @@ export function usage(): string {
     '  serve                         run the HTTP API and the dispatcher',
     '  migrate                       create or upgrade the database schema',
     '  backup <file>                 online, consistent copy of the database',
-    '  keys create --role R [--name N]   create an API key (admin, publisher or viewer); prints it once',
+    '  keys create --role R [--name N] [--app A]  create an API key (admin, publisher or viewer), scoped to application A; prints it once',
     '  keys list                     list API keys',
     '  keys revoke <id>              revoke an API key',
     '  send <type> <json>            publish one event',

@@ -123,12 +123,15 @@ async function run(command: string, rest: string[], flags: Record<string, string
           // The process claiming deliveries from this file (`<pid>.<process start>.`), if any.
           dispatcher: lock && { owner: lock.owner, pid: Number(lock.owner.split('.')[0]), since: new Date(lock.acquiredAt).toISOString() },
           deliveries: store.deliveries.countByStatus(),
+          // The same counts per application (docs/applications.md).
+          apps: deliveriesByApp(store.apps.countsByApp()),
           // When the oldest pending delivery was accepted, and the earliest time one is due (in the
           // past: how far the queue is behind; in the future: only retries and held rows wait).
           oldest_pending_at: iso(store.stats.oldestPendingCreatedAt()),
           next_due_at: iso(store.deliveries.oldestPendingAt()),
           endpoints: store.stats.endpointHealth(1000).map((e) => ({
             id: e.id,
+            app_id: e.appId,
             url: e.url,
             disabled: e.disabled,
             disabled_reason: e.disabledReason,
@@ -149,6 +152,13 @@ async function run(command: string, rest: string[], flags: Record<string, string
     default:
       throw new UsageError(`unknown command "${command}"`)
   }
+}
+
+/** `{app_id: {pending, in_flight, success, dead, cancelled}}` from per-application counts. */
+function deliveriesByApp(rows: { appId: string; status: string; n: number }[]): Record<string, Record<string, number>> {
+  const out: Record<string, Record<string, number>> = {}
+  for (const r of rows) (out[r.appId] ??= { pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 })[r.status] = r.n
+  return out
 }
 
 /**
@@ -173,7 +183,9 @@ async function keys(rest: string[], flags: Record<string, string>, config: Confi
     if (sub === 'create') {
       const role = flags.role
       if (role !== 'admin' && role !== 'publisher' && role !== 'viewer') throw new UsageError('keys create needs --role admin|publisher|viewer')
-      const { row, key } = store.tx(() => createApiKey(store, { name: flags.name ?? role, role: role as KeyRole }, Date.now()))
+      const appId = flags.app
+      if (appId !== undefined && !store.apps.exists(appId)) throw new UsageError(`keys create: no application ${appId} (create it with POST /v1/apps)`)
+      const { row, key } = store.tx(() => createApiKey(store, { name: flags.name ?? role, role: role as KeyRole, appId: appId ?? null }, Date.now()))
       out({ ...keyJson(row), key })
       return 0
     }

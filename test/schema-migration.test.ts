@@ -67,6 +67,30 @@ describe('schema migrations', () => {
     }
   })
 
+  it('v8 → v9 gives every row the default application, and client ids stay unique per application', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const path = join(t.dir, 'v8.db')
+    const raw = new Database(path)
+    for (const step of MIGRATIONS.slice(0, 8)) raw.exec(step)
+    raw.pragma('user_version = 8')
+    raw.exec(`INSERT INTO events (id, client_id, type, body, created_at) VALUES ('evt_1', 'c1', 't', '{}', 1);
+      INSERT INTO endpoints (id, url, secret, created_at, updated_at) VALUES ('ep_1', 'https://example.com', 's', 1, 1);
+      INSERT INTO api_keys (id, name, role, hash, prefix, created_at) VALUES ('key_1', 'k', 'admin', 'h', 'p', 1);`)
+    raw.close()
+    const db = openDatabase(path)
+    try {
+      expect(db.prepare(`SELECT id FROM apps WHERE deleted_at IS NULL`).pluck().all()).toEqual(['default'])
+      expect(db.prepare(`SELECT app_id FROM events UNION ALL SELECT app_id FROM endpoints`).pluck().all()).toEqual(['default', 'default'])
+      expect(db.prepare(`SELECT app_id FROM api_keys`).pluck().get()).toBeNull()
+      db.exec(`INSERT INTO apps (id, name, created_at, updated_at) VALUES ('b', 'B', 1, 1);
+        INSERT INTO events (id, app_id, client_id, type, body, created_at) VALUES ('evt_2', 'b', 'c1', 't', '{}', 2)`)
+      expect(() => db.exec(`INSERT INTO events (id, app_id, client_id, type, body, created_at) VALUES ('evt_3', 'b', 'c1', 't', '{}', 3)`)).toThrow(/UNIQUE/)
+    } finally {
+      db.close()
+    }
+  })
+
   it('schema.sql ends at the version the migrations reach', () => {
     expect(SCHEMA_VERSION).toBe(MIGRATIONS.length)
     expect(MIGRATIONS.every((m) => m.trim().length > 0)).toBe(true)

@@ -20,8 +20,8 @@ export function bearerToken(header: string | undefined): string | undefined {
 
 /**
  * Authenticates `Authorization: Bearer pbk_…` (an API key) or `ptk_…` (a portal token) and sets
- * `c.var.apiKey`. 401 `unauthorized`
- * without credentials, 401 `invalid_token` for a malformed, unknown or revoked key.
+ * `c.var.apiKey`. 401 `unauthorized` without credentials, 401 `invalid_token` for a malformed,
+ * unknown, expired or revoked key or token.
  */
 export function authenticate(): MiddlewareHandler<ApiEnv> {
   const touched = new Map<string, number>()

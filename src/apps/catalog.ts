@@ -85,7 +85,7 @@ export function createCatalog(deps: { store: Store; config: Pick<Config, 'eventT
   // allErrors: every violation is reported; strict off: unknown keywords (`examples`, vendor
   // extensions) are annotations, as the 2020-12 specification says; addUsedSchema off: a
   // schema's $id is not registered, so two types (or two versions) may share one.
-  const ajv = new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false })
+  const ajv = new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false, logger: false })
   addFormats(ajv)
   const compiled = new Map<string, { version: number; validate: ValidateFunction }>()
   let types = new Map<string, EventTypeRow>()

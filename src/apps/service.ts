@@ -7,6 +7,7 @@ import { newId } from '../lib/ids.js'
 import { DEFAULT_APP, isAppCursor, type AppRow } from '../store/apps.js'
 import type { Store } from '../store/index.js'
 import { issuePortalToken, verifyPortalToken, type PortalClaims } from '../auth/portal-tokens.js'
+import { forgetCachedKeys } from '../auth/keys.js'
 import { AppCreate, AppUpdate, DEFAULT_PORTAL_TTL_S, PortalTokenIn, type AppOut, type PortalTokenOut } from './schemas.js'
 
 export { DEFAULT_APP } from '../store/apps.js'
@@ -120,13 +121,16 @@ export function createAppService(deps: { store: Store; config: Config; clock: Cl
       if (id === DEFAULT_APP) throw errors.conflict('The default application cannot be deleted')
       get(id)
       const now = clock.now()
-      return store.tx(() => {
+      const result = store.tx(() => {
         const endpoints = store.endpoints.removeForApp(id, now)
         let cancelled = 0
         for (const ep of endpoints) cancelled += store.deliveries.cancelForEndpoint(ep, now)
         if (!store.apps.softDelete(id, now)) throw errors.notFound('Application')
         return { deleted: true as const, endpoints: endpoints.length, cancelled }
       })
+      // Its scoped keys were revoked in the same transaction: no verification may be remembered.
+      forgetCachedKeys(store)
+      return result
     },
     portalToken(id, input = {}) {
       const i = parse(PortalTokenIn, input)

@@ -47,7 +47,11 @@ const SQL = {
   countDeliveries: `SELECT status, count(*) AS n FROM deliveries INDEXED BY deliveries_app WHERE app_id = ? AND app_id <> 'default' GROUP BY status`,
   countDefaultDeliveries: `SELECT status, count(*) AS n FROM deliveries WHERE app_id = 'default' GROUP BY status`,
   deliveriesByApp: `SELECT app_id AS appId, status, count(*) AS n FROM deliveries GROUP BY app_id, status`,
-  queuedByApp: `SELECT app_id AS appId, status, count(*) AS n FROM deliveries WHERE status IN ('pending', 'in_flight') GROUP BY app_id, status`,
+  // Through the queue's partial indexes: the cost is the number of queued rows, not of the table.
+  pendingByApp: `SELECT app_id AS appId, 'pending' AS status, count(*) AS n FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending'
+    GROUP BY app_id ORDER BY n DESC LIMIT ?`,
+  inFlightByApp: `SELECT app_id AS appId, 'in_flight' AS status, count(*) AS n FROM deliveries INDEXED BY deliveries_leases WHERE status = 'in_flight'
+    GROUP BY app_id ORDER BY n DESC LIMIT ?`,
   insertToken: `INSERT INTO portal_tokens (id, app_id, read_only, expires_at, created_at) VALUES (@id, @appId, @readOnly, @expiresAt, @createdAt)`,
   getToken: `SELECT id, app_id AS appId, read_only AS readOnly, expires_at AS expiresAt, created_at AS createdAt FROM portal_tokens WHERE id = ?`,
   deleteTokens: `DELETE FROM portal_tokens WHERE app_id = ?`,
@@ -71,8 +75,10 @@ export interface AppsStore {
   list(opts: { limit: number; cursor?: string | null }): Page<AppRow>
   /** Live endpoints and deliveries by status of one application. */
   counts(id: string): AppCounts
-  /** Deliveries by application and status; `queuedOnly` counts pending and in-flight rows only. */
-  countsByApp(queuedOnly: boolean): { appId: string; status: string; n: number }[]
+  /** Deliveries by application and status (reads the whole table: for `postbox stats`, not for every scrape). */
+  countsByApp(): { appId: string; status: string; n: number }[]
+  /** Pending and in-flight deliveries of the `limit` applications with the most, from the queue's indexes (for metrics). */
+  queuedByApp(limit: number): { appId: string; status: 'pending' | 'in_flight'; n: number }[]
   insertPortalToken(row: PortalTokenRow): void
   getPortalToken(id: string): PortalTokenRow | null
 }
@@ -129,7 +135,8 @@ export function createAppsStore(db: Db): AppsStore {
       for (const r of rows) deliveries[r.status] = r.n
       return { endpoints: countEndpoints.get(id) as number, deliveries }
     },
-    countsByApp: (queuedOnly) => (queuedOnly ? s.queuedByApp : s.deliveriesByApp).all() as { appId: string; status: string; n: number }[],
+    countsByApp: () => s.deliveriesByApp.all() as { appId: string; status: string; n: number }[],
+    queuedByApp: (limit) => [...s.pendingByApp.all(limit), ...s.inFlightByApp.all(limit)] as { appId: string; status: 'pending' | 'in_flight'; n: number }[],
     insertPortalToken(row) {
       s.deleteExpiredTokens.run(row.appId, row.createdAt)
       s.insertToken.run({ ...row, readOnly: row.readOnly ? 1 : 0 })

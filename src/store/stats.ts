@@ -5,6 +5,7 @@ import type { Db } from './db.js'
 /** One endpoint's health, for `postbox stats` and the circuit-state metric. */
 export interface EndpointHealthRow {
   id: string
+  appId: string
   url: string
   disabled: boolean
   disabledReason: string | null
@@ -20,7 +21,7 @@ export interface EndpointHealthRow {
 export type EndpointState = Pick<EndpointHealthRow, 'id' | 'disabled' | 'disabledReason' | 'pausedUntil' | 'pauseCount'>
 
 const SQL = {
-  endpointHealth: `SELECT e.id, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
+  endpointHealth: `SELECT e.id, e.app_id AS appId, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
       e.pause_count AS pauseCount, e.failures_since_success AS consecutiveFailures, e.last_success_at AS lastSuccessAt,
       (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending
     FROM endpoints e WHERE e.deleted_at IS NULL ORDER BY e.id LIMIT ?`,
@@ -94,7 +95,9 @@ export interface StatsStore {
 
 /** Creates the stats store over a connection. */
 export function createStatsStore(db: Db): StatsStore {
-  const health = db.prepare(SQL.endpointHealth)
+  // Prepared on first use: `postbox check` builds this store over files of older schema versions too
+  // (for integrityCheck), whose endpoints have no app_id yet.
+  let health: ReturnType<Db['prepare']> | null = null
   const states = db.prepare(SQL.endpointStates)
   const begin = db.prepare(SQL.begin)
   const rollback = db.prepare(SQL.rollback)
@@ -142,6 +145,7 @@ export function createStatsStore(db: Db): StatsStore {
       return rows.length === 1 && rows[0] === 'ok' ? [] : rows
     },
     endpointHealth(limit = 10_000) {
+      health ??= db.prepare(SQL.endpointHealth)
       const rows = health.all(limit) as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]
       return rows.map((r) => ({ ...r, disabled: r.disabled === 1 }))
     },
