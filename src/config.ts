@@ -160,7 +160,7 @@ export function flagsToEnv(argv: readonly string[]): Source {
     const setting = SETTINGS.find((s) => s.flag === flag)
     if (!setting) continue
     if (eq !== -1) out[setting.env] = arg.slice(eq + 1)
-    else if (setting.env === 'POSTBOX_METRICS_PUBLIC' && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'))) out[setting.env] = 'true'
+    else if ((setting.env === 'POSTBOX_METRICS_PUBLIC' || setting.env === 'POSTBOX_TRACK_CLICKS') && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'))) out[setting.env] = 'true'
     else if (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) throw new ConfigError(setting.env, `${flag} needs a value`)
     else out[setting.env] = argv[++i]
   }

@@ -131,12 +131,12 @@ export class Postbox {
     return this.engine.notify.notifications
   }
 
-  /** One user's in-app inbox: list, unreadCount, read, unread, seen, archive, unarchive, readAll. */
-  inbox(userId: string): UserInbox {
-    return this.engine.notify.inbox(userId)
+  /** One user's in-app inbox (list, counts, state changes, snooze, bulk changes), optionally limited to one application. */
+  inbox(userId: string, appId: string | null = null): UserInbox {
+    return this.engine.notify.inbox(userId, appId)
   }
 
-  /** The directory: users (put, get, delete). */
+  /** The directory: users (put, get, delete, list). */
   get users(): NotifyService['users'] {
     return this.engine.notify.users
   }

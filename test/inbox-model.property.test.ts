@@ -229,5 +229,5 @@ describe('inbox model', () => {
       fc.property(fc.array(cmd, { minLength: 5, maxLength: 40 }), (cmds) => run(cmds)),
       { numRuns: 60 },
     )
-  })
+  }, 120_000)
 })

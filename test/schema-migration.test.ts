@@ -158,6 +158,41 @@ describe('schema migrations', () => {
     }
   })
 
+  it('upgrades a v8 inbox to v9 with exact counts and the times of the states it had', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const path = join(t.dir, 'v8.db')
+    const raw = new Database(path)
+    for (const step of MIGRATIONS.slice(0, 8)) raw.exec(step)
+    raw.pragma('user_version = 8')
+    raw.exec(`INSERT INTO inbox_messages (id, user_id, topic, title, seen, read, archived, created_at) VALUES
+        ('msg_1', 'u1', 'a', 'x', 0, 0, 0, 10), ('msg_2', 'u1', 'a', 'x', 1, 1, 0, 20),
+        ('msg_3', 'u1', 'b', 'x', 1, 0, 0, 30), ('msg_4', 'u1', 'b', 'x', 0, 0, 1, 40), ('msg_5', 'u2', 'a', 'x', 0, 0, 0, 50);
+      INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES ('u1', 2, 9), ('u2', 1, 3);`)
+    raw.close()
+    const db = openDatabase(path)
+    try {
+      expect(schemaVersion(db)).toBe(SCHEMA_VERSION)
+      expect(db.prepare(`SELECT user_id, topic, tag, total, unread, unseen FROM inbox_counts ORDER BY 1, 2`).raw().all()).toEqual([
+        ['u1', 'a', '', 2, 1, 1],
+        ['u1', 'b', '', 1, 1, 0],
+        ['u2', 'a', '', 1, 1, 1],
+      ])
+      expect(db.prepare(`SELECT id, seen_at, read_at, archived_at, app_id, tags FROM inbox_messages WHERE user_id = 'u1' ORDER BY id`).raw().all()).toEqual([
+        ['msg_1', null, null, null, 'default', '[]'],
+        ['msg_2', 20, 20, null, 'default', '[]'],
+        ['msg_3', 30, null, null, 'default', '[]'],
+        ['msg_4', null, null, 40, 'default', '[]'],
+      ])
+      // From here on the triggers keep them: unarchiving msg_4 counts it again.
+      db.prepare(`UPDATE inbox_messages SET archived = 0, archived_at = NULL WHERE id = 'msg_4'`).run()
+      expect(db.prepare(`SELECT unread_count FROM inbox_counters WHERE user_id = 'u1'`).pluck().get()).toBe(3)
+      expect(db.prepare(`SELECT sum(total) FROM inbox_counts WHERE user_id = 'u1' AND tag = ''`).pluck().get()).toBe(4)
+    } finally {
+      db.close()
+    }
+  })
+
   it('upgrades a v3 file that holds rows orphaned by hand (a step only refuses keys it breaks itself)', () => {
     const t = tempDir()
     cleanup = t.cleanup

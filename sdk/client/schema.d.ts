@@ -224,6 +224,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sdk/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The <postbox-inbox> element: inbox.js (no-cache, ETag), inbox.<hash>.js (immutable) or inbox.js.map */
+        get: operations["inboxElementScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/apps": {
         parameters: {
             query?: never;
@@ -4373,7 +4390,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Delivery attempts per time bucket by outcome (viewer; a portal token for one endpoint of its application) */
+        /** Delivery attempts per time bucket by outcome (viewer) */
         get: operations["getStatsTimeseries"];
         put?: never;
         post?: never;
@@ -6418,6 +6435,53 @@ export interface operations {
                 };
             };
             /** @description not built */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    inboxElementScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the ES module that defines <postbox-inbox> */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description not modified (If-None-Match) */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description validation_failed: not an element file name */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: not built, or an old hash */
             404: {
                 headers: {
                     [name: string]: unknown;

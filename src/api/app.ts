@@ -25,6 +25,7 @@ import { appRoutes } from './apps.js'
 import { eventTypeRoutes } from './event-types.js'
 import { createAppService } from '../apps/service.js'
 import { randomBytes } from 'node:crypto'
+import { sdkAssetRoutes } from './sdk-assets.js'
 import { clickRoutes } from './clicks.js'
 
 /** The version reported in the OpenAPI document. */
@@ -103,6 +104,7 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', opsRoutes())
   app.route('/', webRoutes(deps.webDir))
   app.route('/', keySelfRoutes())
+  app.route('/', sdkAssetRoutes(deps.sdkDir))
   app.route('/', keyRoutes())
   app.route('/', statsRoutes())
   app.route('/', endpointRoutes())

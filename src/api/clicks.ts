@@ -8,7 +8,7 @@ const SignedParam = z.object({
 })
 
 const follow = createRoute({
-  method: 'get', path: '/c/{signed}', tags: ['notifications'], operationId: 'followClickLink',
+  method: 'get', path: '/c/{signed}', tags: ['notifications'], operationId: 'followClickLink', security: [],
   summary: 'A tracked email link: records the click and redirects to the notification’s action_url',
   request: { params: SignedParam },
   responses: {

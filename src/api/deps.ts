@@ -27,6 +27,8 @@ export interface ApiDeps {
   readonly metrics?: MetricsSource
   /** The built console and portal (dist/web by default; null serves none). */
   readonly webDir?: string | null
+  /** Where the built inbox element lives (default dist/sdk of this package). */
+  readonly sdkDir?: string
   /** Group-commit window for POST /v1/events; 0 (default) = coalesce one event-loop turn. */
   readonly groupCommitMaxBatch?: number
 }

@@ -84,6 +84,9 @@ export interface InboxService {
 /** The longest setTimeout delay Node keeps (about 24.8 days); longer ones are re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1
 
+/** After a failed wake-up (busy or read-only database), the next try. */
+const WAKE_RETRY_MS = 30_000
+
 const countsJson = (c: InboxCounts) => ({ unread_count: c.unreadCount, unseen_count: c.unseenCount, total: c.total })
 
 /**
@@ -103,9 +106,9 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
     return { updated: r.updated }
   }
 
-  const arm = (): void => {
+  /** Arms the one timer for the wake-up at `next` (epoch ms on the clock), replacing any other. */
+  const armAt = (next: number | null): void => {
     if (closed) return
-    const next = store.inbox.nextWake()
     if (next === armedFor && timer !== null) return
     if (timer) clearTimeout(timer)
     timer = null
@@ -118,6 +121,7 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
     }, Math.min(Math.max(next - clock.now(), 0), MAX_TIMER_MS))
     timer.unref()
   }
+  const arm = (): void => armAt(closed ? null : store.inbox.nextWake())
 
   const wakeDue = (now: number): void => {
     for (;;) {
@@ -130,10 +134,13 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
   const wake = (): void => {
     try {
       wakeDue(clock.now())
+      arm()
     } catch (err) {
-      log.warn({ err }, 'inbox snooze wake-up failed; retried at the next read or snooze')
+      // A busy or read-only database: try again later rather than at once (the next read or
+      // snooze also tries).
+      log.warn({ err }, 'inbox snooze wake-up failed; retrying')
+      armAt(clock.now() + WAKE_RETRY_MS)
     }
-    arm()
   }
 
   /** Wakes what is due before a read, so lists and counts are exact at `now`. */

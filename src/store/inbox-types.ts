@@ -66,14 +66,36 @@ export type RawMessage = Omit<InboxMessage, 'payload' | 'tags' | 'seen' | 'read'
   archived: number
 }
 
-/** Maps a row to an InboxMessage. */
+const NO_TAGS = '[]'
+
+/**
+ * Maps a row to an InboxMessage. Fields are listed one by one, and an empty tag list or a null
+ * payload is not parsed: a spread of the row with two JSON.parse calls measured ~7 µs a message,
+ * most of a 50-message page.
+ */
 export const mapMessage = (r: RawMessage): InboxMessage => ({
-  ...r,
-  payload: parseJsonOr<Record<string, unknown> | null>(r.payload, null),
-  tags: parseJsonOr<string[]>(r.tags, []),
+  id: r.id,
+  userId: r.userId,
+  appId: r.appId,
+  notificationId: r.notificationId,
+  deliveryId: r.deliveryId,
+  topic: r.topic,
+  title: r.title,
+  body: r.body,
+  bodyFormat: r.bodyFormat,
+  severity: r.severity,
+  actionUrl: r.actionUrl,
+  payload: r.payload === null ? null : parseJsonOr<Record<string, unknown> | null>(r.payload, null),
+  tags: r.tags === NO_TAGS ? [] : parseJsonOr<string[]>(r.tags, []),
   seen: r.seen === 1,
   read: r.read === 1,
   archived: r.archived === 1,
+  seenAt: r.seenAt,
+  readAt: r.readAt,
+  clickedAt: r.clickedAt,
+  archivedAt: r.archivedAt,
+  snoozedUntil: r.snoozedUntil,
+  createdAt: r.createdAt,
 })
 
 /** The wire shape of a message (a GET /v1/inbox item); also the data of its `notification` stream event. */

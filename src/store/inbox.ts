@@ -349,7 +349,7 @@ export function createInboxStore(db: Db): InboxStore {
       const more = rows.length > f.limit
       const page = more ? rows.slice(0, f.limit) : rows
       const next = more ? page[page.length - 1]!.pos : resumeAfter
-      return { data: page.map(({ pos: _, ...r }) => mapMessage(r)), nextCursor: next === null ? null : encodeCursor(String(next)) }
+      return { data: page.map(mapMessage), nextCursor: next === null ? null : encodeCursor(String(next)) }
     },
     unreadCount: unreadOf,
     counts: readCounts,
