@@ -13,9 +13,14 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci
+# Install without the prepare build (the sources are not copied yet); the addon still builds.
+RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
 COPY tsconfig.json tsconfig.build.json schema.sql ./
 COPY src ./src
+COPY sdk ./sdk
+COPY scripts ./scripts
+COPY web ./web
+# dist/src, dist/web (console and portal) and the SDK, then only what runs.
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim

@@ -73,6 +73,13 @@ export default tseslint.config(
     },
   },
   {
+    // The console and the portal are clients of the API (DESIGN.md): postbox/client, never server modules.
+    files: ['web/src/**/*.{ts,tsx}'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(\\.\\./)+(src|scripts)/', message: 'web/ uses only the typed client, never server modules (DESIGN.md).' }] }],
+    },
+  },
+  {
     files: ['src/**/*.ts'],
     ignores: ['src/store/**', '**/*.test.ts'],
     rules: { 'no-restricted-syntax': ['error', sqlOutsideStore] },

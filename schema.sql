@@ -142,6 +142,9 @@ CREATE TABLE attempts (
   response_body  TEXT                        -- truncated to 16 KiB
 );
 CREATE INDEX attempts_delivery ON attempts (delivery_id, id);
+-- ── v9: console stats ──
+-- The console's deliveries-per-minute chart reads the attempt log by time (GET /v1/stats/timeseries).
+CREATE INDEX attempts_started ON attempts (started_at);
 
 -- ───────────────────────── API keys ─────────────────────────
 CREATE TABLE api_keys (

@@ -146,6 +146,12 @@ export const SETTING_TABLE = {
     description: 'Comma list of browser origins allowed to call the user-token routes /v1/inbox… (CORS, for the inbox element); unset means any origin',
     item: (o) => normalizeOrigin(o) ?? settingError(`"${o}" is not an origin such as https://app.example.com (scheme and host, no path), or *`),
   }),
+  // Unset: only Postbox's own pages may frame the portal (docs/console.md).
+  portalOrigins: list({
+    env: 'POSTBOX_PORTAL_ORIGINS', flag: '--portal-origins', noun: 'origins',
+    description: 'Comma list of origins whose pages may embed /portal in an iframe, e.g. https://app.example.com (without it only Postbox itself may)',
+    item: (o) => normalizeOrigin(o) ?? settingError(`"${o}" is not an origin such as https://app.example.com (scheme and host, no path), or *`),
+  }),
   // Portal and click links start with it; unset, the server's own address (docs/applications.md).
   publicUrl: text({
     env: 'POSTBOX_PUBLIC_URL', flag: '--public-url', default: '', docDefault: 'http://<host>:<port>',

@@ -4,6 +4,40 @@
  */
 
 export interface paths {
+    "/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Redirects to the console */
+        get: operations["rootRedirect"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/assets/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A hashed script or style sheet of the pages (cached for a year) */
+        get: operations["webAsset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/c/{signed}": {
         parameters: {
             query?: never;
@@ -13,6 +47,23 @@ export interface paths {
         };
         /** A tracked email link: records the click and redirects to the notification’s action_url */
         get: operations["followClickLink"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The operator's console (sign in with an API key) */
+        get: operations["consolePage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -111,6 +162,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/portal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The customer portal, opened by a portal link (`/portal#token=ptk_…`) */
+        get: operations["portalPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/readyz": {
         parameters: {
             query?: never;
@@ -173,6 +241,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/apps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List applications, newest first */
+        get: operations["listApps"];
+        put?: never;
+        /** Create an application (admin) */
+        post: operations["createApp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/apps/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An application with its counts of endpoints and deliveries */
+        get: operations["getApp"];
+        put?: never;
+        post?: never;
+        /** Delete an application, its endpoints and portal tokens, cancelling its pending deliveries (admin) */
+        delete: operations["deleteApp"];
+        options?: never;
+        head?: never;
+        /** Update an application (admin) */
+        patch: operations["updateApp"];
+        trace?: never;
+    };
+    "/v1/apps/{id}/portal-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Issue a portal token and link for one application (admin) */
+        post: operations["createPortalToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deliveries": {
         parameters: {
             query?: never;
@@ -184,6 +306,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only this application */
+                    app_id?: string;
                     cursor?: string;
                     endpoint_id?: string;
                     /** @description The event's deliveries (one per endpoint) */
@@ -506,6 +630,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only this application */
+                    app_id?: string;
                     cursor?: string;
                     limit?: number;
                 };
@@ -1199,7 +1325,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The signing secret (admin) */
+        /** The signing secret (admin; any portal token, read-only ones too: a GET route) */
         get: {
             parameters: {
                 query?: never;
@@ -1407,7 +1533,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a postbox.ping event to this endpoint only (admin) */
+        /** Send a postbox.ping event, or the example of a catalog type, to this endpoint only (admin) */
         post: {
             parameters: {
                 query?: never;
@@ -1417,7 +1543,11 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["EndpointTestIn"];
+                };
+            };
             responses: {
                 /** @description queued */
                 202: {
@@ -1508,6 +1638,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The event-type catalog, by name */
+        get: operations["listEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/event-types/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One event type */
+        get: operations["getEventType"];
+        /** Create or replace an event type, with an optional JSON Schema for its data (admin) */
+        put: operations["putEventType"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -1519,6 +1684,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only this application */
+                    app_id?: string;
                     cursor?: string;
                     limit?: number;
                     /** @description Only events of this exact type (indexed) */
@@ -3778,6 +3945,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/keys/self": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The calling key itself: its role and application tell a client (the console) what it may do (any key; not a portal token) */
+        get: operations["getOwnKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/notifications": {
         parameters: {
             query?: never;
@@ -4175,6 +4359,40 @@ export interface paths {
                 };
             };
         };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Queue depth, oldest pending and endpoint health (viewer) */
+        get: operations["getStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats/timeseries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Delivery attempts per time bucket by outcome (viewer) */
+        get: operations["getStatsTimeseries"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -4643,6 +4861,23 @@ export interface paths {
             };
         };
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Render a template for a recipient without sending anything (viewer) */
+        post: operations["previewTemplate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5253,6 +5488,53 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        App: {
+            counts?: {
+                deliveries: {
+                    cancelled: number;
+                    dead: number;
+                    in_flight: number;
+                    pending: number;
+                    success: number;
+                };
+                endpoints: number;
+            };
+            created_at: string;
+            id: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            name: string;
+            updated_at: string;
+        };
+        AppCreate: {
+            /**
+             * @description An application (tenant) id; `default` when not given
+             * @example acme
+             */
+            id?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @example Acme Inc. */
+            name: string;
+        };
+        AppDeleted: {
+            cancelled: number;
+            /** @enum {boolean} */
+            deleted: true;
+            endpoints: number;
+        };
+        AppList: {
+            data: components["schemas"]["App"][];
+            next_cursor: string | null;
+        };
+        AppUpdate: {
+            metadata?: {
+                [key: string]: unknown;
+            };
+            name?: string;
+        };
         AttemptOut: {
             attempt: number;
             duration_ms: number;
@@ -5266,11 +5548,19 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        DeliveryCounts: {
+            cancelled: number;
+            dead: number;
+            in_flight: number;
+            pending: number;
+            success: number;
+        };
         DeliveryList: {
             data: components["schemas"]["DeliveryOut"][];
             next_cursor: string | null;
         };
         DeliveryOut: {
+            app_id: string;
             attempt_count: number;
             attempts?: components["schemas"]["AttemptOut"][];
             channel: string;
@@ -5292,6 +5582,11 @@ export interface components {
             updated_at: string;
         };
         EndpointCreate: {
+            /**
+             * @description An application (tenant) id; `default` when not given
+             * @example acme
+             */
+            app_id?: string;
             description?: string;
             disabled?: boolean;
             /**
@@ -5332,11 +5627,26 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        EndpointHealth: {
+            /** @enum {string} */
+            circuit: "closed" | "open" | "half_open";
+            consecutive_failures: number;
+            disabled: boolean;
+            disabled_reason: string | null;
+            /** @description Disabled, circuit not closed, or failures since the last success */
+            failing: boolean;
+            id: string;
+            last_success_at: string | null;
+            paused_until: string | null;
+            pending: number;
+            url: string;
+        };
         EndpointList: {
             data: components["schemas"]["EndpointOut"][];
             next_cursor: string | null;
         };
         EndpointOut: {
+            app_id: string;
             /** @enum {string} */
             circuit: "closed" | "open" | "half_open";
             /** @description Failed attempts since the last success (any failure: transport error, 5xx, 4xx, 429) */
@@ -5370,7 +5680,15 @@ export interface components {
             updated_at: string;
             url: string;
         };
+        EndpointTestIn: {
+            event_type?: string;
+        };
         EndpointUpdate: {
+            /**
+             * @description An application (tenant) id; `default` when not given
+             * @example acme
+             */
+            app_id?: string;
             description?: string;
             disabled?: boolean;
             /**
@@ -5414,6 +5732,7 @@ export interface components {
             };
         };
         EventAccepted: {
+            app_id: string;
             created_at: string;
             deduplicated: boolean;
             deliveries: number;
@@ -5421,12 +5740,17 @@ export interface components {
             type: string;
         };
         EventBatchAccepted: {
-            results: components["schemas"]["EventAccepted"][];
+            results: (components["schemas"]["EventAccepted"] | components["schemas"]["EventItemError"])[];
         };
         EventBatchIn: {
             events: components["schemas"]["EventIn"][];
         };
         EventIn: {
+            /**
+             * @description An application (tenant) id; `default` when not given
+             * @example acme
+             */
+            app_id?: string;
             /**
              * @example {
              *       "invoice_id": "in_1"
@@ -5443,6 +5767,13 @@ export interface components {
              */
             type: string;
         };
+        EventItemError: {
+            error: {
+                code: string;
+                details?: unknown;
+                message: string;
+            };
+        };
         EventList: {
             data: components["schemas"]["EventSummary"][];
             next_cursor: string | null;
@@ -5451,6 +5782,7 @@ export interface components {
             deliveries: components["schemas"]["DeliveryOut"][];
         };
         EventSummary: {
+            app_id: string;
             client_id: string | null;
             created_at: string;
             data?: unknown;
@@ -5458,6 +5790,55 @@ export interface components {
             ordering_key: string | null;
             timestamp: string;
             type: string;
+        };
+        EventType: {
+            archived: boolean;
+            created_at: string;
+            deprecated: boolean;
+            description: string;
+            example: {
+                [key: string]: unknown;
+            } | null;
+            name: string;
+            schema: {
+                [key: string]: unknown;
+            } | boolean | null;
+            updated_at: string;
+            version: number;
+        };
+        EventTypeList: {
+            data: components["schemas"]["EventType"][];
+            next_cursor: string | null;
+        };
+        EventTypePut: {
+            archived?: boolean;
+            deprecated?: boolean;
+            description?: string;
+            /**
+             * @example {
+             *       "invoice_id": "in_1"
+             *     }
+             */
+            example?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description A JSON Schema (draft 2020-12) for the event data
+             * @example {
+             *       "type": "object",
+             *       "required": [
+             *         "invoice_id"
+             *       ],
+             *       "properties": {
+             *         "invoice_id": {
+             *           "type": "string"
+             *         }
+             *       }
+             *     }
+             */
+            schema?: {
+                [key: string]: unknown;
+            } | boolean | null;
         };
         Health: {
             /** @enum {string} */
@@ -5534,6 +5915,8 @@ export interface components {
             updated: number;
         };
         Key: {
+            /** @description The application of a scoped key; null for a key of every application */
+            app_id: string | null;
             created_at: string;
             id: string;
             last_used_at: string | null;
@@ -5545,6 +5928,11 @@ export interface components {
             role: "admin" | "publisher" | "viewer";
         };
         KeyCreate: {
+            /**
+             * @description A scoped key: it acts only inside this application
+             * @example acme
+             */
+            app_id?: string;
             /** @example billing-service */
             name?: string;
             /** @enum {string} */
@@ -5561,6 +5949,17 @@ export interface components {
         KeyRevoked: {
             /** @enum {boolean} */
             revoked: true;
+        };
+        KeySelf: {
+            /** @description The one application a scoped key acts in; null for a key of every application */
+            app_id: string | null;
+            created_at: string;
+            id: string;
+            last_used_at: string | null;
+            name: string;
+            prefix: string;
+            /** @enum {string} */
+            role: "admin" | "publisher" | "viewer";
         };
         Notification: {
             app_id: string;
@@ -5660,6 +6059,19 @@ export interface components {
             tags: string[];
             topic: string;
         };
+        PortalToken: {
+            app_id: string;
+            expires_at: string;
+            read_only: boolean;
+            token: string;
+            /** @description <POSTBOX_PUBLIC_URL>/portal#token=<token>: the token travels in the fragment */
+            url: string;
+        };
+        PortalTokenIn: {
+            read_only?: boolean;
+            /** @example 3600 */
+            ttl_seconds?: number;
+        };
         Preference: {
             channel: string;
             /** @enum {string} */
@@ -5724,6 +6136,46 @@ export interface components {
         SecretOut: {
             secret: string;
         };
+        Stats: {
+            /** @description The application these numbers are of; null for all of them */
+            app_id: string | null;
+            /** @description Deliveries by status of each application that has any (of the one application when filtered) */
+            apps: {
+                app_id: string;
+                deliveries: components["schemas"]["DeliveryCounts"];
+            }[];
+            deliveries: components["schemas"]["DeliveryCounts"];
+            endpoints: components["schemas"]["EndpointHealth"][];
+            failing_endpoints: number;
+            /** @description The earliest time a pending delivery is due */
+            next_due_at: string | null;
+            oldest_pending_age_seconds: number | null;
+            /** @description When the oldest pending delivery was accepted */
+            oldest_pending_at: string | null;
+        };
+        StatsBucket: {
+            attempts: number;
+            avg_duration_ms: number | null;
+            dead: number;
+            retry: number;
+            snooze: number;
+            start: string;
+            success: number;
+        };
+        StatsTimeseries: {
+            bucket_seconds: number;
+            data: components["schemas"]["StatsBucket"][];
+            since: string;
+            totals: {
+                attempts: number;
+                avg_duration_ms: number | null;
+                dead: number;
+                retry: number;
+                snooze: number;
+                success: number;
+            };
+            until: string;
+        };
         Subscription: {
             created_at: string;
             enabled: boolean;
@@ -5768,6 +6220,46 @@ export interface components {
         TemplateList: {
             data: components["schemas"]["Template"][];
             next_cursor: string | null;
+        };
+        TemplatePreview: {
+            body: string;
+            error: string | null;
+            /** @enum {string} */
+            format: "text" | "markdown" | "html";
+            html: string;
+            template: {
+                id: number;
+                locale: string;
+                version: number;
+            } | null;
+            text: string;
+            title: string;
+        };
+        TemplatePreviewIn: {
+            body?: string;
+            /** @enum {string} */
+            channel: "inbox" | "email" | "webhook";
+            /**
+             * @description The notification's payload, `{{ payload.… }}`
+             * @example {
+             *       "amount": "12.00"
+             *     }
+             */
+            data?: {
+                [key: string]: unknown;
+            };
+            locale?: string;
+            /** @description An unsaved draft to render instead of the active template */
+            template?: {
+                body?: string;
+                /** @enum {string} */
+                format?: "text" | "markdown" | "html";
+                subject?: string;
+            };
+            title?: string;
+            topic: string;
+            /** @description A user whose name, email and locale fill `{{ recipient.… }}` */
+            user_id?: string;
         };
         UnreadCount: {
             unread_count: number;
@@ -5815,6 +6307,55 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    rootRedirect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description to /console */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     followClickLink: {
         parameters: {
             query?: never;
@@ -5836,6 +6377,64 @@ export interface operations {
                 content?: never;
             };
             /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    consolePage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description not built */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    portalPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description not built */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5884,6 +6483,1160 @@ export interface operations {
             };
             /** @description not_found: not built, or an old hash */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listApps: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppList"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppCreate"];
+            };
+        };
+        responses: {
+            /** @description created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["App"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the application */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["App"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppDeleted"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AppUpdate"];
+            };
+        };
+        responses: {
+            /** @description updated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["App"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPortalToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PortalTokenIn"];
+            };
+        };
+        responses: {
+            /** @description issued; the token is shown only here */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalToken"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEventTypes: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                /** @description Include archived types */
+                include_archived?: "true" | "false";
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description by name */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeList"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEventType: {
+        parameters: {
+            query?: {
+                /** @description Read an archived type too */
+                include_archived?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the event type */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventType"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putEventType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EventTypePut"];
+            };
+        };
+        responses: {
+            /** @description stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventType"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOwnKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the calling key */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeySelf"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStats: {
+        parameters: {
+            query?: {
+                /** @description Only this application's deliveries and endpoints (a scoped key: always its own) */
+                app_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the numbers of `postbox stats` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Stats"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStatsTimeseries: {
+        parameters: {
+            query?: {
+                /** @description Only the attempts of this application's deliveries (a scoped key or portal token: always its own) */
+                app_id?: string;
+                /** @description Bucket size as a duration (1m, 5m, 1h; default 1m), at least 1s and at most 1500 buckets per range */
+                bucket?: string;
+                /** @description Only the attempts of this endpoint's deliveries */
+                endpoint_id?: string;
+                /** @description Start of the range (default: 24 h ago), rounded down to a bucket */
+                since?: string;
+                /** @description End of the range (default: now) */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description every bucket of the range, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatsTimeseries"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplatePreviewIn"];
+            };
+        };
+        responses: {
+            /** @description the rendering */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplatePreview"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

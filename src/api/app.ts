@@ -20,6 +20,10 @@ import { notificationRoutes } from './notifications.js'
 import { directoryRoutes } from './directory.js'
 import { inboxRoutes, userToken } from './inbox.js'
 import { allowedMethods, strictQuery } from './strict-routes.js'
+import { keySelfRoutes } from './key-self.js'
+import { statsRoutes } from './stats.js'
+import { templatePreviewRoutes } from './template-preview.js'
+import { webRoutes } from './web.js'
 import { appRoutes } from './apps.js'
 import { eventTypeRoutes } from './event-types.js'
 import { createAppService } from '../apps/service.js'
@@ -102,8 +106,11 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
   app.use('*', jsonBodyGuard(deps.config.maxBody))
 
   app.route('/', opsRoutes())
+  app.route('/', webRoutes(deps.webDir))
+  app.route('/', keySelfRoutes())
   app.route('/', sdkAssetRoutes(deps.sdkDir))
   app.route('/', keyRoutes())
+  app.route('/', statsRoutes())
   app.route('/', endpointRoutes())
   app.route('/', eventRoutes(deps))
   app.route('/', deliveryRoutes())
@@ -112,6 +119,7 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', requestRoutes())
   if (deps.notify) app.route('/', notificationRoutes())
   if (deps.notify) app.route('/', directoryRoutes())
+  if (deps.notify) app.route('/', templatePreviewRoutes())
   if (deps.notify) app.route('/', inboxRoutes())
   if (deps.notify) app.route('/', clickRoutes())
 

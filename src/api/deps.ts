@@ -28,6 +28,8 @@ export interface ApiDeps {
   readonly metrics?: MetricsSource
   /** Durable HTTP requests (docs/requests.md); the /v1/requests routes answer 404 without it. */
   readonly requests?: RequestService
+  /** The built console and portal (dist/web by default; null serves none). */
+  readonly webDir?: string | null
   /** Where the built inbox element lives (default dist/sdk of this package). */
   readonly sdkDir?: string
   /** Group-commit window for POST /v1/events; 0 (default) = coalesce one event-loop turn. */

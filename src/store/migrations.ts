@@ -411,6 +411,8 @@ CREATE TABLE event_types (
   created_at   INTEGER NOT NULL,
   updated_at   INTEGER NOT NULL
 ) WITHOUT ROWID;
+-- ── v9: console stats ──
+CREATE INDEX attempts_started ON attempts (started_at);
 
 -- ── v9: inbox receipts, engagement, counts and snooze ──
 -- Notifications carry their application, tags and (see notification_suppressions) every

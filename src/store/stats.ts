@@ -30,6 +30,24 @@ const SQL = {
       pause_count AS pauseCount FROM endpoints WHERE deleted_at IS NULL ORDER BY id LIMIT ?`,
   // Every pending row's creation time: fine for `postbox stats`, too slow for every metrics scrape.
   oldestPendingCreated: `SELECT min(created_at) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending'`,
+  // By the attempts_started index; one row per (bucket, outcome) that has attempts.
+  attemptBuckets: `SELECT CAST((started_at - :since) / :bucket AS INTEGER) AS b, outcome, count(*) AS n, sum(duration_ms) AS ms
+    FROM attempts INDEXED BY attempts_started WHERE started_at >= :since AND started_at < :until GROUP BY b, outcome`,
+  // One application's: the same, with each attempt's delivery read by primary key.
+  appAttemptBuckets: `SELECT CAST((a.started_at - :since) / :bucket AS INTEGER) AS b, a.outcome, count(*) AS n, sum(a.duration_ms) AS ms
+    FROM attempts a INDEXED BY attempts_started CROSS JOIN deliveries d ON d.id = a.delivery_id
+    WHERE a.started_at >= :since AND a.started_at < :until AND d.app_id = :app GROUP BY b, a.outcome`,
+  // One endpoint's: the attempts of the range, each joined to its delivery by primary key.
+  endpointAttemptBuckets: `SELECT CAST((a.started_at - :since) / :bucket AS INTEGER) AS b, a.outcome, count(*) AS n, sum(a.duration_ms) AS ms
+    FROM attempts a INDEXED BY attempts_started CROSS JOIN deliveries d ON d.id = a.delivery_id
+    WHERE a.started_at >= :since AND a.started_at < :until AND d.endpoint_id = :endpoint GROUP BY b, a.outcome`,
+  // Like `postbox stats`, one scan of the table: the counts of every application at once.
+  countByAppAndStatus: `SELECT app_id AS appId, status, count(*) AS n FROM deliveries GROUP BY app_id, status`,
+  appEndpointHealth: `SELECT e.id, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
+      e.pause_count AS pauseCount, e.failures_since_success AS consecutiveFailures, e.last_success_at AS lastSuccessAt,
+      (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending
+    FROM endpoints e WHERE e.app_id = ? AND e.deleted_at IS NULL ORDER BY e.id LIMIT ?`,
+  appOldestPendingCreated: `SELECT min(created_at) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending' AND app_id = ?`,
   quickCheck: `PRAGMA quick_check`,
   begin: `BEGIN IMMEDIATE`,
   rollback: `ROLLBACK`,
@@ -41,12 +59,32 @@ const SQL = {
  */
 export const MIN_FREE_BYTES = 1024 * 1024
 
+/** Attempts in one time bucket, by outcome (success, retry, dead, snooze). */
+export interface AttemptBucket {
+  /** The bucket's start, epoch ms. */
+  start: number
+  counts: Record<string, number>
+  /** The summed duration of those attempts, in ms. */
+  durationMs: number
+}
+
 /** Read-only aggregate queries for operations (stats, metrics, readiness). */
 export interface StatsStore {
   /** Health of up to `limit` live endpoints. */
   endpointHealth(limit?: number): EndpointHealthRow[]
   /** Breaker and disabled state of up to `limit` live endpoints (endpointHealth without url, last success or pending count). */
   endpointStates(limit?: number): EndpointState[]
+  /**
+   * Attempts started in `[since, until)` (of one endpoint's deliveries, when given) counted per
+   * `bucketMs` by outcome; every bucket is listed, empty ones too.
+   */
+  attemptTimeseries(since: number, until: number, bucketMs: number, filter?: { endpointId?: string; appId?: string }): AttemptBucket[]
+  /** Deliveries by application and status (one scan of the table). */
+  countByAppAndStatus(): { appId: string; status: string; n: number }[]
+  /** endpointHealth of one application's endpoints. */
+  appEndpointHealth(appId: string, limit?: number): EndpointHealthRow[]
+  /** oldestPendingCreatedAt of one application's deliveries. */
+  appOldestPendingCreatedAt(appId: string): number | null
   /** Throws when the database cannot take a write lock (read-only file, locked, closed) or its disk is full. */
   probeWritable(): void
   /** SQLite's quick_check; an empty list means the file is sound. */
@@ -65,7 +103,42 @@ export function createStatsStore(db: Db): StatsStore {
   const rollback = db.prepare(SQL.rollback)
   const quickCheck = db.prepare(SQL.quickCheck).pluck()
   const oldestPendingCreated = db.prepare(SQL.oldestPendingCreated).pluck()
+  const attemptBuckets = db.prepare(SQL.attemptBuckets)
+  const endpointAttemptBuckets = db.prepare(SQL.endpointAttemptBuckets)
+  const appAttemptBuckets = db.prepare(SQL.appAttemptBuckets)
+  const byAppAndStatus = db.prepare(SQL.countByAppAndStatus)
+  const appHealth = db.prepare(SQL.appEndpointHealth)
+  const appOldest = db.prepare(SQL.appOldestPendingCreated).pluck()
+  const healthRows = (rows: unknown[]): EndpointHealthRow[] =>
+    (rows as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]).map((r) => ({ ...r, disabled: r.disabled === 1 }))
   return {
+    countByAppAndStatus: () => byAppAndStatus.all() as { appId: string; status: string; n: number }[],
+    appEndpointHealth: (appId, limit = 10_000) => healthRows(appHealth.all(appId, limit)),
+    appOldestPendingCreatedAt: (appId) => (appOldest.get(appId) as number | null) ?? null,
+    attemptTimeseries(since, until, bucketMs, filter = {}) {
+      const n = Math.max(0, Math.ceil((until - since) / bucketMs))
+      const out: AttemptBucket[] = Array.from({ length: n }, (_, i) => ({ start: since + i * bucketMs, counts: {}, durationMs: 0 }))
+      const params = { since, until, bucket: bucketMs }
+      const rows = (
+        filter.endpointId !== undefined
+          ? endpointAttemptBuckets.all({ ...params, endpoint: filter.endpointId })
+          : filter.appId !== undefined
+            ? appAttemptBuckets.all({ ...params, app: filter.appId })
+            : attemptBuckets.all(params)
+      ) as {
+        b: number
+        outcome: string
+        n: number
+        ms: number
+      }[]
+      for (const r of rows) {
+        const bucket = out[r.b]
+        if (!bucket) continue
+        bucket.counts[r.outcome] = r.n
+        bucket.durationMs += r.ms
+      }
+      return out
+    },
     oldestPendingCreatedAt: () => (oldestPendingCreated.get() as number | null) ?? null,
     integrityCheck() {
       const rows = quickCheck.all() as string[]

@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, readFileSync, realpathSync } from 'node:fs'
+import { connect } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { tempDir } from './helpers.js'
+import { ensureBuilt, newAdminKey, ROOT, serverEnv } from './support/server-process.js'
+
+/** Bounds every wait of a step (start, stop); the server starts and stops in well under a second. */
+const STEP_MS = 20_000
+
+/** `npm start` as a user runs it; resolves with the process, the port it listens on and the pid of its node. */
+async function npmStart(dataDir: string): Promise<{ npm: ChildProcess; port: number; node: number; output: () => string }> {
+  const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: serverEnv(dataDir, newAdminKey()), stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`npm start did not listen in time:\n${out}`)), STEP_MS)
+    const onData = (b: Buffer): void => {
+      out += b.toString('utf8')
+      const m = /"port":(\d+)[^\n]*"msg":"listening"/.exec(out)
+      if (m) {
+        clearTimeout(timer)
+        resolve(Number(m[1]))
+      }
+    }
+    npm.stdout!.on('data', onData)
+    npm.stderr!.on('data', onData)
+    npm.once('exit', (code) => reject(new Error(`npm start exited (${code}):\n${out}`)))
+  })
+  // The process npm started (with `exec` in the script there is no shell between them).
+  const children = readFileSync(`/proc/${npm.pid}/task/${npm.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+  expect(children).toHaveLength(1)
+  return { npm, port, node: children[0]!, output: () => out }
+}
+
+/** True when something accepts connections on 127.0.0.1:port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1')
+    s.once('connect', () => (s.destroy(), resolve(true)))
+    s.once('error', () => resolve(false))
+  })
+}
+
+describe('npm start', () => {
+  const dirs: (() => void)[] = []
+  const started: ChildProcess[] = []
+  const nodes: number[] = []
+  beforeAll(async () => ensureBuilt(), 180_000)
+  afterAll(() => {
+    for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+    // A server npm failed to stop (the failure this test is for) must not outlive the run.
+    // Only while the pid is still that server (this checkout's CLI), never a process that reused it.
+    for (const pid of nodes) {
+      try {
+        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dist/src/cli.js') && realpathSync(`/proc/${pid}/cwd`) === realpathSync(ROOT)) process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    for (const d of dirs) d()
+  })
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal} to the process npm start started stops the server cleanly, leaving nothing on the port`, async () => {
+      const t = tempDir('postbox-npm-start-')
+      dirs.push(t.cleanup)
+      const run = await npmStart(t.dir)
+      started.push(run.npm)
+      nodes.push(run.node)
+      expect(await listening(run.port)).toBe(true)
+      const exited = new Promise<number | null>((resolve) => run.npm.once('exit', (code) => resolve(code)))
+      run.npm.kill(signal)
+      const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), STEP_MS))])
+      expect(code, run.output()).not.toBe('timeout')
+      // The server's own drain ran to its end, and no orphan holds the port.
+      expect(run.output()).toMatch(/"msg":"stopped"/)
+      expect(existsSync(`/proc/${run.node}`)).toBe(false)
+      expect(await listening(run.port)).toBe(false)
+    })
+  }
+})
