@@ -103,28 +103,34 @@ export function createStatsStore(db: Db): StatsStore {
   const rollback = db.prepare(SQL.rollback)
   const quickCheck = db.prepare(SQL.quickCheck).pluck()
   const oldestPendingCreated = db.prepare(SQL.oldestPendingCreated).pluck()
-  const attemptBuckets = db.prepare(SQL.attemptBuckets)
-  const endpointAttemptBuckets = db.prepare(SQL.endpointAttemptBuckets)
-  const appAttemptBuckets = db.prepare(SQL.appAttemptBuckets)
-  const byAppAndStatus = db.prepare(SQL.countByAppAndStatus)
-  const appHealth = db.prepare(SQL.appEndpointHealth)
-  const appOldest = db.prepare(SQL.appOldestPendingCreated).pluck()
+  // Prepared on first use, once each: they read v9 columns and indexes, and `postbox check` opens
+  // this store over an older file without upgrading it.
+  const lazy = <T>(make: () => T): (() => T) => {
+    let st: T | undefined
+    return () => (st ??= make())
+  }
+  const attemptBuckets = lazy(() => db.prepare(SQL.attemptBuckets))
+  const endpointAttemptBuckets = lazy(() => db.prepare(SQL.endpointAttemptBuckets))
+  const appAttemptBuckets = lazy(() => db.prepare(SQL.appAttemptBuckets))
+  const byAppAndStatus = lazy(() => db.prepare(SQL.countByAppAndStatus))
+  const appHealth = lazy(() => db.prepare(SQL.appEndpointHealth))
+  const appOldest = lazy(() => db.prepare(SQL.appOldestPendingCreated).pluck())
   const healthRows = (rows: unknown[]): EndpointHealthRow[] =>
     (rows as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]).map((r) => ({ ...r, disabled: r.disabled === 1 }))
   return {
-    countByAppAndStatus: () => byAppAndStatus.all() as { appId: string; status: string; n: number }[],
-    appEndpointHealth: (appId, limit = 10_000) => healthRows(appHealth.all(appId, limit)),
-    appOldestPendingCreatedAt: (appId) => (appOldest.get(appId) as number | null) ?? null,
+    countByAppAndStatus: () => byAppAndStatus().all() as { appId: string; status: string; n: number }[],
+    appEndpointHealth: (appId, limit = 10_000) => healthRows(appHealth().all(appId, limit)),
+    appOldestPendingCreatedAt: (appId) => (appOldest().get(appId) as number | null) ?? null,
     attemptTimeseries(since, until, bucketMs, filter = {}) {
       const n = Math.max(0, Math.ceil((until - since) / bucketMs))
       const out: AttemptBucket[] = Array.from({ length: n }, (_, i) => ({ start: since + i * bucketMs, counts: {}, durationMs: 0 }))
       const params = { since, until, bucket: bucketMs }
       const rows = (
         filter.endpointId !== undefined
-          ? endpointAttemptBuckets.all({ ...params, endpoint: filter.endpointId })
+          ? endpointAttemptBuckets().all({ ...params, endpoint: filter.endpointId })
           : filter.appId !== undefined
-            ? appAttemptBuckets.all({ ...params, app: filter.appId })
-            : attemptBuckets.all(params)
+            ? appAttemptBuckets().all({ ...params, app: filter.appId })
+            : attemptBuckets().all(params)
       ) as {
         b: number
         outcome: string
