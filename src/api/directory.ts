@@ -54,7 +54,7 @@ const routes = {
     responses: { 200: jsonResponse(UserOut, 'updated'), 201: jsonResponse(UserOut, 'created'), ...errorResponses },
   }),
   listUsers: createRoute({
-    ...base, method: 'get', path: '/v1/users', summary: 'List users, newest first, by role, team or a substring', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/users', operationId: 'listUsers', summary: 'List users, newest first, by role, team or a substring', middleware: [viewer] as const,
     request: { query: UsersQuery },
     responses: { 200: jsonResponse(listOf(UserOut, 'UserList'), 'users'), ...errorResponses },
   }),
@@ -110,8 +110,6 @@ const routes = {
     responses: { 200: jsonResponse(listOf(TemplateOut, 'TemplateList'), 'templates'), ...errorResponses },
   }),
 }
-
-type Out<T extends z.ZodType> = z.infer<T>
 
 /** Users, tokens, subscriptions, preferences and templates (docs/notifications-basics.md). */
 export function directoryRoutes() {

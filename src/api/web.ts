@@ -93,6 +93,7 @@ const pageRoute = (page: Page) =>
   createRoute({
     method: 'get',
     path: `/${page}`,
+    security: [],
     operationId: page === 'console' ? 'consolePage' : 'portalPage',
     tags: ['web'],
     summary: page === 'console' ? "The operator's console (sign in with an API key)" : 'The customer portal, opened by a portal link (`/portal#token=ptk_…`)',
@@ -101,6 +102,7 @@ const pageRoute = (page: Page) =>
 
 const asset = createRoute({
   method: 'get',
+  security: [],
   path: '/assets/{file}',
   operationId: 'webAsset',
   tags: ['web'],
@@ -111,8 +113,11 @@ const asset = createRoute({
 
 const root = createRoute({
   method: 'get',
+  security: [],
   path: '/',
   operationId: 'rootRedirect',
+  // A browser's way in, not an API call: left out of /openapi.json.
+  hide: true,
   tags: ['web'],
   summary: 'Redirects to the console',
   responses: { 302: { description: 'to /console' } },

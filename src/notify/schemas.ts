@@ -1,5 +1,4 @@
 import { z } from '@hono/zod-openapi'
-import { decimalInt } from '../lib/query-number.js'
 import { jsonObject } from '../lib/json-object.js'
 import { isValidTimeZone } from './schedule.js'
 import { NAME_PATTERN, PRINCIPAL_PATTERN, USER_ID_PATTERN, USER_ID_RULE } from './recipients.js'
