@@ -13,9 +13,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Worker } from 'node:worker_threads'
-import { Agent } from 'undici'
 import { Postbox } from '../src/postbox.js'
+import { rawPostLoop, startWorkerReceiver } from './loopback.js'
 
 const N = 10_000
 /** A request origin's concurrency (ORIGIN_CONCURRENCY in delivery/origin-health.ts), used for every side. */
@@ -46,44 +45,15 @@ const cpuMs = (): number => {
   return (u.user + u.system) / 1000
 }
 
-function startReceiver(): Promise<{ url: string; count(): Promise<number>; close(): Promise<void> }> {
-  const worker = new Worker(RECEIVER, { eval: true })
-  return new Promise((resolve) => {
-    worker.once('message', ({ port }: { port: number }) => {
-      resolve({
-        url: `http://127.0.0.1:${port}/hook`,
-        count: () =>
-          new Promise((r) => {
-            worker.once('message', (m: { count: number }) => r(m.count))
-            worker.postMessage('count')
-          }),
-        close: async () => {
-          worker.postMessage('close')
-          await new Promise((r) => worker.once('exit', r))
-        },
-      })
-    })
-  })
+/** The loopback receiver: counts requests, answered and reset on 'count'. */
+async function startReceiver(): Promise<{ url: string; count(): Promise<number>; close(): Promise<void> }> {
+  const rx = await startWorkerReceiver<{ count: number }>(RECEIVER, 'count')
+  return { url: rx.url, count: async () => (await rx.ask()).count, close: rx.close }
 }
 
-async function rawLoop(url: string, n: number): Promise<number> {
-  const agent = new Agent({ keepAliveTimeout: 30_000 })
-  const u = new URL(url)
-  const body = JSON.stringify({ order: 0, pad: 'x'.repeat(64) })
-  let next = 0
-  const t0 = performance.now()
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < n) {
-        next++
-        const res = await agent.request({ origin: u.origin, path: u.pathname, method: 'POST', headers: { 'content-type': 'application/json' }, body })
-        await res.body.text()
-      }
-    }),
-  )
-  const rate = (n / (performance.now() - t0)) * 1000
-  await agent.close()
-  return rate
+/** The raw undici POST loop against the same receiver, at a request origin's concurrency. */
+function rawLoop(url: string, n: number): Promise<number> {
+  return rawPostLoop(url, n, CONCURRENCY, JSON.stringify({ order: 0, pad: 'x'.repeat(64) }))
 }
 
 /** A Postbox in `dir` that counts successful attempts through its onAttempt hook. */

@@ -14,8 +14,6 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Worker } from 'node:worker_threads'
-import { Agent } from 'undici'
 import { testConfig } from '../src/config.js'
 import { systemClock } from '../src/lib/clock.js'
 import { silentLogger } from '../src/log.js'
@@ -24,6 +22,7 @@ import { startCheckpointer } from '../src/store/checkpointer.js'
 import { createDeliveryStack } from '../src/engine.js'
 import { createWebhookService } from '../src/webhooks/service.js'
 import type { Figure } from './figures.js'
+import { closedLoop as closedLoopOf, rawPostLoop, startWorkerReceiver } from './loopback.js'
 import { plainjobThroughput } from './plainjob.js'
 
 const EVENTS = 20_000
@@ -98,51 +97,20 @@ async function withCpu<T>(items: number, fn: () => Promise<T>): Promise<Measured
 }
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
 
-export function startReceiver(): Promise<{ url: string; stats(): Promise<{ count: number; latencies: number[] }>; close(): Promise<void> }> {
-  const worker = new Worker(RECEIVER, { eval: true })
-  return new Promise((resolve) => {
-    worker.once('message', ({ port }: { port: number }) => {
-      resolve({
-        url: `http://127.0.0.1:${port}/hook`,
-        stats: () =>
-          new Promise((r) => {
-            worker.once('message', r)
-            worker.postMessage('stats')
-          }),
-        close: async () => {
-          worker.postMessage('close')
-          await new Promise((r) => worker.once('exit', r))
-        },
-      })
-    })
-  })
+/** The loopback receiver: counts requests and their enqueue → receipt latencies, answered and reset on 'stats'. */
+export async function startReceiver(): Promise<{ url: string; stats(): Promise<{ count: number; latencies: number[] }>; close(): Promise<void> }> {
+  const rx = await startWorkerReceiver<{ count: number; latencies: number[] }>(RECEIVER, 'stats')
+  return { url: rx.url, stats: rx.ask, close: rx.close }
 }
 
 /** Runs `one` n times with CONCURRENCY loops in parallel; returns calls per second. */
-async function closedLoop(n: number, one: () => Promise<void>): Promise<number> {
-  let next = 0
-  const t0 = performance.now()
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < n) {
-        next++
-        await one()
-      }
-    }),
-  )
-  return (n / (performance.now() - t0)) * 1000
+function closedLoop(n: number, one: () => Promise<void>): Promise<number> {
+  return closedLoopOf(n, CONCURRENCY, one)
 }
 
-async function rawLoop(url: string, n: number): Promise<number> {
-  const agent = new Agent({ keepAliveTimeout: 30_000 })
-  const u = new URL(url)
-  const body = JSON.stringify({ id: 'evt_x', type: 'bench.event', timestamp: new Date().toISOString(), data: { i: 0, pad: 'x'.repeat(64) } })
-  const rate = await closedLoop(n, async () => {
-    const res = await agent.request({ origin: u.origin, path: u.pathname, method: 'POST', headers: { 'content-type': 'application/json' }, body })
-    await res.body.text()
-  })
-  await agent.close()
-  return rate
+/** The raw undici POST loop against the same receiver, with the same concurrency. */
+function rawLoop(url: string, n: number): Promise<number> {
+  return rawPostLoop(url, n, CONCURRENCY, JSON.stringify({ id: 'evt_x', type: 'bench.event', timestamp: new Date().toISOString(), data: { i: 0, pad: 'x'.repeat(64) } }))
 }
 
 /**

@@ -132,3 +132,32 @@ export function startExchange(agent: Dispatcher, req: ExchangeRequest, limit = R
   }
   return { result, abort: (reason) => stop(reason, false) }
 }
+
+/**
+ * The exchanges a sender has in flight, aborted when the signal they were started under aborts
+ * (shutdown). One listener per signal (the dispatcher shares one per run) instead of one
+ * AbortController per request.
+ */
+export function createInFlightExchanges(): { run(x: Exchange, signal: AbortSignal): Promise<ExchangeResult> } {
+  const inFlight = new Map<Exchange, AbortSignal>()
+  const watched = new WeakSet<AbortSignal>()
+  const watch = (signal: AbortSignal): void => {
+    if (watched.has(signal)) return
+    watched.add(signal)
+    signal.addEventListener('abort', () => {
+      const reason = signal.reason instanceof Error ? signal.reason : new Error('aborted')
+      for (const [x, s] of inFlight) if (s === signal) x.abort(reason)
+    }, { once: true })
+  }
+  return {
+    async run(x, signal) {
+      watch(signal)
+      inFlight.set(x, signal)
+      try {
+        return await x.result
+      } finally {
+        inFlight.delete(x)
+      }
+    },
+  }
+}

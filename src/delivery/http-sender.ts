@@ -10,7 +10,7 @@ import { classifyResponse, classifyTransportError, type Classification } from '.
 import { lazyGuardedAgent } from './guarded-agent.js'
 import { signatureHeaders } from './signer.js'
 import { transportErrorCode } from './http-util.js'
-import { startExchange, type Exchange } from './http-exchange.js'
+import { createInFlightExchanges, startExchange } from './http-exchange.js'
 import { createTargetCache } from './http-target.js'
 import { createHealthRecorder, type EndpointDisabledHandler } from './health.js'
 import { nextRetryAt } from './retry-policy.js'
@@ -64,18 +64,8 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   const endpoint = createEndpointCache(store)
   const target = createTargetCache()
 
-  // Shutdown aborts every in-flight exchange through the dispatcher's signal. One listener per
-  // signal (the dispatcher shares one per run) instead of one AbortController per request.
-  const inFlight = new Map<Exchange, AbortSignal>()
-  const watched = new WeakSet<AbortSignal>()
-  const watch = (signal: AbortSignal): void => {
-    if (watched.has(signal)) return
-    watched.add(signal)
-    signal.addEventListener('abort', () => {
-      const reason = signal.reason instanceof Error ? signal.reason : new Error('aborted')
-      for (const [x, s] of inFlight) if (s === signal) x.abort(reason)
-    }, { once: true })
-  }
+  // Shutdown aborts every in-flight exchange through the dispatcher's signal.
+  const inFlight = createInFlightExchanges()
 
   const outcomeFor = (cls: Classification, d: ClaimedDelivery, ep: EndpointRow, now: number): ChannelResult['outcome'] => {
     if (cls.kind === 'success') return { kind: 'success' }
@@ -108,11 +98,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     for (const k in sig) headers.push(k, sig[k]!)
     headers.push('postbox-event-type', d.eventType, 'postbox-delivery-id', d.id, 'postbox-attempt', String(d.attempts))
 
-    watch(signal)
-    const x = startExchange(agent.get(), { origin: t.origin, path: t.path, method: ep.method, headers, body, timeoutMs: ep.timeoutMs })
-    inFlight.set(x, signal)
-    const r = await x.result
-    inFlight.delete(x)
+    const r = await inFlight.run(startExchange(agent.get(), { origin: t.origin, path: t.path, method: ep.method, headers, body, timeoutMs: ep.timeoutMs }), signal)
 
     let cls: Classification
     let error: string | null = null

@@ -8,7 +8,7 @@ import { requestIdOf } from '../store/requests.js'
 import type { ChannelResult, ChannelSender } from './channel.js'
 import { classifyResponse, classifyTransportError, type Classification } from './classify.js'
 import { lazyGuardedAgent } from './guarded-agent.js'
-import { startExchange, type Exchange } from './http-exchange.js'
+import { createInFlightExchanges, startExchange } from './http-exchange.js'
 import { transportErrorCode } from './http-util.js'
 import { createOriginHealth, type OriginHealth } from './origin-health.js'
 import { nextRetryAt } from './retry-policy.js'
@@ -48,16 +48,8 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
   const userAgent = `Postbox/${deps.version ?? packageVersion()}`
   const agent = lazyGuardedAgent(config.allowNetworks, deps.resolve)
   const origins = createOriginHealth()
-  const inFlight = new Map<Exchange, AbortSignal>()
-  const watched = new WeakSet<AbortSignal>()
-  const watch = (signal: AbortSignal): void => {
-    if (watched.has(signal)) return
-    watched.add(signal)
-    signal.addEventListener('abort', () => {
-      const reason = signal.reason instanceof Error ? signal.reason : new Error('aborted')
-      for (const [x, s] of inFlight) if (s === signal) x.abort(reason)
-    }, { once: true })
-  }
+  // Shutdown aborts every in-flight exchange through the dispatcher's signal.
+  const inFlight = createInFlightExchanges()
 
   /** Applies the attempt to the origin's breaker; the time its requests wait until, if paused. */
   const recordHealth = (key: string, cls: Classification, now: number): number | null => {
@@ -97,11 +89,7 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
       headers.push('webhook-id', requestId, 'webhook-timestamp', String(ts), 'webhook-signature', signStandard(t.signingSecret, requestId, ts, t.body ?? ''))
     }
 
-    watch(signal)
-    const x = startExchange(agent.get(), { origin: url.origin, path: url.pathname + url.search, method: t.method, headers, body: t.body, timeoutMs: t.timeoutMs })
-    inFlight.set(x, signal)
-    const r = await x.result
-    inFlight.delete(x)
+    const r = await inFlight.run(startExchange(agent.get(), { origin: url.origin, path: url.pathname + url.search, method: t.method, headers, body: t.body, timeoutMs: t.timeoutMs }), signal)
 
     if (r.aborted) {
       // As for webhooks: before the request was written, refund; after it, keep the attempt.

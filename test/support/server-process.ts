@@ -1,8 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { buildOnce, newestMtime } from './build-once.js'
 
 /**
  * Runs the real program (`node dist/src/cli.js …`) as child processes for the crash, fault
@@ -34,20 +35,11 @@ export function killChild(child: ChildProcess, signal: NodeJS.Signals): Promise<
   })
 }
 
-function newestMtime(dir: string): number {
-  let newest = 0
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name)
-    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(p))
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) newest = Math.max(newest, statSync(p).mtimeMs)
-  }
-  return newest
-}
-
 function distIsFresh(): boolean {
   if (!existsSync(CLI)) return false
   const built = statSync(CLI).mtimeMs
-  return newestMtime(join(ROOT, 'src')) < built && statSync(join(ROOT, 'schema.sql')).mtimeMs < built
+  const newestSource = newestMtime(join(ROOT, 'src'), (name) => name.endsWith('.ts') && !name.endsWith('.test.ts'))
+  return newestSource < built && statSync(join(ROOT, 'schema.sql')).mtimeMs < built
 }
 
 /**
@@ -55,29 +47,18 @@ function distIsFresh(): boolean {
  * running tsc at the same time, and a build newer than every source file is reused.
  */
 export async function ensureBuilt(): Promise<void> {
-  const lock = join(ROOT, 'node_modules', '.cache', 'postbox-test-build.lock')
-  mkdirSync(dirname(lock), { recursive: true })
-  const deadline = Date.now() + 170_000
-  for (;;) {
-    try {
-      mkdirSync(lock)
-      break
-    } catch {
-      try {
-        if (Date.now() - statSync(lock).mtimeMs > 120_000) rmSync(lock, { recursive: true, force: true })
-      } catch {}
-      if (Date.now() > deadline) throw new Error('timed out waiting for the build lock')
-      await new Promise((r) => setTimeout(r, 200))
-    }
-  }
-  try {
-    if (distIsFresh()) return
-    const r = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' })
-    // tsc still emits when another engineer's file has a type error; only a missing CLI is fatal.
-    if (!existsSync(CLI)) throw new Error(`npm run build produced no ${CLI}:\n${r.stdout}\n${r.stderr}`)
-  } finally {
-    rmSync(lock, { recursive: true, force: true })
-  }
+  await buildOnce({
+    lock: 'postbox-test-build.lock',
+    what: 'the build lock',
+    waitMs: 170_000,
+    staleMs: 120_000,
+    isFresh: distIsFresh,
+    build: () => {
+      const r = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' })
+      // tsc still emits when another engineer's file has a type error; only a missing CLI is fatal.
+      if (!existsSync(CLI)) throw new Error(`npm run build produced no ${CLI}:\n${r.stdout}\n${r.stderr}`)
+    },
+  })
 }
 
 /** A fresh admin key in the documented `pbk_` format. */

@@ -1,13 +1,14 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { createApiKey } from '../../src/api/auth.js'
 import { silentLogger } from '../../src/log.js'
 import { Postbox, type PostboxOptions } from '../../src/postbox.js'
 import { listen, type RunningServer } from '../../src/server.js'
 import { tempDir } from '../helpers.js'
+import { buildOnce, isNewer, newestMtime } from './build-once.js'
 import { ROOT } from './server-process.js'
 
 /**
@@ -19,37 +20,18 @@ import { ROOT } from './server-process.js'
 export const WEB_DIST = join(ROOT, 'dist', 'web')
 const require = createRequire(import.meta.url)
 
-function newest(dir: string): number {
-  let t = 0
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name)
-    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs)
-  }
-  return t
-}
-
 /** Builds dist/web once per change of web/ (a lock directory keeps parallel files from building twice). */
 export async function ensureWebBuilt(): Promise<void> {
-  const lock = join(ROOT, 'node_modules', '.cache', 'postbox-web-build.lock')
-  mkdirSync(dirname(lock), { recursive: true })
-  const deadline = Date.now() + 120_000
-  for (;;) {
-    try {
-      mkdirSync(lock)
-      break
-    } catch {
-      if (Date.now() > deadline) throw new Error('timed out waiting for the web build lock')
-      await new Promise((r) => setTimeout(r, 200))
-    }
-  }
-  try {
-    const page = join(WEB_DIST, 'console.html')
-    if (existsSync(page) && statSync(page).mtimeMs > newest(join(ROOT, 'web'))) return
-    const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'web/vite.config.ts', '--logLevel', 'warn'], { cwd: ROOT, encoding: 'utf8' })
-    if (r.status !== 0) throw new Error(`vite build failed:\n${r.stdout}\n${r.stderr}`)
-  } finally {
-    rmSync(lock, { recursive: true, force: true })
-  }
+  await buildOnce({
+    lock: 'postbox-web-build.lock',
+    what: 'the web build lock',
+    waitMs: 120_000,
+    isFresh: () => isNewer(join(WEB_DIST, 'console.html'), newestMtime(join(ROOT, 'web'))),
+    build: () => {
+      const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'web/vite.config.ts', '--logLevel', 'warn'], { cwd: ROOT, encoding: 'utf8' })
+      if (r.status !== 0) throw new Error(`vite build failed:\n${r.stdout}\n${r.stderr}`)
+    },
+  })
 }
 
 /** The flags of a headless chromium that talks to nothing but 127.0.0.1. */

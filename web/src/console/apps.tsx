@@ -1,7 +1,9 @@
 import { useState } from 'preact/hooks'
 import { unwrap, type Schemas } from '../shared/api'
-import { href, useLoad, useSession } from '../shared/hooks'
-import { ActionButton, Field, Loading, More, Reveal, Section, TextInput, Time } from '../shared/ui'
+import { href, useSession } from '../shared/hooks'
+import { usePagedList } from '../shared/paged-list'
+import { PagedTable } from '../shared/table'
+import { ActionButton, Field, Reveal, Section, TextInput, Time } from '../shared/ui'
 
 type App = Schemas['App']
 
@@ -30,8 +32,7 @@ function PortalLink(props: { app: App }) {
 /** Applications (the operator's customers), with portal links. */
 export function AppsPage() {
   const { api, canWrite } = useSession()
-  const [cursor, setCursor] = useState<string | undefined>()
-  const list = useLoad(() => unwrap(api.GET('/v1/apps', { params: { query: { limit: 50, cursor } } })), [cursor])
+  const { list, setCursor } = usePagedList((cursor) => unwrap(api.GET('/v1/apps', { params: { query: { limit: 50, cursor } } })), [])
   const [name, setName] = useState('')
   const [appId, setAppId] = useState('')
   return (
@@ -59,45 +60,32 @@ export function AppsPage() {
         </Section>
       )}
       <Section title="Applications">
-        <Loading state={list}>
-          {(page) => (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Application</th>
-                  <th scope="col">Id</th>
-                  <th scope="col">Endpoints</th>
-                  <th scope="col">Created</th>
-                  {canWrite && <th scope="col">Portal</th>}
-                </tr>
-              </thead>
-              <tbody>
-                {page.data.map((a) => (
-                  <tr key={a.id}>
-                    <td>{a.name}</td>
-                    <td>
-                      <code>{a.id}</code>
-                    </td>
-                    <td>
-                      <a href={href(`/endpoints?app_id=${encodeURIComponent(a.id)}`)}>{a.counts ? `${a.counts.endpoints} endpoints` : 'endpoints'}</a>
-                      {' · '}
-                      <a href={href(`/deliveries?app_id=${encodeURIComponent(a.id)}`)}>deliveries</a>
-                    </td>
-                    <td>
-                      <Time iso={a.created_at} />
-                    </td>
-                    {canWrite && (
-                      <td>
-                        <PortalLink app={a} />
-                      </td>
-                    )}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+        <PagedTable
+          state={list}
+          onMore={setCursor}
+          headings={['Application', 'Id', 'Endpoints', 'Created', canWrite && 'Portal']}
+          row={(a) => (
+            <tr key={a.id}>
+              <td>{a.name}</td>
+              <td>
+                <code>{a.id}</code>
+              </td>
+              <td>
+                <a href={href(`/endpoints?app_id=${encodeURIComponent(a.id)}`)}>{a.counts ? `${a.counts.endpoints} endpoints` : 'endpoints'}</a>
+                {' · '}
+                <a href={href(`/deliveries?app_id=${encodeURIComponent(a.id)}`)}>deliveries</a>
+              </td>
+              <td>
+                <Time iso={a.created_at} />
+              </td>
+              {canWrite && (
+                <td>
+                  <PortalLink app={a} />
+                </td>
+              )}
+            </tr>
           )}
-        </Loading>
-        <More cursor={list.data?.next_cursor} onMore={setCursor} />
+        />
       </Section>
     </>
   )

@@ -2,6 +2,7 @@ import { unwrap } from '../shared/api'
 import { AttemptsChart } from '../shared/chart'
 import { duration } from '../shared/format'
 import { href, useLoad, useSession } from '../shared/hooks'
+import { Table } from '../shared/table'
 import { Badge, Loading, Section, Time } from '../shared/ui'
 
 /** Deliveries per minute over 24 h, queue depth by status, oldest pending, failing endpoints. */
@@ -37,37 +38,26 @@ export function OverviewPage() {
               {s.failing_endpoints === 0 ? (
                 <p class="muted">Every endpoint is healthy.</p>
               ) : (
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Endpoint</th>
-                      <th scope="col">Circuit</th>
-                      <th scope="col">Failures</th>
-                      <th scope="col">Pending</th>
-                      <th scope="col">Last success</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {s.endpoints
-                      .filter((e) => e.failing)
-                      .map((e) => (
-                        <tr key={e.id}>
-                          <td>
-                            <a href={href(`/endpoints/${e.id}`)}>{e.url}</a>
-                            {e.disabled && <div class="muted small">disabled: {e.disabled_reason}</div>}
-                          </td>
-                          <td>
-                            <Badge value={e.disabled ? 'disabled' : e.circuit} />
-                          </td>
-                          <td>{e.consecutive_failures}</td>
-                          <td>{e.pending}</td>
-                          <td>
-                            <Time iso={e.last_success_at} />
-                          </td>
-                        </tr>
-                      ))}
-                  </tbody>
-                </table>
+                <Table headings={['Endpoint', 'Circuit', 'Failures', 'Pending', 'Last success']}>
+                  {s.endpoints
+                    .filter((e) => e.failing)
+                    .map((e) => (
+                      <tr key={e.id}>
+                        <td>
+                          <a href={href(`/endpoints/${e.id}`)}>{e.url}</a>
+                          {e.disabled && <div class="muted small">disabled: {e.disabled_reason}</div>}
+                        </td>
+                        <td>
+                          <Badge value={e.disabled ? 'disabled' : e.circuit} />
+                        </td>
+                        <td>{e.consecutive_failures}</td>
+                        <td>{e.pending}</td>
+                        <td>
+                          <Time iso={e.last_success_at} />
+                        </td>
+                      </tr>
+                    ))}
+                </Table>
               )}
             </Section>
           </>

@@ -1,12 +1,16 @@
 import { useEffect, useState } from 'preact/hooks'
 import { describeError, unwrap, type Schemas } from '../shared/api'
-import { useLoad, useSession } from '../shared/hooks'
-import { ActionButton, Badge, Field, Loading, More, Notice, Section, TextInput, Time } from '../shared/ui'
+import { useSession } from '../shared/hooks'
+import { usePagedList } from '../shared/paged-list'
+import { PagedTable } from '../shared/table'
+import { ActionButton, Badge, Field, Notice, SelectInput, Section, TextArea, TextInput, Time } from '../shared/ui'
 
 type Template = Schemas['Template']
 type Preview = Schemas['TemplatePreview']
-type Channel = 'inbox' | 'email' | 'webhook'
-type Format = 'text' | 'markdown' | 'html'
+const CHANNELS = ['inbox', 'email', 'webhook'] as const
+const FORMATS = ['text', 'markdown', 'html'] as const
+type Channel = (typeof CHANNELS)[number]
+type Format = (typeof FORMATS)[number]
 
 /** Waits this long after the last keystroke before asking for a preview. */
 const PREVIEW_DEBOUNCE_MS = 250
@@ -79,32 +83,24 @@ function Editor(props: { start: Partial<Template>; onSaved: () => void }) {
             <TextInput id="t-topic" value={topic} onInput={setTopic} />
           </Field>
           <Field id="t-channel" label="Channel">
-            <select id="t-channel" value={channel} onChange={(e) => setChannel((e.target as HTMLSelectElement).value as Channel)}>
-              <option value="inbox">inbox</option>
-              <option value="email">email</option>
-              <option value="webhook">webhook</option>
-            </select>
+            <SelectInput id="t-channel" value={channel} onChange={setChannel} options={CHANNELS.map((c) => [c, c])} />
           </Field>
           <Field id="t-locale" label="Locale">
             <TextInput id="t-locale" value={locale} onInput={setLocale} />
           </Field>
           <Field id="t-format" label="Format">
-            <select id="t-format" value={format} onChange={(e) => setFormat((e.target as HTMLSelectElement).value as Format)}>
-              <option value="text">text</option>
-              <option value="markdown">markdown</option>
-              <option value="html">html</option>
-            </select>
+            <SelectInput id="t-format" value={format} onChange={setFormat} options={FORMATS.map((f) => [f, f])} />
           </Field>
         </div>
         <Field id="t-subject" label="Subject (Liquid)">
           <TextInput id="t-subject" value={subject} onInput={setSubject} />
         </Field>
         <Field id="t-body" label="Body (Liquid)">
-          <textarea id="t-body" rows={6} value={body} onInput={(e) => setBody((e.target as HTMLTextAreaElement).value)} />
+          <TextArea id="t-body" rows={6} value={body} onInput={setBody} />
         </Field>
         <div class="row">
           <Field id="t-data" label="Sample payload (JSON)">
-            <textarea id="t-data" rows={3} value={data} onInput={(e) => setData((e.target as HTMLTextAreaElement).value)} />
+            <TextArea id="t-data" rows={3} value={data} onInput={setData} />
           </Field>
           <Field id="t-user" label="Preview for user id (optional)">
             <TextInput id="t-user" value={userId} onInput={setUserId} />
@@ -135,8 +131,7 @@ function Editor(props: { start: Partial<Template>; onSaved: () => void }) {
 /** Templates: every version, and the editor with its live preview. */
 export function TemplatesPage() {
   const { api } = useSession()
-  const [cursor, setCursor] = useState<string | undefined>()
-  const list = useLoad(() => unwrap(api.GET('/v1/templates', { params: { query: { limit: 50, cursor } } })), [cursor])
+  const { list, setCursor } = usePagedList((cursor) => unwrap(api.GET('/v1/templates', { params: { query: { limit: 50, cursor } } })), [])
   const [editing, setEditing] = useState<Partial<Template>>({})
   const [key, setKey] = useState(0)
   return (
@@ -145,56 +140,37 @@ export function TemplatesPage() {
         <Editor start={editing} key={key} onSaved={list.reload} />
       </Section>
       <Section title="Templates">
-        <Loading state={list}>
-          {(page) =>
-            page.data.length === 0 ? (
-              <p class="muted">No templates yet: notifications use their own title and body.</p>
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Topic</th>
-                    <th scope="col">Channel</th>
-                    <th scope="col">Locale</th>
-                    <th scope="col">Version</th>
-                    <th scope="col">Format</th>
-                    <th scope="col">State</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Open</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {page.data.map((t) => (
-                    <tr key={t.id}>
-                      <td>{t.topic}</td>
-                      <td>{t.channel}</td>
-                      <td>{t.locale}</td>
-                      <td>{t.version}</td>
-                      <td>{t.format}</td>
-                      <td>{t.active ? 'active' : <Badge value="inactive" />}</td>
-                      <td>
-                        <Time iso={t.created_at} />
-                      </td>
-                      <td>
-                        <button
-                          type="button"
-                          class="btn btn-plain"
-                          onClick={() => {
-                            setEditing(t)
-                            setKey((k) => k + 1)
-                          }}
-                        >
-                          Edit {t.topic} v{t.version}
-                        </button>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
-        </Loading>
-        <More cursor={list.data?.next_cursor} onMore={setCursor} />
+        <PagedTable
+          state={list}
+          onMore={setCursor}
+          empty="No templates yet: notifications use their own title and body."
+          headings={['Topic', 'Channel', 'Locale', 'Version', 'Format', 'State', 'Created', 'Open']}
+          row={(t) => (
+            <tr key={t.id}>
+              <td>{t.topic}</td>
+              <td>{t.channel}</td>
+              <td>{t.locale}</td>
+              <td>{t.version}</td>
+              <td>{t.format}</td>
+              <td>{t.active ? 'active' : <Badge value="inactive" />}</td>
+              <td>
+                <Time iso={t.created_at} />
+              </td>
+              <td>
+                <button
+                  type="button"
+                  class="btn btn-plain"
+                  onClick={() => {
+                    setEditing(t)
+                    setKey((k) => k + 1)
+                  }}
+                >
+                  Edit {t.topic} v{t.version}
+                </button>
+              </td>
+            </tr>
+          )}
+        />
       </Section>
     </>
   )

@@ -1,7 +1,10 @@
 import { useState } from 'preact/hooks'
 import { unwrap, type Api, type Schemas } from './api'
-import { href, navigate, useLoad, useRoute, useSession } from './hooks'
-import { ActionButton, Badge, Code, Facts, Field, Loading, More, Notice, Section, Time } from './ui'
+import { FilterForm } from './filter-form'
+import { href, useLoad, useRoute, useSession } from './hooks'
+import { usePagedList } from './paged-list'
+import { PagedTable } from './table'
+import { ActionButton, Badge, Code, Facts, Field, Loading, Notice, Section, Time } from './ui'
 
 type Status = NonNullable<Schemas['DeliveryOut']['status']>
 /** The filters of GET /v1/deliveries the views use. */
@@ -20,55 +23,38 @@ const BULK_MAX = 1000
 /** A page of deliveries matching `filter`. */
 export function DeliveryTable(props: { filter: DeliveryFilter }) {
   const { api } = useSession()
-  const [cursor, setCursor] = useState<string | undefined>()
   const f = props.filter
-  const list = useLoad(() => unwrap(api.GET('/v1/deliveries', { params: { query: { ...f, limit: 50, cursor } } })), [f.status, f.endpoint_id, f.event_type, f.event_id, f.app_id, cursor])
+  const { list, setCursor } = usePagedList(
+    (cursor) => unwrap(api.GET('/v1/deliveries', { params: { query: { ...f, limit: 50, cursor } } })),
+    [f.status, f.endpoint_id, f.event_type, f.event_id, f.app_id],
+  )
   return (
-    <>
-      <Loading state={list}>
-        {(page) =>
-          page.data.length === 0 ? (
-            <p class="muted">No deliveries{page.next_cursor ? ' on this page' : ''}.</p>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Delivery</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Event type</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Last response</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.data.map((d) => (
-                  <tr key={d.id}>
-                    <td>
-                      <a href={href(`/deliveries/${d.id}`)}>
-                        <code>{d.id}</code>
-                      </a>
-                    </td>
-                    <td>
-                      <Badge value={d.status} />
-                    </td>
-                    <td>{d.event_type}</td>
-                    <td>
-                      {d.attempt_count} / {d.max_attempts}
-                    </td>
-                    <td>{d.last_status_code ?? d.last_error ?? '—'}</td>
-                    <td>
-                      <Time iso={d.created_at} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
-      </Loading>
-      <More cursor={list.data?.next_cursor} onMore={setCursor} />
-    </>
+    <PagedTable
+      state={list}
+      onMore={setCursor}
+      empty={(page) => `No deliveries${page.next_cursor ? ' on this page' : ''}.`}
+      headings={['Delivery', 'Status', 'Event type', 'Attempts', 'Last response', 'Created']}
+      row={(d) => (
+        <tr key={d.id}>
+          <td>
+            <a href={href(`/deliveries/${d.id}`)}>
+              <code>{d.id}</code>
+            </a>
+          </td>
+          <td>
+            <Badge value={d.status} />
+          </td>
+          <td>{d.event_type}</td>
+          <td>
+            {d.attempt_count} / {d.max_attempts}
+          </td>
+          <td>{d.last_status_code ?? d.last_error ?? '—'}</td>
+          <td>
+            <Time iso={d.created_at} />
+          </td>
+        </tr>
+      )}
+    />
   )
 }
 
@@ -101,20 +87,10 @@ export function DeliveriesPage() {
     app_id: query.get('app_id') || undefined,
   }
   const [progress, setProgress] = useState<string | null>(null)
-  const apply = (ev: Event): void => {
-    ev.preventDefault()
-    const form = new FormData(ev.target as HTMLFormElement)
-    const q = new URLSearchParams()
-    for (const k of ['status', 'endpoint_id', 'event_type', 'app_id']) {
-      const v = String(form.get(k) ?? '').trim()
-      if (v) q.set(k, v)
-    }
-    navigate(`/deliveries?${q}`)
-  }
   return (
     <>
       <Section title="Filter deliveries">
-        <form class="inline-form" onSubmit={apply}>
+        <FilterForm path="/deliveries" names={['status', 'endpoint_id', 'event_type', 'app_id']}>
           <Field id="f-status" label="Status">
             <select id="f-status" name="status" value={filter.status ?? ''}>
               <option value="">any</option>
@@ -136,10 +112,7 @@ export function DeliveriesPage() {
               <input id="f-app" name="app_id" value={filter.app_id ?? ''} />
             </Field>
           )}
-          <button type="submit" class="btn btn-primary">
-            Apply
-          </button>
-        </form>
+        </FilterForm>
         {canWrite && (
           <div class="actions">
             <ActionButton

@@ -4,7 +4,9 @@ import { AttemptsChart } from './chart'
 import { splitList } from './format'
 import { href, navigate, useLoad, useRoute, useSession } from './hooks'
 import { DeliveryTable } from './deliveries'
-import { ActionButton, Badge, ErrorNotice, Facts, Field, Loading, More, Notice, Reveal, Section, TextInput, Time } from './ui'
+import { usePagedList } from './paged-list'
+import { PagedTable } from './table'
+import { ActionButton, Badge, ErrorNotice, Facts, Field, Loading, Notice, Reveal, Section, TextInput, Time } from './ui'
 
 type Endpoint = Schemas['EndpointOut']
 
@@ -18,50 +20,33 @@ export function endpointState(e: Endpoint): string {
 export function EndpointsPage() {
   const { api, canWrite, mode } = useSession()
   const appId = useRoute().query.get('app_id') || undefined
-  const [cursor, setCursor] = useState<string | undefined>()
-  const list = useLoad(() => unwrap(api.GET('/v1/endpoints', { params: { query: { limit: 50, cursor, app_id: appId } } })), [cursor, appId])
+  const { list, setCursor } = usePagedList((cursor) => unwrap(api.GET('/v1/endpoints', { params: { query: { limit: 50, cursor, app_id: appId } } })), [appId])
   return (
     <>
       {canWrite && <EndpointForm appId={appId} onSaved={(e) => navigate(`/endpoints/${e.id}`)} />}
       <Section title={mode === 'console' && appId ? `Endpoints of ${appId}` : 'Endpoints'}>
-        <Loading state={list}>
-          {(page) =>
-            page.data.length === 0 ? (
-              <p class="muted">No endpoints yet.</p>
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">URL</th>
-                    <th scope="col">State</th>
-                    <th scope="col">Event types</th>
-                    <th scope="col">Failures</th>
-                    <th scope="col">Last success</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {page.data.map((e) => (
-                    <tr key={e.id}>
-                      <td>
-                        <a href={href(`/endpoints/${e.id}`)}>{e.url}</a>
-                        {e.description && <div class="muted small">{e.description}</div>}
-                      </td>
-                      <td>
-                        <Badge value={endpointState(e)} />
-                      </td>
-                      <td>{e.event_types === null ? 'all' : e.event_types.join(', ') || 'none'}</td>
-                      <td>{e.consecutive_failures}</td>
-                      <td>
-                        <Time iso={e.last_success_at} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
-        </Loading>
-        <More cursor={list.data?.next_cursor} onMore={setCursor} />
+        <PagedTable
+          state={list}
+          onMore={setCursor}
+          empty="No endpoints yet."
+          headings={['URL', 'State', 'Event types', 'Failures', 'Last success']}
+          row={(e) => (
+            <tr key={e.id}>
+              <td>
+                <a href={href(`/endpoints/${e.id}`)}>{e.url}</a>
+                {e.description && <div class="muted small">{e.description}</div>}
+              </td>
+              <td>
+                <Badge value={endpointState(e)} />
+              </td>
+              <td>{e.event_types === null ? 'all' : e.event_types.join(', ') || 'none'}</td>
+              <td>{e.consecutive_failures}</td>
+              <td>
+                <Time iso={e.last_success_at} />
+              </td>
+            </tr>
+          )}
+        />
       </Section>
     </>
   )

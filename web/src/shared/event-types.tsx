@@ -1,17 +1,17 @@
 import { useState } from 'preact/hooks'
 import { unwrap, type Schemas } from './api'
-import { useLoad, useSession } from './hooks'
-import { ActionButton, Badge, Code, ErrorNotice, Field, Loading, More, Notice, Section, TextInput } from './ui'
+import { useSession } from './hooks'
+import { usePagedList } from './paged-list'
+import { ActionButton, Badge, Code, ErrorNotice, Field, Loading, More, Notice, Section, TextArea, TextInput } from './ui'
 
 
 /** The event-type catalog: names, descriptions, schemas and examples; deprecated types marked. */
 export function EventTypesPage() {
   const { api, canWrite, mode } = useSession()
-  const [cursor, setCursor] = useState<string | undefined>()
   const [archived, setArchived] = useState(false)
-  const list = useLoad(
-    () => unwrap(api.GET('/v1/event-types', { params: { query: { limit: 50, cursor, ...(archived ? { include_archived: 'true' as const } : {}) } } })),
-    [cursor, archived],
+  const { list, setCursor } = usePagedList(
+    (cursor) => unwrap(api.GET('/v1/event-types', { params: { query: { limit: 50, cursor, ...(archived ? { include_archived: 'true' as const } : {}) } } })),
+    [archived],
   )
   return (
     <>
@@ -92,7 +92,7 @@ function EventTypeForm(props: { onSaved: () => void }) {
           <TextInput id="et-description" value={description} onInput={setDescription} />
         </Field>
         <Field id="et-schema" label="JSON Schema of data (optional)">
-          <textarea id="et-schema" rows={4} value={schema} onInput={(e) => setSchema((e.target as HTMLTextAreaElement).value)} />
+          <TextArea id="et-schema" rows={4} value={schema} onInput={setSchema} />
         </Field>
         <ErrorNotice error={error} />
         <ActionButton label="Save event type" kind="primary" run={save} />

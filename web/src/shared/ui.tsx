@@ -95,6 +95,25 @@ export function TextInput(props: { id: string; value: string; onInput: (v: strin
   return <input {...rest} value={props.value} onInput={(e) => onInput((e.target as HTMLInputElement).value)} />
 }
 
+/** A textarea bound to a state value. */
+export function TextArea(props: { id: string; value: string; onInput: (v: string) => void } & Omit<JSX.TextareaHTMLAttributes<HTMLTextAreaElement>, 'value' | 'onInput'>) {
+  const { onInput, ...rest } = props
+  return <textarea {...rest} value={props.value} onInput={(e) => onInput((e.target as HTMLTextAreaElement).value)} />
+}
+
+/** A select bound to a state value: `options` are [value, label] pairs. */
+export function SelectInput<T extends string>(props: { id: string; value: T; onChange: (v: T) => void; options: [T, string][] }) {
+  return (
+    <select id={props.id} value={props.value} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value as T)}>
+      {props.options.map(([value, label]) => (
+        <option key={value} value={value}>
+          {label}
+        </option>
+      ))}
+    </select>
+  )
+}
+
 const STATUS_KIND: Record<string, string> = {
   success: 'ok',
   delivered: 'ok',
