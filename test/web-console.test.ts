@@ -139,7 +139,8 @@ describe('console in a browser', () => {
     expect(reached).toBe(true)
     await page.keyboard.press('Enter')
     await page.getByRole('heading', { name: 'Filter deliveries' }).waitFor()
-    expect(await page.evaluate('document.activeElement?.id')).toBe('main')
+    // Focus moves to the new view right after it renders.
+    await page.waitForFunction("document.activeElement?.id === 'main'", null, { timeout: 5000 })
     expect(await seriousViolations(page)).toEqual([])
   })
 

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact'
-import { useEffect, useRef } from 'preact/hooks'
+import { useLayoutEffect, useRef } from 'preact/hooks'
 import { href } from './hooks'
 
 /** The page frame: skip link, header, navigation and the main region (focused on navigation). */
@@ -12,7 +12,7 @@ export function Layout(props: {
 }) {
   const main = useRef<HTMLElement>(null)
   const first = useRef(true)
-  useEffect(() => {
+  useLayoutEffect(() => {
     // Move focus to the new view after a navigation (not on the first load), for keyboard and screen-reader users.
     if (first.current) first.current = false
     else main.current?.focus()
