@@ -114,6 +114,7 @@ async function reads(dir: string) {
 function fanout(dir: string) {
   const store = openStore(join(dir, 'fanout.db'))
   const notify = service(store, dir)
+  store.apps.insert({ id: 'a1', name: 'a1', metadata: {} }, Date.now())
   store.tx(() => {
     for (let i = 0; i < USERS; i++) store.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
     for (let i = 0; i < USERS; i += 10) {
