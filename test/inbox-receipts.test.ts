@@ -268,6 +268,19 @@ describe('click tracking', () => {
     expect((await follow(signClickLink('test-token-key', { notificationId: 'ntf_unknown', recipient: 'ann' }))).status).toBe(404)
   })
 
+  it('redirects to the URL as parsed: non-ASCII and control characters are percent-encoded, never a 500', async () => {
+    const { app, admin, call } = setup({ smtpUrl, trackClicks: true, publicUrl: 'http://pb.test' })
+    await call('PUT', '/v1/users/ann', admin, { email: 'ann@example.com' })
+    const target = 'https://app.example.com/caf\u00e9/\u2603\u0001?q=\u00ff'
+    const sent = await call('POST', '/v1/notifications', admin, { topic: 'inv', recipients: ['ann'], channels: ['email'], title: 'x', action_url: target })
+    expect(sent.status).toBe(202)
+    await h.drain()
+    const res = await app.request(`/c/${signClickLink('test-token-key', { notificationId: sent.body.id, recipient: 'ann' })}`, { redirect: 'manual' })
+    expect(res.status).toBe(302)
+    expect(res.headers.get('location')).toBe(new URL(target).href)
+    expect(res.headers.get('location')).toMatch(/^https:\/\/app\.example\.com\/[\x21-\x7e]*$/)
+  })
+
   it('leaves links alone when tracking is off (the default)', async () => {
     const { admin, call } = setup({ smtpUrl })
     await call('PUT', '/v1/users/ann', admin, { email: 'ann@example.com' })
