@@ -104,8 +104,8 @@ export function createEngine(deps: EngineDeps): Engine {
     log,
     tokenKey: loadTokenKey(config.tokenSecret, config.dataDir),
     observer: deps.observer,
-    publishEvent: (type, data, id) => {
-      webhooks.publish(type, data, id === undefined ? undefined : { id })
+    publishEvent: (type, data, id, appId) => {
+      webhooks.publish(type, data, { ...(id !== undefined ? { id } : {}), ...(appId !== undefined ? { appId } : {}) })
     },
   })
   const stack = createDeliveryStack({ ...deps, notify })

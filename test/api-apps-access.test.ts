@@ -6,12 +6,14 @@ import { startReceiver, type Receiver } from './support/receiver.js'
 const CREDS = ['admin', 'viewer', 'publisher', 'scopedA', 'portalA', 'readOnlyA', 'user'] as const
 type Cred = (typeof CREDS)[number]
 
-/** Ids of app A's (or B's) resources, substituted into paths as {ep}, {evt}, {dlv}, {app}. */
+/** Ids of app A's (or B's) resources, substituted into paths as {ep}, {evt}, {dlv}, {req}, {ntf}, {app}. */
 interface Ids {
   app: string
   ep: string
   evt: string
   dlv: string
+  req: string
+  ntf: string
 }
 
 /** One row: a route, how to call it, and the status each credential gets (column order of CREDS). */
@@ -21,7 +23,7 @@ interface Row {
   body?: unknown
   expect: [number, number, number, number, number, number, number]
   /** Needs a resource of its own per call (the route deletes it). */
-  fresh?: 'ep' | 'app' | 'key' | 'user'
+  fresh?: 'ep' | 'app' | 'key' | 'user' | 'req'
 }
 
 const A_ONLY_OK = (ok: number): Row['expect'] => [ok, 403, 403, 403, 403, 403, 401]
@@ -64,6 +66,29 @@ const ROWS: Row[] = [
   { method: 'POST', path: '/v1/notifications', body: { topic: 't', recipients: ['user:u1'] }, expect: [202, 403, 202, 403, 403, 403, 401] },
   { method: 'PUT', path: '/v1/users/{fresh}', body: {}, expect: A_ONLY_OK(201), fresh: 'user' },
   { method: 'GET', path: '/v1/templates', expect: OPERATOR_READ },
+  { method: 'GET', path: '/v1/keys/self', expect: [200, 200, 200, 200, 403, 403, 401] },
+  { method: 'GET', path: '/v1/stats', expect: [200, 200, 403, 200, 403, 403, 401] },
+  { method: 'GET', path: '/v1/stats/timeseries', expect: [200, 200, 403, 200, 403, 403, 401] },
+  { method: 'GET', path: '/v1/stats/timeseries?endpoint_id={ep}', expect: [200, 200, 403, 200, 403, 403, 401] },
+  { method: 'POST', path: '/v1/requests', body: { url: '{rx}', delay: '1h' }, expect: [202, 403, 202, 202, 403, 403, 401] },
+  { method: 'GET', path: '/v1/requests', expect: [200, 200, 200, 200, 403, 403, 401] },
+  { method: 'GET', path: '/v1/requests/{req}', expect: [200, 200, 200, 200, 403, 403, 401] },
+  // Pending (delayed): a permitted redeliver is 409 not_eligible.
+  { method: 'POST', path: '/v1/requests/{req}/redeliver', expect: [409, 403, 403, 409, 403, 403, 401] },
+  { method: 'DELETE', path: '/v1/requests/{fresh}', expect: [200, 403, 200, 200, 403, 403, 401], fresh: 'req' },
+  { method: 'GET', path: '/v1/notifications', expect: OPERATOR_READ },
+  { method: 'GET', path: '/v1/notifications/{ntf}', expect: OPERATOR_READ },
+  { method: 'GET', path: '/v1/users', expect: OPERATOR_READ },
+  { method: 'GET', path: '/v1/users/u1', expect: OPERATOR_READ },
+  { method: 'GET', path: '/v1/users/u1/preferences', expect: OPERATOR_READ },
+  { method: 'POST', path: '/v1/users/u1/tokens', body: {}, expect: A_ONLY_OK(201) },
+  { method: 'DELETE', path: '/v1/users/{fresh}', expect: A_ONLY_OK(200), fresh: 'user' },
+  { method: 'GET', path: '/v1/subscriptions?topic=t', expect: OPERATOR_READ },
+  { method: 'PUT', path: '/v1/subscriptions', body: { topic: 't', principal: 'user:u1' }, expect: A_ONLY_OK(200) },
+  { method: 'DELETE', path: '/v1/subscriptions', body: { topic: 't', principal: 'user:u1' }, expect: A_ONLY_OK(200) },
+  { method: 'PUT', path: '/v1/preferences', body: { user_id: 'u1', topic: 't', channel: 'email', enabled: true }, expect: A_ONLY_OK(200) },
+  { method: 'PUT', path: '/v1/templates', body: { topic: 't', channel: 'inbox', body: 'b' }, expect: A_ONLY_OK(201) },
+  { method: 'POST', path: '/v1/templates/preview', body: { topic: 't', channel: 'inbox' }, expect: OPERATOR_READ },
   { method: 'GET', path: '/v1/inbox', expect: [401, 401, 401, 401, 401, 401, 200] },
 ]
 
@@ -73,26 +98,41 @@ describe('every route × every credential kind (docs/applications.md)', () => {
   const creds = {} as Record<Cred, string>
   let A: Ids
   let B: Ids
-  const UNKNOWN: Ids = { app: 'no-such-app', ep: 'ep_00000000000000000000000000', evt: 'evt_00000000000000000000000000', dlv: 'dlv_00000000000000000000000000' }
+  const UNKNOWN: Ids = {
+    app: 'no-such-app',
+    ep: 'ep_00000000000000000000000000',
+    evt: 'evt_00000000000000000000000000',
+    dlv: 'dlv_00000000000000000000000000',
+    req: 'req_00000000000000000000000000',
+    ntf: 'ntf_00000000000000000000000000',
+  }
 
   const seed = async (app: string): Promise<Ids> => {
     await f.json('POST', '/v1/apps', { body: { id: app, name: app } })
     const ep = await f.json('POST', '/v1/endpoints', { body: { url: rx.url, app_id: app } })
     const ev = await f.json('POST', '/v1/events', { body: { type: 'x.y', data: {}, app_id: app } })
     const d = await f.json('GET', `/v1/deliveries?app_id=${app}`)
-    return { app, ep: ep.body.id, evt: ev.body.id, dlv: d.body.data[0].id }
+    const req = await f.json('POST', '/v1/requests', { body: { url: rx.url, delay: '1h', app_id: app } })
+    const ntf = await f.json('POST', '/v1/notifications', { body: { topic: 't', recipients: ['user:u1'], app_id: app } })
+    return { app, ep: ep.body.id, evt: ev.body.id, dlv: d.body.data[0].id, req: req.body.id, ntf: ntf.body.id }
   }
 
-  const fresh = async (kind: NonNullable<Row['fresh']>, app: string): Promise<string> => {
+  const fresh = async (kind: NonNullable<Row['fresh']>, app: string, method: string): Promise<string> => {
     if (kind === 'ep') return (await f.json('POST', '/v1/endpoints', { body: { url: rx.url, app_id: app } })).body.id
-    if (kind === 'user') return `u-${Math.random().toString(36).slice(2)}`
+    if (kind === 'user') {
+      const id = `u-${Math.random().toString(36).slice(2)}`
+      if (method === 'DELETE') await f.json('PUT', `/v1/users/${id}`, { body: {} })
+      return id
+    }
+    if (kind === 'req') return (await f.json('POST', '/v1/requests', { body: { url: rx.url, delay: '1h', app_id: app } })).body.id
     if (kind === 'app') return (await f.json('POST', '/v1/apps', { body: { name: 'tmp' } })).body.id
     return (await f.json('POST', '/v1/keys', { body: { role: 'viewer' } })).body.id
   }
 
   const call = async (row: Row, cred: Cred, ids: Ids, app: string): Promise<number> => {
-    let path = row.path.replace('{app}', ids.app).replace('{ep}', ids.ep).replace('{evt}', ids.evt).replace('{dlv}', ids.dlv)
-    if (row.fresh) path = path.replace('{fresh}', ids === UNKNOWN ? (row.fresh === 'ep' ? UNKNOWN.ep : 'unknown') : await fresh(row.fresh, app))
+    let path = row.path.replace('{app}', ids.app).replace('{ep}', ids.ep).replace('{evt}', ids.evt).replace('{dlv}', ids.dlv).replace('{req}', ids.req).replace('{ntf}', ids.ntf)
+    const unknownFresh = row.fresh === 'ep' ? UNKNOWN.ep : row.fresh === 'req' ? UNKNOWN.req : 'unknown'
+    if (row.fresh) path = path.replace('{fresh}', ids === UNKNOWN ? unknownFresh : await fresh(row.fresh, app, row.method))
     const body = row.body === undefined ? undefined : JSON.parse(JSON.stringify(row.body).replace('{rx}', rx.url))
     return (await f.json(row.method, path, { key: creds[cred], ...(body !== undefined ? { body } : {}) })).status
   }
@@ -110,6 +150,7 @@ describe('every route × every credential kind (docs/applications.md)', () => {
     creds.readOnlyA = (await f.json('POST', '/v1/apps/app-a/portal-tokens', { body: { read_only: true } })).body.token
     creds.user = (await f.json('POST', '/v1/users/u1/tokens', { body: {} })).body.token
     await f.json('PUT', '/v1/event-types/t.x', { body: {} })
+    await f.json('PUT', '/v1/users/u1', { body: {} })
   })
   afterAll(async () => {
     await f.close()
@@ -129,7 +170,7 @@ describe('every route × every credential kind (docs/applications.md)', () => {
   })
 
   it("app B's ids are 404 for every A-scoped credential, exactly like ids that do not exist", async () => {
-    const byId = ROWS.filter((r) => /\{(ep|evt|dlv)\}/.test(r.path) || r.fresh === 'ep')
+    const byId = ROWS.filter((r) => /\{(ep|evt|dlv|req|ntf)\}/.test(r.path) || r.fresh === 'ep' || r.fresh === 'req')
     expect(byId.length).toBeGreaterThan(10)
     const got: string[] = []
     const want: string[] = []
@@ -143,13 +184,27 @@ describe('every route × every credential kind (docs/applications.md)', () => {
         want.push(`${row.method} ${row.path} ${cred} → ${expected} / ${expected}`)
       }
     }
-    for (const path of ['/v1/endpoints', '/v1/events', '/v1/deliveries']) {
+    for (const path of ['/v1/endpoints', '/v1/events', '/v1/deliveries', '/v1/requests', '/v1/stats', '/v1/stats/timeseries']) {
       for (const cred of ['scopedA', 'portalA', 'readOnlyA'] as const) {
+        // Portal tokens have no request or stats routes at all.
+        const expected = cred !== 'scopedA' && /^\/v1\/(requests|stats)/.test(path) ? 403 : 404
         got.push(`${path}?app_id=B ${cred} → ${(await f.json('GET', `${path}?app_id=${B.app}`, { key: creds[cred] })).status}`)
-        want.push(`${path}?app_id=B ${cred} → 404`)
+        want.push(`${path}?app_id=B ${cred} → ${expected}`)
       }
     }
     expect(got).toEqual(want)
+  })
+
+  it('lists every /v1 route of the OpenAPI document (a new route needs its row)', async () => {
+    const doc = (await f.json('GET', '/openapi.json')).body as { paths: Record<string, Record<string, unknown>> }
+    const norm = (path: string): string => path.replace(/\?.*$/, '').replace(/\{[^}]+\}|\/u1|\/t\.x|\/app-a/g, '/{}').replace(/\/\/\{\}/g, '/{}')
+    const covered = new Set(ROWS.map((r) => `${r.method} ${norm(r.path)}`))
+    const missing: string[] = []
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      if (!path.startsWith('/v1/') || path.startsWith('/v1/inbox/')) continue
+      for (const m of Object.keys(ops)) if (!covered.has(`${m.toUpperCase()} ${norm(path)}`)) missing.push(`${m.toUpperCase()} ${path}`)
+    }
+    expect(missing).toEqual([])
   })
 
   it('A-scoped lists show only A', async () => {

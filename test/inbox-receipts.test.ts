@@ -133,7 +133,10 @@ describe('inbox routes: tags, counts, snooze and bulk changes', () => {
     const scoped = await call('GET', '/v1/inbox', annA1)
     expect(scoped.body).toMatchObject({ unread_count: 1, data: [{ title: 'app one', app_id: 'a1' }] })
     expect(scoped.body.data).toHaveLength(1)
-    expect((await call('GET', '/v1/inbox?app_id=default', annA1)).body.error.code).toBe('forbidden')
+    // Another application answers as one that does not exist.
+    for (const q of ['?app_id=default', '?app_id=no-such-app']) expect((await call('GET', `/v1/inbox${q}`, annA1)).status).toBe(404)
+    expect((await call('GET', '/v1/inbox/counts?app_id=default', annA1)).status).toBe(404)
+    expect((await call('POST', '/v1/inbox/read-all', annA1, { app_id: 'default' })).status).toBe(404)
     expect((await call('GET', '/v1/inbox/unread-count', annA1)).body).toEqual({ unread_count: 1 })
     expect((await call('GET', '/v1/inbox/counts', annA1)).body).toMatchObject({ total: 1 })
 
@@ -266,6 +269,19 @@ describe('click tracking', () => {
     expect(raws[1]).not.toContain('/c/')
     expect((await follow(signClickLink('test-token-key', { notificationId: rel.body.id, recipient: 'ann' }))).status).toBe(404)
     expect((await follow(signClickLink('test-token-key', { notificationId: 'ntf_unknown', recipient: 'ann' }))).status).toBe(404)
+  })
+
+  it('redirects to the URL as parsed: non-ASCII and control characters are percent-encoded, never a 500', async () => {
+    const { app, admin, call } = setup({ smtpUrl, trackClicks: true, publicUrl: 'http://pb.test' })
+    await call('PUT', '/v1/users/ann', admin, { email: 'ann@example.com' })
+    const target = 'https://app.example.com/caf\u00e9/\u2603\u0001?q=\u00ff'
+    const sent = await call('POST', '/v1/notifications', admin, { topic: 'inv', recipients: ['ann'], channels: ['email'], title: 'x', action_url: target })
+    expect(sent.status).toBe(202)
+    await h.drain()
+    const res = await app.request(`/c/${signClickLink('test-token-key', { notificationId: sent.body.id, recipient: 'ann' })}`, { redirect: 'manual' })
+    expect(res.status).toBe(302)
+    expect(res.headers.get('location')).toBe(new URL(target).href)
+    expect(res.headers.get('location')).toMatch(/^https:\/\/app\.example\.com\/[\x21-\x7e]*$/)
   })
 
   it('leaves links alone when tracking is off (the default)', async () => {

@@ -224,6 +224,25 @@ describe('retries, dead, redeliver and cancel (injected clock)', () => {
     expect((await f.json('DELETE', `/v1/requests/${s.body.id}`)).status).toBe(409)
   })
 
+  it("deleting an application cancels its pending requests (docs/applications.md), and only its own", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1))
+    const rx = await receiver()
+    f = await apiFixture({ pollIntervalMs: 20, clock })
+    f.pb.start()
+    await f.json('POST', '/v1/apps', { body: { id: 'gone', name: 'gone' } })
+    const mine = await f.json('POST', '/v1/requests', { body: { url: rx.url, delay: '10m', app_id: 'gone' } })
+    const other = await f.json('POST', '/v1/requests', { body: { url: rx.url, delay: '10m' } })
+    const del = await f.json('DELETE', '/v1/apps/gone')
+    expect(del.status).toBe(200)
+    expect(del.body.cancelled).toBe(1)
+    expect((await f.json('GET', `/v1/requests/${mine.body.id}`)).body).toMatchObject({ status: 'cancelled', last_error: 'app_deleted' })
+    expect((await f.json('GET', `/v1/requests/${other.body.id}`)).body.status).toBe('pending')
+    clock.advance(3_600_000)
+    await rx.waitFor(1)
+    await ticks()
+    expect(rx.requests).toHaveLength(1)
+  })
+
   it('dedups per (app_id, dedup_key): a repeat is 200 with the original', async () => {
     f = await apiFixture()
     const body = { url: 'https://example.com/a', dedup_key: 'order-42', delay: '1h' }

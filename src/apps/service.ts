@@ -125,6 +125,8 @@ export function createAppService(deps: { store: Store; config: Config; clock: Cl
         const endpoints = store.endpoints.removeForApp(id, now)
         let cancelled = 0
         for (const ep of endpoints) cancelled += store.deliveries.cancelForEndpoint(ep, now)
+        // Its durable requests are its deliveries too (docs/requests.md).
+        cancelled += store.requests.cancelForApp(id, now)
         if (!store.apps.softDelete(id, now)) throw errors.notFound('Application')
         return { deleted: true as const, endpoints: endpoints.length, cancelled }
       })

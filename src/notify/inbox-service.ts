@@ -153,7 +153,8 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
     /** The app a request may see: the token's, or the one it names (which must exist). */
     const appOf = (requested: string | undefined | null): string | null => {
       if (requested === undefined || requested === null) return tokenApp
-      if (tokenApp !== null && requested !== tokenApp) throw errors.forbidden('This token is limited to another application')
+      // Another application is 404, as if it did not exist, like a scoped key's filter (docs/applications.md).
+      if (tokenApp !== null && requested !== tokenApp) throw errors.notFound('Application')
       deps.requireApp(requested)
       return requested
     }

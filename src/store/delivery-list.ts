@@ -2,7 +2,7 @@ import { decodeIdCursor, encodeCursor, pageById, type Page } from '../lib/cursor
 import { SCAN_STATEMENT_LIMIT, scanForPage } from './capped-scan.js'
 import { statementCache, type Db } from './db.js'
 import { DUE_KEY } from './delivery-claim.js'
-import type { Delivery, DeliveryFilter, DeliveryStatus } from './delivery-types.js'
+import type { Channel, Delivery, DeliveryFilter, DeliveryStatus } from './delivery-types.js'
 
 /** The columns of a delivery row under the names `Delivery` gives them. */
 export const DELIVERY_COLUMNS = `id, app_id AS appId, channel, event_id AS eventId, endpoint_id AS endpointId,
@@ -12,6 +12,8 @@ export const DELIVERY_COLUMNS = `id, app_id AS appId, channel, event_id AS event
   last_status_code AS lastStatusCode, last_error AS lastError, created_at AS createdAt,
   updated_at AS updatedAt, completed_at AS completedAt, target_key AS targetKey`
 
+/** Each channel as the literal a list query may put in its SQL (only these five strings). */
+const CHANNEL_LITERAL: Record<Channel, Channel> = { webhook: 'webhook', inbox: 'inbox', email: 'email', 'notify-webhook': 'notify-webhook', request: 'request' }
 /** Each status as the literal a list query may put in its SQL (only these five strings). */
 const STATUS_LITERAL: Record<DeliveryStatus, DeliveryStatus> = { pending: 'pending', in_flight: 'in_flight', success: 'success', dead: 'dead', cancelled: 'cancelled' }
 /** The other `list` filters, in WHERE order, with their columns. */
@@ -73,6 +75,7 @@ export function listQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
     }
   }
   if (f.appId !== undefined) appCondition(f.appId, where, params)
+  if (f.channel !== undefined) where.push(`channel = '${CHANNEL_LITERAL[f.channel]}'`)
   const after = decodeIdCursor(f.cursor)
   if (after) {
     where.push('id < ?')
@@ -105,6 +108,7 @@ export function scanQuery(f: DeliveryFilter): { sql: string; params: unknown[] }
   }
   if (f.status === 'success') checks.push(`status = 'success'`)
   if (f.appId !== undefined) appCondition(f.appId, checks, params)
+  if (f.channel !== undefined) checks.push(`channel = '${CHANNEL_LITERAL[f.channel]}'`)
   const where: string[] = []
   if (f.status && f.status !== 'success') where.push(`status = '${STATUS_LITERAL[f.status]}'`)
   if (f.endpointId) {

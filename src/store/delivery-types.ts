@@ -151,6 +151,8 @@ export interface DeliveryFilter {
   notificationId?: string
   /** Only this application's deliveries. */
   appId?: string
+  /** Only the rows of this channel (a scoped caller's list: `webhook`). */
+  channel?: Channel
   limit: number
   cursor?: string | null
 }

@@ -83,6 +83,10 @@ const SQL = {
   cancel: `UPDATE deliveries SET status = 'cancelled', last_error = 'cancelled', claim_token = NULL, lease_until = NULL,
       completed_at = @now, updated_at = @now
     WHERE id = @id AND channel = 'request' AND status = 'pending'`,
+  // A deleted application's queued requests; one in flight settles as its attempt ends.
+  cancelForApp: `UPDATE deliveries SET status = 'cancelled', last_error = 'app_deleted', claim_token = NULL, lease_until = NULL,
+      completed_at = @now, updated_at = @now
+    WHERE app_id = @appId AND app_id <> 'default' AND channel = 'request' AND status = 'pending'`,
   isRequest: `SELECT 1 FROM deliveries WHERE id = ? AND channel = 'request'`,
   countByStatus: `SELECT status, count(*) AS n FROM deliveries WHERE channel = 'request' GROUP BY status`,
 } as const
@@ -100,6 +104,8 @@ export interface RequestsStore {
   list(f: RequestFilter): Page<RequestRow>
   /** Cancels a pending request: `ok`, `not_found`, or `not_eligible` (in flight or finished). */
   cancel(deliveryId: string, now: number): 'ok' | 'not_found' | 'not_eligible'
+  /** Cancels every pending request of a deleted application (last_error `app_deleted`); how many. */
+  cancelForApp(appId: string, now: number): number
   /** True when the delivery is a request's. */
   isRequest(deliveryId: string): boolean
   /** Request deliveries per status: a pass over the table, for `postbox stats`. */
@@ -240,6 +246,7 @@ export function createRequestsStore(db: Db, deliveries: DeliveriesStore): Reques
       if (s.cancel.run({ id: deliveryId, now }).changes > 0) return 'ok'
       return isRequest.get(deliveryId) ? 'not_eligible' : 'not_found'
     },
+    cancelForApp: (appId, now) => s.cancelForApp.run({ appId, now }).changes,
     isRequest: (deliveryId) => isRequest.get(deliveryId) !== undefined,
     countByStatus() {
       const out: Record<DeliveryStatus, number> = { pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 }

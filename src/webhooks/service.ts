@@ -102,6 +102,8 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         const appId = appFilter(store, scope, f.app_id)
         const page = store.deliveries.list({
           ...(appId !== undefined ? { appId } : {}),
+          // One application's callers see its webhook deliveries only (docs/applications.md).
+          ...(scope ? { channel: 'webhook' as const } : {}),
           ...(f.status ? { status: f.status } : {}),
           ...(f.endpoint_id ? { endpointId: f.endpoint_id } : {}),
           ...(f.event_type ? { eventType: f.event_type } : {}),
@@ -114,13 +116,13 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
       },
       get(id, scope) {
         const d = store.deliveries.get(id)
-        if (!d || !visibleTo(scope, d.appId)) throw errors.notFound('Delivery')
+        if (!d || !scopedVisible(scope, d)) throw errors.notFound('Delivery')
         return deliveryOut(d, store.deliveries.attempts(id))
       },
       redeliver(id, scope) {
         if (scope) {
           const d = store.deliveries.get(id)
-          if (!d || d.appId !== scope) throw errors.notFound('Delivery')
+          if (!d || !scopedVisible(scope, d)) throw errors.notFound('Delivery')
         }
         const r = store.tx(() => store.deliveries.redeliver(id, clock.now()))
         if (r === 'not_found') throw errors.notFound('Delivery')
@@ -154,4 +156,9 @@ function endpointUnavailable(store: Store, deliveryId: string): Error {
     return errors.notEligible(`Its endpoint${endpointId === null ? '' : ` ${endpointId}`} was deleted; a delivery to a deleted endpoint cannot be redelivered`)
   }
   return errors.notEligible(`Its endpoint ${ep.id} is disabled; enable it first (POST /v1/endpoints/${ep.id}/enable)`)
+}
+
+/** True when a caller of `scope` may see the delivery: every row unscoped; else its application's webhook rows only. */
+function scopedVisible(scope: AppScope, d: { appId: string; channel: string }): boolean {
+  return !scope || (d.appId === scope && d.channel === 'webhook')
 }

@@ -3,8 +3,11 @@ import type { Clock, Rng } from '../../lib/clock.js'
 import type { Log } from '../../log.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
 
-/** Publishes an event to the webhook engine; `id` makes a re-sent delivery publish the same event. */
-export type PublishEvent = (type: string, data: Record<string, unknown>, id?: string) => void
+/**
+ * Publishes an event to the webhook engine in application `appId` (the notification's, `default`
+ * when absent); `id` makes a re-sent delivery publish the same event.
+ */
+export type PublishEvent = (type: string, data: Record<string, unknown>, id?: string, appId?: string) => void
 
 /** Dependencies of the notification webhook channel. */
 export interface NotifyWebhookDeps {
@@ -40,7 +43,8 @@ export function createNotifyWebhookChannel(deps: NotifyWebhookDeps): ChannelSend
         recipient: { id: p.recipient.id, email: p.recipient.email, name: p.recipient.name, locale: p.recipient.locale },
       }
       try {
-        publishEvent(`notification.${p.topic}`, data, delivery.id)
+        // In the notification's own application: its endpoints, never another application's (docs/applications.md).
+        publishEvent(`notification.${p.topic}`, data, delivery.id, p.app_id ?? 'default')
         return { outcome: { kind: 'success' }, attempt: { startedAt: started, durationMs: clock.now() - started } }
       } catch (err) {
         log.warn({ err, delivery: delivery.id }, 'notification webhook publish failed')
