@@ -138,6 +138,8 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
             groupKey: plan === null || plan.windowEnd === null ? null : `${r.id}|${ch}|${plan.windowEnd}`,
             maxAttempts,
             nextAttemptAt: plan === null ? now : plan.at,
+            // The notification's application (docs/notifications.md, "Applications and user tokens").
+            appId: req.app_id,
           }
           if (channel === 'inbox') {
             const d = store.deliveries.insertDelivered(row, now)

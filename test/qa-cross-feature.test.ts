@@ -1,0 +1,38 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { createApp } from '../src/api/app.js'
+import { createApiKey } from '../src/auth/keys.js'
+import { silentLogger } from '../src/log.js'
+import type { WebhookService } from '../src/webhooks/types.js'
+import { notifyHarness, type NotifyHarness } from './notify-harness.js'
+
+// Defects found where the merged features meet (docs/applications.md, docs/notifications.md).
+
+let h: NotifyHarness
+afterEach(() => h?.cleanup())
+
+/** The real app over the notify harness, with an admin key. */
+function setup() {
+  h = notifyHarness()
+  const app = createApp({ store: h.store, config: h.config, log: silentLogger(), clock: h.clock, webhooks: {} as WebhookService, notify: h.notify })
+  const admin = createApiKey(h.store, { name: 'a', role: 'admin' }, h.clock.now()).key
+  const call = async (method: string, path: string, token: string, body?: unknown) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` }
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    const res = await app.request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+    return { status: res.status, body: (await res.json()) as Record<string, any> } // eslint-disable-line @typescript-eslint/no-explicit-any
+  }
+  return { admin, call }
+}
+
+describe('a notification of an application', () => {
+  it('makes deliveries of that application (inbox and queued channels)', async () => {
+    const { admin, call } = setup()
+    expect((await call('PUT', '/v1/users/u1', admin, { email: 'u1@example.com' })).status).toBe(201)
+    const sent = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], channels: ['inbox', 'email'], app_id: 'a1' })
+    expect(sent.status).toBe(202)
+    expect(h.store.deliveries.byNotification(sent.body.id as string).map((d) => d.appId)).toEqual(['a1', 'a1'])
+    // The filter of GET /v1/deliveries?app_id= and the per-application stats read this column.
+    expect(h.store.deliveries.list({ appId: 'a1', limit: 10 }).data).toHaveLength(2)
+    expect(h.store.deliveries.list({ appId: 'default', limit: 10 }).data).toHaveLength(0)
+  })
+})
