@@ -36,3 +36,20 @@ describe('a notification of an application', () => {
     expect(h.store.deliveries.list({ appId: 'default', limit: 10 }).data).toHaveLength(0)
   })
 })
+
+describe('a path with a trailing slash', () => {
+  it('is 404 not_found, never a 405 that names the method it was called with', async () => {
+    const { apiFixture } = await import('./support/api.js')
+    const f = await apiFixture()
+    try {
+      for (const path of ['/v1/events/', '/console/', '/v1/requests/']) {
+        const r = await f.json('GET', path)
+        expect([path, r.status, r.body.error.code]).toEqual([path, 404, 'not_found'])
+      }
+      // A wrong method on the exact path is still a 405.
+      expect((await f.call('PUT', '/v1/requests')).status).toBe(405)
+    } finally {
+      await f.close()
+    }
+  })
+})
