@@ -53,3 +53,19 @@ describe('a path with a trailing slash', () => {
     }
   })
 })
+
+describe('GET /v1/requests?limit=', () => {
+  it('takes plain decimal digits only, like every other list', async () => {
+    const { apiFixture } = await import('./support/api.js')
+    const f = await apiFixture()
+    try {
+      for (const limit of ['0x10', '1e1', '+5', '5.0']) {
+        const r = await f.json('GET', `/v1/requests?limit=${encodeURIComponent(limit)}`)
+        expect([limit, r.status, r.body.error?.details?.[0]?.field]).toEqual([limit, 400, 'limit'])
+      }
+      expect((await f.json('GET', '/v1/requests?limit=5')).status).toBe(200)
+    } finally {
+      await f.close()
+    }
+  })
+})
