@@ -54,7 +54,7 @@ const routes = {
     responses: { 200: jsonResponse(UserOut, 'updated'), 201: jsonResponse(UserOut, 'created'), ...errorResponses },
   }),
   listUsers: createRoute({
-    ...base, method: 'get', path: '/v1/users', summary: 'List users, newest first, by role, team or a substring', middleware: [viewer] as const,
+    ...base, method: 'get', path: '/v1/users', operationId: 'listUsers', summary: 'List users, newest first, by role, team or a substring', middleware: [viewer] as const,
     request: { query: UsersQuery },
     responses: { 200: jsonResponse(listOf(UserOut, 'UserList'), 'users'), ...errorResponses },
   }),

@@ -20,7 +20,7 @@ const NotificationList = z.object({ data: z.array(NotificationSummary), next_cur
 
 const routes = {
   list: createRoute({
-    ...base, method: 'get', path: '/v1/notifications', summary: 'Notifications, newest first, by topic, app, recipient and time',
+    ...base, method: 'get', path: '/v1/notifications', operationId: 'listNotifications', summary: 'Notifications, newest first, by topic, app, recipient and time',
     middleware: [viewer] as const,
     request: { query: NotificationListQuery },
     responses: { 200: jsonResponse(NotificationList, 'a page'), ...errorResponses },

@@ -44,6 +44,7 @@ const asset = createRoute({
   method: 'get',
   path: '/sdk/{file}',
   operationId: 'inboxElementScript',
+  security: [],
   tags: ['sdk'],
   summary: 'The <postbox-inbox> element: inbox.js (no-cache, ETag), inbox.<hash>.js (immutable) or inbox.js.map',
   request: {
