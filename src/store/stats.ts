@@ -95,36 +95,41 @@ export interface StatsStore {
 
 /** Creates the stats store over a connection. */
 export function createStatsStore(db: Db): StatsStore {
-  // Prepared on first use: `postbox check` builds this store over files of older schema versions too
-  // (for integrityCheck), whose endpoints have no app_id yet.
-  let health: ReturnType<Db['prepare']> | null = null
-  const states = db.prepare(SQL.endpointStates)
-  const begin = db.prepare(SQL.begin)
-  const rollback = db.prepare(SQL.rollback)
-  const quickCheck = db.prepare(SQL.quickCheck).pluck()
-  const oldestPendingCreated = db.prepare(SQL.oldestPendingCreated).pluck()
-  const attemptBuckets = db.prepare(SQL.attemptBuckets)
-  const endpointAttemptBuckets = db.prepare(SQL.endpointAttemptBuckets)
-  const appAttemptBuckets = db.prepare(SQL.appAttemptBuckets)
-  const byAppAndStatus = db.prepare(SQL.countByAppAndStatus)
-  const appHealth = db.prepare(SQL.appEndpointHealth)
-  const appOldest = db.prepare(SQL.appOldestPendingCreated).pluck()
+  // Every statement is prepared on first use: `postbox check` builds this store over files of
+  // older schema versions too (for integrityCheck), which lack app_id columns and the
+  // attempts_started index the other statements name (docs/operations.md, upgrades).
+  const lazy = (sql: string, pluck = false) => {
+    let st: ReturnType<Db['prepare']> | null = null
+    return () => (st ??= pluck ? db.prepare(sql).pluck() : db.prepare(sql))
+  }
+  const health = lazy(SQL.endpointHealth)
+  const states = lazy(SQL.endpointStates)
+  const begin = lazy(SQL.begin)
+  const rollback = lazy(SQL.rollback)
+  const quickCheck = lazy(SQL.quickCheck, true)
+  const oldestPendingCreated = lazy(SQL.oldestPendingCreated, true)
+  const attemptBuckets = lazy(SQL.attemptBuckets)
+  const endpointAttemptBuckets = lazy(SQL.endpointAttemptBuckets)
+  const appAttemptBuckets = lazy(SQL.appAttemptBuckets)
+  const byAppAndStatus = lazy(SQL.countByAppAndStatus)
+  const appHealth = lazy(SQL.appEndpointHealth)
+  const appOldest = lazy(SQL.appOldestPendingCreated, true)
   const healthRows = (rows: unknown[]): EndpointHealthRow[] =>
     (rows as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]).map((r) => ({ ...r, disabled: r.disabled === 1 }))
   return {
-    countByAppAndStatus: () => byAppAndStatus.all() as { appId: string; status: string; n: number }[],
-    appEndpointHealth: (appId, limit = 10_000) => healthRows(appHealth.all(appId, limit)),
-    appOldestPendingCreatedAt: (appId) => (appOldest.get(appId) as number | null) ?? null,
+    countByAppAndStatus: () => byAppAndStatus().all() as { appId: string; status: string; n: number }[],
+    appEndpointHealth: (appId, limit = 10_000) => healthRows(appHealth().all(appId, limit)),
+    appOldestPendingCreatedAt: (appId) => (appOldest().get(appId) as number | null) ?? null,
     attemptTimeseries(since, until, bucketMs, filter = {}) {
       const n = Math.max(0, Math.ceil((until - since) / bucketMs))
       const out: AttemptBucket[] = Array.from({ length: n }, (_, i) => ({ start: since + i * bucketMs, counts: {}, durationMs: 0 }))
       const params = { since, until, bucket: bucketMs }
       const rows = (
         filter.endpointId !== undefined
-          ? endpointAttemptBuckets.all({ ...params, endpoint: filter.endpointId })
+          ? endpointAttemptBuckets().all({ ...params, endpoint: filter.endpointId })
           : filter.appId !== undefined
-            ? appAttemptBuckets.all({ ...params, app: filter.appId })
-            : attemptBuckets.all(params)
+            ? appAttemptBuckets().all({ ...params, app: filter.appId })
+            : attemptBuckets().all(params)
       ) as {
         b: number
         outcome: string
@@ -139,25 +144,24 @@ export function createStatsStore(db: Db): StatsStore {
       }
       return out
     },
-    oldestPendingCreatedAt: () => (oldestPendingCreated.get() as number | null) ?? null,
+    oldestPendingCreatedAt: () => (oldestPendingCreated().get() as number | null) ?? null,
     integrityCheck() {
-      const rows = quickCheck.all() as string[]
+      const rows = quickCheck().all() as string[]
       return rows.length === 1 && rows[0] === 'ok' ? [] : rows
     },
     endpointHealth(limit = 10_000) {
-      health ??= db.prepare(SQL.endpointHealth)
-      const rows = health.all(limit) as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]
+      const rows = health().all(limit) as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]
       return rows.map((r) => ({ ...r, disabled: r.disabled === 1 }))
     },
     endpointStates(limit = 10_000) {
-      const rows = states.all(limit) as (Omit<EndpointState, 'disabled'> & { disabled: number })[]
+      const rows = states().all(limit) as (Omit<EndpointState, 'disabled'> & { disabled: number })[]
       return rows.map((r) => ({ ...r, disabled: r.disabled === 1 }))
     },
     probeWritable() {
       if (!db.open || db.readonly) throw Object.assign(new Error('database is read-only'), { code: 'SQLITE_READONLY' })
       if (db.inTransaction) return
-      begin.run()
-      rollback.run()
+      begin().run()
+      rollback().run()
       if (db.memory) return
       const fs = statfsSync(dirname(db.name))
       // A file system that reports no blocks at all (some network or pseudo file systems) is not judged.
