@@ -89,3 +89,28 @@ describe('postbox check on a file of the previous release', () => {
     }
   })
 })
+
+describe('postbox send-request --app', () => {
+  it('puts the request in that application, and refuses an unknown one (exit 2)', async () => {
+    const { ensureBuilt, killAllChildren, newAdminKey, runCli, serverEnv } = await import('./support/server-process.js')
+    const { tempDir } = await import('./helpers.js')
+    const { openStore } = await import('../src/store/index.js')
+    await ensureBuilt()
+    const { dir, cleanup } = tempDir('postbox-qa-send-request-')
+    try {
+      const env = serverEnv(dir, newAdminKey())
+      expect((await runCli(['migrate'], env)).code).toBe(0)
+      const store = openStore(`${dir}/postbox.db`)
+      store.apps.insert({ id: 'acme', name: 'Acme', metadata: {} }, Date.now())
+      store.close()
+      const r = await runCli(['send-request', 'https://api.example.com/ping', '--delay', '1h', '--app', 'acme'], env)
+      expect(r.code, r.output).toBe(0)
+      expect(JSON.parse(r.output)).toMatchObject({ app_id: 'acme' })
+      const bad = await runCli(['send-request', 'https://api.example.com/ping', '--app', 'nope'], env)
+      expect([bad.code, bad.output]).toEqual([2, expect.stringContaining('no application nope')])
+    } finally {
+      await killAllChildren()
+      cleanup()
+    }
+  }, 180_000)
+})
