@@ -114,3 +114,23 @@ describe('postbox send-request --app', () => {
     }
   }, 180_000)
 })
+
+describe('GET /v1/stats?app_id=', () => {
+  it("answers the application's next_due_at (a delayed event's time), as the unfiltered stats do", async () => {
+    const { apiFixture } = await import('./support/api.js')
+    const f = await apiFixture()
+    try {
+      expect((await f.json('POST', '/v1/apps', { body: { id: 'acme', name: 'Acme' } })).status).toBe(201)
+      expect((await f.json('POST', '/v1/endpoints', { body: { app_id: 'acme', url: 'https://example.com/a' } })).status).toBe(201)
+      const sent = await f.json('POST', '/v1/events', { body: { app_id: 'acme', type: 'a', data: {}, delay: '1h' } })
+      expect(sent.status).toBe(202)
+      const all = await f.json('GET', '/v1/stats')
+      expect(all.body.next_due_at).toBe(sent.body.deliver_at)
+      const one = await f.json('GET', '/v1/stats?app_id=acme')
+      expect(one.body.next_due_at).toBe(sent.body.deliver_at)
+      expect((await f.json('GET', '/v1/stats?app_id=default')).body.next_due_at).toBeNull()
+    } finally {
+      await f.close()
+    }
+  })
+})

@@ -1,6 +1,7 @@
 import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { Db } from './db.js'
+import { WAITING_IN_ORDER } from './delivery-types.js'
 
 /** One endpoint's health, for `postbox stats` and the circuit-state metric. */
 export interface EndpointHealthRow {
@@ -48,6 +49,9 @@ const SQL = {
       (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending
     FROM endpoints e WHERE e.app_id = ? AND e.deleted_at IS NULL ORDER BY e.id LIMIT ?`,
   appOldestPendingCreated: `SELECT min(created_at) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending' AND app_id = ?`,
+  // As deliveries' oldestPending (rows waiting their turn in order are not due), for one application.
+  appNextDue: `SELECT min(next_attempt_at) FROM deliveries INDEXED BY deliveries_due
+    WHERE status = 'pending' AND app_id = ? AND next_attempt_at < ${WAITING_IN_ORDER}`,
   quickCheck: `PRAGMA quick_check`,
   begin: `BEGIN IMMEDIATE`,
   rollback: `ROLLBACK`,
@@ -85,6 +89,8 @@ export interface StatsStore {
   appEndpointHealth(appId: string, limit?: number): EndpointHealthRow[]
   /** oldestPendingCreatedAt of one application's deliveries. */
   appOldestPendingCreatedAt(appId: string): number | null
+  /** When the earliest pending delivery of `appId` is due (rows waiting in order left out); null when none. */
+  appNextDueAt(appId: string): number | null
   /** Throws when the database cannot take a write lock (read-only file, locked, closed) or its disk is full. */
   probeWritable(): void
   /** SQLite's quick_check; an empty list means the file is sound. */
@@ -114,12 +120,14 @@ export function createStatsStore(db: Db): StatsStore {
   const byAppAndStatus = lazy(SQL.countByAppAndStatus)
   const appHealth = lazy(SQL.appEndpointHealth)
   const appOldest = lazy(SQL.appOldestPendingCreated, true)
+  const appNextDue = lazy(SQL.appNextDue, true)
   const healthRows = (rows: unknown[]): EndpointHealthRow[] =>
     (rows as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]).map((r) => ({ ...r, disabled: r.disabled === 1 }))
   return {
     countByAppAndStatus: () => byAppAndStatus().all() as { appId: string; status: string; n: number }[],
     appEndpointHealth: (appId, limit = 10_000) => healthRows(appHealth().all(appId, limit)),
     appOldestPendingCreatedAt: (appId) => (appOldest().get(appId) as number | null) ?? null,
+    appNextDueAt: (appId) => (appNextDue().get(appId) as number | null) ?? null,
     attemptTimeseries(since, until, bucketMs, filter = {}) {
       const n = Math.max(0, Math.ceil((until - since) / bucketMs))
       const out: AttemptBucket[] = Array.from({ length: n }, (_, i) => ({ start: since + i * bucketMs, counts: {}, durationMs: 0 }))
