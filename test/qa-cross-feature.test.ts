@@ -134,3 +134,16 @@ describe('GET /v1/stats?app_id=', () => {
     }
   })
 })
+
+describe('a notification dedup_key already used in another application', () => {
+  it('is 409 conflict, never the other application’s notification answered as a repeat', async () => {
+    const { admin, call } = setup()
+    expect((await call('PUT', '/v1/users/u1', admin, {})).status).toBe(201)
+    const first = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], app_id: 'a1', dedup_key: 'inv-1' })
+    expect(first.status).toBe(202)
+    const repeat = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], app_id: 'a1', dedup_key: 'inv-1' })
+    expect(repeat.body).toMatchObject({ id: first.body.id, deduplicated: true })
+    const other = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], app_id: 'a2', dedup_key: 'inv-1' })
+    expect([other.status, other.body.error?.code]).toEqual([409, 'conflict'])
+  })
+})
