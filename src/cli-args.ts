@@ -100,7 +100,7 @@ export function usage(): string {
     '  keys list                     list API keys',
     '  keys revoke <id>              revoke an API key',
     '  send <type> <json>            publish one event',
-    '  send-request <url> [--method M] [--header "k: v"]... [--body TEXT | --json-body JSON] [--delay 30s] [--dedup-key K]',
+    '  send-request <url> [--method M] [--header "k: v"]... [--body TEXT | --json-body JSON] [--delay 30s] [--dedup-key K] [--app A]',
     '                                make one HTTP request durably (retried until it answers)',
     '  stats                         counts by status, oldest pending, endpoint health',
     '  check                         validate the configuration and the database',

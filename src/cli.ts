@@ -240,6 +240,15 @@ async function sendRequest(url: string, flags: Record<string, string>, config: C
   const { Postbox } = await import('./postbox.js')
   const pb = await Postbox.open({ config, log: silentLogger() })
   try {
+    // --app names the request's application, as for `keys create` (it used to be ignored).
+    const appId = flags.app
+    if (appId !== undefined) {
+      try {
+        pb.apps.get(appId)
+      } catch {
+        throw new UsageError(`send-request: no application ${appId} (create it with POST /v1/apps)`)
+      }
+    }
     const input = {
       url,
       ...(flags.method !== undefined ? { method: flags.method.toUpperCase() } : {}),
@@ -247,6 +256,7 @@ async function sendRequest(url: string, flags: Record<string, string>, config: C
       ...(body !== undefined ? { body } : {}),
       ...(flags.delay !== undefined ? { delay: flags.delay } : {}),
       ...(flags['dedup-key'] !== undefined ? { dedup_key: flags['dedup-key'] } : {}),
+      ...(appId !== undefined ? { app_id: appId } : {}),
     }
     out(pb.requests.create(input))
   } finally {

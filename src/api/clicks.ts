@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { errors } from '../errors.js'
-import { errorResponses, newRouter } from './common.js'
+import { ErrorBody, errorResponses, jsonResponse, newRouter } from './common.js'
 import { notifyOf } from './directory.js'
 
 const SignedParam = z.object({
@@ -16,6 +16,8 @@ const follow = createRoute({
   responses: {
     302: { description: 'to the recorded http(s) action_url', headers: z.object({ location: z.string() }) },
     404: errorResponses[404],
+    // Any other answer is an error in the one format (a redirect is the only success).
+    default: jsonResponse(ErrorBody, 'an error: the one error format'),
   },
 })
 

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { AppId, NotificationAccepted, NotificationIn, NotificationOut, NotificationSummary, Topic, UserId } from '../notify/schemas.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, errorResponses, IdempotencyHeader, idempotencyKey, idCursorParam, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
+import { bearerSecurity, ErrorBody, errorResponses, IdempotencyHeader, idempotencyKey, idCursorParam, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 import { notifyOf } from './directory.js'
 
 const publisher = requireRole('publisher')
@@ -30,6 +30,7 @@ const routes = {
     request: { headers: IdempotencyHeader('The `dedup_key`, when the body has none'), body: jsonBody(NotificationIn) },
     responses: {
       202: jsonResponse(NotificationAccepted, 'accepted and committed; also a repeat of an accepted dedup_key (or Idempotency-Key), answered with the original and deduplicated: true (docs/notifications-basics.md)'),
+      409: jsonResponse(ErrorBody, 'conflict: the dedup_key is already used by another application'),
       ...errorResponses,
     },
   }),

@@ -43,8 +43,8 @@ export function loadSdkBundle(dir: string): SdkBundle | null {
 const asset = createRoute({
   method: 'get',
   path: '/sdk/{file}',
-  security: [],
   operationId: 'inboxElementScript',
+  security: [],
   tags: ['sdk'],
   summary: 'The <postbox-inbox> element: inbox.js (no-cache, ETag), inbox.<hash>.js (immutable) or inbox.js.map',
   request: {

@@ -166,7 +166,7 @@ export function statsRoutes() {
         deliveries: total,
         oldest_pending_at: toIso(oldest),
         oldest_pending_age_seconds: oldest === null ? null : Math.max(0, Math.round((now - oldest) / 1000)),
-        next_due_at: app === undefined ? toIso(store.deliveries.oldestPendingAt()) : null,
+        next_due_at: toIso(app === undefined ? store.deliveries.oldestPendingAt() : store.stats.appNextDueAt(app)),
         endpoints,
         failing_endpoints: endpoints.filter((e) => e.failing).length,
         app_id: app ?? null,

@@ -62,13 +62,13 @@ export function strictQuery(app: OpenAPIHono<ApiEnv>): MiddlewareHandler<ApiEnv>
   }
 }
 
-/** A Hono route path as a regular expression over request paths. */
+/** A Hono route path as a regular expression over request paths (exact: the router is strict about a trailing slash). */
 function pathPattern(path: string): RegExp {
   const body = path
     .split(/(:[A-Za-z0-9_]+|\*)/)
     .map((part) => (part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
     .join('')
-  return new RegExp(`^${body}/?$`)
+  return new RegExp(`^${body}$`)
 }
 
 /**

@@ -6,6 +6,7 @@ import type { Clock } from '../lib/clock.js'
 import type { Log } from '../log.js'
 import type { DispatchObserver } from '../delivery/channel.js'
 import { newId } from '../lib/ids.js'
+import { errors } from '../errors.js'
 import { maxAttemptsFor } from '../delivery/retry-policy.js'
 import { resolveRecipients, type Recipient } from './recipients.js'
 import { decideChannel, type ChannelDecision, type NotifyChannel } from './preferences.js'
@@ -101,6 +102,9 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       const now = clock.now()
       if (req.dedup_key !== null) {
         const prior = store.notifications.byDedupKey(req.dedup_key)
+        // dedup_key is unique over every application (one column): another application's key is a
+        // 409, never that application's notification answered as this one's (docs/notifications.md).
+        if (prior && prior.appId !== req.app_id) throw errors.conflict('This dedup_key is already used by a notification of another application')
         if (prior) {
           const result = { id: prior.id, deduplicated: true, recipients: prior.recipients, deliveries: prior.deliveries }
           return { result, written: null, delivered: 0, durationMs: 0 }
@@ -138,6 +142,8 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
             groupKey: plan === null || plan.windowEnd === null ? null : `${r.id}|${ch}|${plan.windowEnd}`,
             maxAttempts,
             nextAttemptAt: plan === null ? now : plan.at,
+            // The notification's application (docs/notifications.md, "Applications and user tokens").
+            appId: req.app_id,
           }
           if (channel === 'inbox') {
             const d = store.deliveries.insertDelivered(row, now)

@@ -53,8 +53,8 @@ const SQL = {
   // A notification row that is finished when it is written (an inbox message written in the same
   // transaction): never due, never claimed; a repeat hits deliveries_notification, as insert's.
   insertDelivered: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
-      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at)
-    VALUES (?, ?, NULL, NULL, ?, ?, ?, NULL, ?, ?, 'success', 1, ?, ?, ?, ?, ?)
+      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at, app_id)
+    VALUES (?, ?, NULL, NULL, ?, ?, ?, NULL, ?, ?, 'success', 1, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`,
   // Their one attempt each, as settleSuccessMany logs a success (attempt 1, no status code).
   logDelivered: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
@@ -314,6 +314,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
         now,
         now,
         now,
+        row.appId ?? 'default',
       ).changes
       if (inserted > 0) return { id, created: true }
       return { id: idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel) as string, created: false }

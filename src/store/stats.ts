@@ -1,6 +1,7 @@
 import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { Db } from './db.js'
+import { WAITING_IN_ORDER } from './delivery-types.js'
 
 /** One endpoint's health, for `postbox stats` and the circuit-state metric. */
 export interface EndpointHealthRow {
@@ -48,6 +49,9 @@ const SQL = {
       (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending
     FROM endpoints e WHERE e.app_id = ? AND e.deleted_at IS NULL ORDER BY e.id LIMIT ?`,
   appOldestPendingCreated: `SELECT min(created_at) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending' AND app_id = ?`,
+  // As deliveries' oldestPending (rows waiting their turn in order are not due), for one application.
+  appNextDue: `SELECT min(next_attempt_at) FROM deliveries INDEXED BY deliveries_due
+    WHERE status = 'pending' AND app_id = ? AND next_attempt_at < ${WAITING_IN_ORDER}`,
   quickCheck: `PRAGMA quick_check`,
   begin: `BEGIN IMMEDIATE`,
   rollback: `ROLLBACK`,
@@ -85,6 +89,8 @@ export interface StatsStore {
   appEndpointHealth(appId: string, limit?: number): EndpointHealthRow[]
   /** oldestPendingCreatedAt of one application's deliveries. */
   appOldestPendingCreatedAt(appId: string): number | null
+  /** When the earliest pending delivery of `appId` is due (rows waiting in order left out); null when none. */
+  appNextDueAt(appId: string): number | null
   /** Throws when the database cannot take a write lock (read-only file, locked, closed) or its disk is full. */
   probeWritable(): void
   /** SQLite's quick_check; an empty list means the file is sound. */
@@ -95,32 +101,33 @@ export interface StatsStore {
 
 /** Creates the stats store over a connection. */
 export function createStatsStore(db: Db): StatsStore {
-  // Prepared on first use: `postbox check` builds this store over files of older schema versions too
-  // (for integrityCheck), whose endpoints have no app_id yet.
-  let health: ReturnType<Db['prepare']> | null = null
-  const states = db.prepare(SQL.endpointStates)
-  const begin = db.prepare(SQL.begin)
-  const rollback = db.prepare(SQL.rollback)
-  const quickCheck = db.prepare(SQL.quickCheck).pluck()
-  const oldestPendingCreated = db.prepare(SQL.oldestPendingCreated).pluck()
-  // Prepared on first use, once each: they read v9 columns and indexes, and `postbox check` opens
-  // this store over an older file without upgrading it.
-  const lazy = <T>(make: () => T): (() => T) => {
-    let st: T | undefined
-    return () => (st ??= make())
+  // Every statement is prepared on first use: `postbox check` builds this store over files of
+  // older schema versions too (for integrityCheck), which lack app_id columns and the
+  // attempts_started index the other statements name (docs/operations.md, upgrades).
+  const lazy = (sql: string, pluck = false) => {
+    let st: ReturnType<Db['prepare']> | null = null
+    return () => (st ??= pluck ? db.prepare(sql).pluck() : db.prepare(sql))
   }
-  const attemptBuckets = lazy(() => db.prepare(SQL.attemptBuckets))
-  const endpointAttemptBuckets = lazy(() => db.prepare(SQL.endpointAttemptBuckets))
-  const appAttemptBuckets = lazy(() => db.prepare(SQL.appAttemptBuckets))
-  const byAppAndStatus = lazy(() => db.prepare(SQL.countByAppAndStatus))
-  const appHealth = lazy(() => db.prepare(SQL.appEndpointHealth))
-  const appOldest = lazy(() => db.prepare(SQL.appOldestPendingCreated).pluck())
+  const health = lazy(SQL.endpointHealth)
+  const states = lazy(SQL.endpointStates)
+  const begin = lazy(SQL.begin)
+  const rollback = lazy(SQL.rollback)
+  const quickCheck = lazy(SQL.quickCheck, true)
+  const oldestPendingCreated = lazy(SQL.oldestPendingCreated, true)
+  const attemptBuckets = lazy(SQL.attemptBuckets)
+  const endpointAttemptBuckets = lazy(SQL.endpointAttemptBuckets)
+  const appAttemptBuckets = lazy(SQL.appAttemptBuckets)
+  const byAppAndStatus = lazy(SQL.countByAppAndStatus)
+  const appHealth = lazy(SQL.appEndpointHealth)
+  const appOldest = lazy(SQL.appOldestPendingCreated, true)
+  const appNextDue = lazy(SQL.appNextDue, true)
   const healthRows = (rows: unknown[]): EndpointHealthRow[] =>
     (rows as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]).map((r) => ({ ...r, disabled: r.disabled === 1 }))
   return {
     countByAppAndStatus: () => byAppAndStatus().all() as { appId: string; status: string; n: number }[],
     appEndpointHealth: (appId, limit = 10_000) => healthRows(appHealth().all(appId, limit)),
     appOldestPendingCreatedAt: (appId) => (appOldest().get(appId) as number | null) ?? null,
+    appNextDueAt: (appId) => (appNextDue().get(appId) as number | null) ?? null,
     attemptTimeseries(since, until, bucketMs, filter = {}) {
       const n = Math.max(0, Math.ceil((until - since) / bucketMs))
       const out: AttemptBucket[] = Array.from({ length: n }, (_, i) => ({ start: since + i * bucketMs, counts: {}, durationMs: 0 }))
@@ -145,25 +152,24 @@ export function createStatsStore(db: Db): StatsStore {
       }
       return out
     },
-    oldestPendingCreatedAt: () => (oldestPendingCreated.get() as number | null) ?? null,
+    oldestPendingCreatedAt: () => (oldestPendingCreated().get() as number | null) ?? null,
     integrityCheck() {
-      const rows = quickCheck.all() as string[]
+      const rows = quickCheck().all() as string[]
       return rows.length === 1 && rows[0] === 'ok' ? [] : rows
     },
     endpointHealth(limit = 10_000) {
-      health ??= db.prepare(SQL.endpointHealth)
-      const rows = health.all(limit) as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]
+      const rows = health().all(limit) as (Omit<EndpointHealthRow, 'disabled'> & { disabled: number })[]
       return rows.map((r) => ({ ...r, disabled: r.disabled === 1 }))
     },
     endpointStates(limit = 10_000) {
-      const rows = states.all(limit) as (Omit<EndpointState, 'disabled'> & { disabled: number })[]
+      const rows = states().all(limit) as (Omit<EndpointState, 'disabled'> & { disabled: number })[]
       return rows.map((r) => ({ ...r, disabled: r.disabled === 1 }))
     },
     probeWritable() {
       if (!db.open || db.readonly) throw Object.assign(new Error('database is read-only'), { code: 'SQLITE_READONLY' })
       if (db.inTransaction) return
-      begin.run()
-      rollback.run()
+      begin().run()
+      rollback().run()
       if (db.memory) return
       const fs = statfsSync(dirname(db.name))
       // A file system that reports no blocks at all (some network or pseudo file systems) is not judged.

@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 import { jsonObject } from '../lib/json-object.js'
+import { decimalInt } from '../lib/query-number.js'
 import { Delay, DeliverAt } from './deliver-at.js'
 import { AttemptOut, RetryDelay } from './schemas.js'
 
@@ -75,5 +76,5 @@ export const RequestQuery = z.object({
   source: Label.optional().openapi({ param: { name: 'source', in: 'query' } }),
   ref_id: Label.optional().openapi({ param: { name: 'ref_id', in: 'query' } }),
   app_id: AppId.optional().openapi({ param: { name: 'app_id', in: 'query' } }),
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' } }),
+  limit: decimalInt(1, MAX_PAGE_SIZE).optional().openapi({ param: { name: 'limit', in: 'query' } }),
 })
