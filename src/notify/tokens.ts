@@ -1,7 +1,8 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, MIN_TOKEN_SECRET_LENGTH } from '../config.js'
+import { issueSignedToken, readSignedToken } from '../lib/signed-token.js'
 
 /** End-user tokens start with this prefix, so they are easy to tell from API keys (`pbk_`). */
 export const USER_TOKEN_PREFIX = 'pbu_'
@@ -14,45 +15,23 @@ export interface UserTokenClaims {
   appId: string | null
 }
 
-function sign(key: Buffer | string, body: string): Buffer {
-  return createHmac('sha256', key).update(body).digest()
-}
-
 /**
  * Issues a token `pbu_<base64url(json {sub, exp, app?})>.<base64url(HMAC-SHA256(key, that payload))>`.
  * Stateless: revoking one token means rotating the key (which revokes them all).
  */
 export function issueUserToken(key: Buffer | string, userId: string, expiresAt: number, appId: string | null = null): string {
-  const claims = appId === null ? { sub: userId, exp: expiresAt } : { sub: userId, exp: expiresAt, app: appId }
-  const body = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url')
-  return `${USER_TOKEN_PREFIX}${body}.${sign(key, body).toString('base64url')}`
+  return issueSignedToken(USER_TOKEN_PREFIX, key, appId === null ? { sub: userId, exp: expiresAt } : { sub: userId, exp: expiresAt, app: appId })
 }
 
 /** Verifies a token in constant time; null when malformed, forged or expired at `now`. */
 export function verifyUserToken(key: Buffer | string, token: string, now: number): UserTokenClaims | null {
-  if (!token.startsWith(USER_TOKEN_PREFIX) || token.length > 2048) return null
-  const [body, mac, extra] = token.slice(USER_TOKEN_PREFIX.length).split('.')
-  // One spelling only: Node's base64url decoder also takes `+/`, padding, and any value in the
-  // unused low bits of the last character.
-  if (!body || !mac || extra !== undefined || !BASE64URL.test(body) || !MAC.test(mac)) return null
-  if (Buffer.from(mac, 'base64url').toString('base64url') !== mac) return null
-  const given = Buffer.from(mac, 'base64url')
-  const expected = sign(key, body)
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
-  try {
-    const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { sub?: unknown; exp?: unknown; app?: unknown }
-    if (typeof claims.sub !== 'string' || typeof claims.exp !== 'number') return null
-    if (claims.app !== undefined && typeof claims.app !== 'string') return null
-    if (claims.exp <= now) return null
-    return { userId: claims.sub, expiresAt: claims.exp, appId: claims.app ?? null }
-  } catch {
-    return null
-  }
+  const claims = readSignedToken(USER_TOKEN_PREFIX, key, token, 2048)
+  if (claims === null || typeof claims.sub !== 'string' || typeof claims.exp !== 'number') return null
+  if (claims.app !== undefined && typeof claims.app !== 'string') return null
+  if (claims.exp <= now) return null
+  return { userId: claims.sub, expiresAt: claims.exp, appId: claims.app ?? null }
 }
 
-const BASE64URL = /^[A-Za-z0-9_-]+$/
-/** An HMAC-SHA256 in base64url: 32 bytes, 43 characters. */
-const MAC = /^[A-Za-z0-9_-]{43}$/
 
 /**
  * The token key: `configured` (POSTBOX_TOKEN_SECRET) when set, else a secret generated once into
