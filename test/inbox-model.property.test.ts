@@ -188,7 +188,8 @@ function run(cmds: Cmd[]): void {
       case 'bulk': {
         const scope = c.scoped ? 'a1' : null
         if (scope !== null && c.filter.app_id !== undefined && c.filter.app_id !== scope) {
-          expect(() => inboxOf(c.user, true)[c.bulk](c.filter)).toThrow(/another application/)
+          // Another application than the token's is 404, as if it did not exist.
+          expect(() => inboxOf(c.user, true)[c.bulk](c.filter)).toThrow(/Application not found/)
           break
         }
         const hit = model.filter((m) => m.user === c.user && m.snoozedUntil === null && matches(m, c.filter, scope))
