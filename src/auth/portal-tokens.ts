@@ -27,7 +27,7 @@ export function issuePortalToken(key: Buffer, claims: PortalClaims): string {
 /** Verifies a portal token's MAC in constant time and its expiry; null when malformed, forged or expired. */
 export function verifyPortalToken(key: Buffer, token: string, now: number): PortalClaims | null {
   const c = readSignedToken(PORTAL_TOKEN_PREFIX, key, token, 1024)
-  if (c === null || typeof c.jti !== 'string' || typeof c.app !== 'string' || typeof c.ro !== 'boolean' || typeof c.exp !== 'number') return null
+  if (c === null || Array.isArray(c) || typeof c.jti !== 'string' || typeof c.app !== 'string' || typeof c.ro !== 'boolean' || typeof c.exp !== 'number') return null
   if (c.exp <= now) return null
   return { id: c.jti, appId: c.app, readOnly: c.ro, expiresAt: c.exp }
 }

@@ -2,8 +2,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 
 /**
  * Stateless signed tokens: `<prefix><base64url(json claims)>.<base64url(HMAC-SHA256(key, that
- * payload))>`. User tokens (`pbu_`) and portal tokens (`ptk_`) are this shape with their own
- * prefix, key and claims.
+ * payload))>`. User tokens (`pbu_`), portal tokens (`ptk_`) and tracked email links (no prefix)
+ * are this shape with their own prefix, key and claims.
  */
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/
@@ -12,17 +12,18 @@ const MAC = /^[A-Za-z0-9_-]{43}$/
 
 const sign = (key: Buffer | string, body: string): Buffer => createHmac('sha256', key).update(body).digest()
 
-/** Signs `claims` into a token that starts with `prefix`. */
+/** Signs `claims` (a JSON object or array) into a token that starts with `prefix`. */
 export function issueSignedToken(prefix: string, key: Buffer | string, claims: object): string {
   const body = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url')
   return `${prefix}${body}.${sign(key, body).toString('base64url')}`
 }
 
 /**
- * The claims of a token whose MAC verifies (compared in constant time), or null when it is
- * malformed, longer than `maxLength` or forged. The caller checks the claims' shape and expiry.
+ * The claims of a token whose MAC verifies (compared in constant time): the parsed JSON object
+ * or array, or null when it is malformed, longer than `maxLength` or forged. The caller checks
+ * the claims' shape and expiry.
  */
-export function readSignedToken(prefix: string, key: Buffer | string, token: string, maxLength: number): Record<string, unknown> | null {
+export function readSignedToken(prefix: string, key: Buffer | string, token: string, maxLength: number): Record<string, unknown> | unknown[] | null {
   if (!token.startsWith(prefix) || token.length > maxLength) return null
   const [body, mac, extra] = token.slice(prefix.length).split('.')
   if (!body || !mac || extra !== undefined || !BASE64URL.test(body) || !MAC.test(mac)) return null
@@ -34,7 +35,7 @@ export function readSignedToken(prefix: string, key: Buffer | string, token: str
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
   try {
     const claims: unknown = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'))
-    return typeof claims === 'object' && claims !== null && !Array.isArray(claims) ? (claims as Record<string, unknown>) : null
+    return typeof claims === 'object' && claims !== null ? (claims as Record<string, unknown> | unknown[]) : null
   } catch {
     return null
   }

@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { createHmac } from 'node:crypto'
+import { issueSignedToken, readSignedToken } from '../lib/signed-token.js'
 
 /** What a tracked email link names: a notification and one of its recipients. */
 export interface ClickClaims {
@@ -9,33 +10,20 @@ export interface ClickClaims {
 /** The tracked link's own key, derived from the token key so a user token can never pass for a link. */
 const linkKey = (key: Buffer | string): Buffer => createHmac('sha256', key).update('postbox click link v1').digest()
 
-const mac = (key: Buffer, body: string): string => createHmac('sha256', key).update(body).digest('base64url')
-
 /**
  * Signs `<base64url(json [notification id, recipient])>.<HMAC>`: the path segment of
  * `<public url>/c/<signed>`. The link holds no URL; the route redirects only to the
  * notification's own recorded action_url.
  */
 export function signClickLink(key: Buffer | string, c: ClickClaims): string {
-  const body = Buffer.from(JSON.stringify([c.notificationId, c.recipient]), 'utf8').toString('base64url')
-  return `${body}.${mac(linkKey(key), body)}`
+  return issueSignedToken('', linkKey(key), [c.notificationId, c.recipient])
 }
 
 /** Verifies a signed link in constant time; null when malformed or tampered. */
 export function verifyClickLink(key: Buffer | string, signed: string): ClickClaims | null {
-  if (signed.length > 2048) return null
-  const m = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/.exec(signed)
-  if (!m) return null
-  const expected = Buffer.from(mac(linkKey(key), m[1]!))
-  const given = Buffer.from(m[2]!)
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
-  try {
-    const v = JSON.parse(Buffer.from(m[1]!, 'base64url').toString('utf8')) as unknown
-    if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'string' || typeof v[1] !== 'string') return null
-    return { notificationId: v[0], recipient: v[1] }
-  } catch {
-    return null
-  }
+  const v = readSignedToken('', linkKey(key), signed, 2048)
+  if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'string' || typeof v[1] !== 'string') return null
+  return { notificationId: v[0], recipient: v[1] }
 }
 
 /** True for an absolute http(s) URL: the only kind a tracked link redirects to. */

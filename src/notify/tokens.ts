@@ -26,7 +26,7 @@ export function issueUserToken(key: Buffer | string, userId: string, expiresAt: 
 /** Verifies a token in constant time; null when malformed, forged or expired at `now`. */
 export function verifyUserToken(key: Buffer | string, token: string, now: number): UserTokenClaims | null {
   const claims = readSignedToken(USER_TOKEN_PREFIX, key, token, 2048)
-  if (claims === null || typeof claims.sub !== 'string' || typeof claims.exp !== 'number') return null
+  if (claims === null || Array.isArray(claims) || typeof claims.sub !== 'string' || typeof claims.exp !== 'number') return null
   if (claims.app !== undefined && typeof claims.app !== 'string') return null
   if (claims.exp <= now) return null
   return { userId: claims.sub, expiresAt: claims.exp, appId: claims.app ?? null }
