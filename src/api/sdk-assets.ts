@@ -1,43 +1,34 @@
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { gzipSync } from 'node:zlib'
 import { createRoute, z } from '@hono/zod-openapi'
-import type { Context } from 'hono'
 import { AppError } from '../errors.js'
 import { ErrorBody, jsonResponse, newRouter } from './common.js'
-import type { ApiEnv } from './deps.js'
-
-/** A hashed copy never changes, so browsers keep it a year without asking. */
-const IMMUTABLE = 'public, max-age=31536000, immutable'
+import { findPackageFile } from '../lib/package-file.js'
+import { IMMUTABLE, loadStaticFile, sendStaticFile, type StaticFile } from './static-file.js'
 
 /** The built element and its source map, read once. */
 interface SdkBundle {
-  script: Uint8Array
-  gzip: Uint8Array
-  map: Uint8Array | null
+  script: StaticFile
+  map: StaticFile | null
   /** The first 10 hex digits of the script's SHA-256: `/sdk/inbox.<hash>.js`. */
   hash: string
 }
 
 /** dist/sdk of this package: found from src/api under vitest and from dist/src/api when built. */
 export function defaultSdkDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url))
-  for (let i = 0; i < 5; i++) {
-    if (existsSync(join(dir, 'package.json'))) return join(dir, 'dist', 'sdk')
-    dir = dirname(dir)
-  }
-  return join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'sdk')
+  const pkg = findPackageFile('package.json')
+  return pkg !== null ? join(dirname(pkg), 'dist', 'sdk') : join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'sdk')
 }
 
 /** Reads dist/sdk/inbox.js (and its map); null when the element is not built. */
 export function loadSdkBundle(dir: string): SdkBundle | null {
   const file = join(dir, 'inbox.js')
   if (!existsSync(file)) return null
-  const script = readFileSync(file)
-  const map = existsSync(`${file}.map`) ? readFileSync(`${file}.map`) : null
-  return { script, gzip: gzipSync(script, { level: 9 }), map, hash: createHash('sha256').update(script).digest('hex').slice(0, 10) }
+  const script = loadStaticFile(file, 'text/javascript; charset=utf-8')
+  const map = existsSync(`${file}.map`) ? loadStaticFile(`${file}.map`, 'application/json', { gzip: false }) : null
+  return { script, map, hash: createHash('sha256').update(script.body).digest('hex').slice(0, 10) }
 }
 
 const asset = createRoute({
@@ -58,16 +49,8 @@ const asset = createRoute({
   },
 })
 
-function send(c: Context<ApiEnv>, body: Uint8Array, headers: Record<string, string>): Response {
-  return c.body(body as Uint8Array<ArrayBuffer>, 200, {
-    'x-content-type-options': 'nosniff',
-    // A page on another origin loads it as a module script, which is a CORS request; the file is public.
-    'access-control-allow-origin': '*',
-    'cross-origin-resource-policy': 'cross-origin',
-    'content-length': String(body.length),
-    ...headers,
-  })
-}
+/** A page on another origin loads the element as a module script, a CORS request: the file is public. */
+const CROSS_ORIGIN = { 'access-control-allow-origin': '*', 'cross-origin-resource-policy': 'cross-origin' }
 
 /**
  * GET /sdk/inbox.js and friends from the built element (`dir`, default dist/sdk): the stable
@@ -83,7 +66,7 @@ export function sdkAssetRoutes(dir: string = defaultSdkDir()) {
     const file = c.req.valid('param').file
     if (file.endsWith('.map')) {
       if (!bundle.map || file !== 'inbox.js.map') throw new AppError('not_found', 404, 'No such file')
-      return send(c, bundle.map, { 'content-type': 'application/json', 'cache-control': 'no-cache' }) as never
+      return sendStaticFile(c, bundle.map, { ...CROSS_ORIGIN, 'cache-control': 'no-cache' }) as never
     }
     const hashed = file !== 'inbox.js'
     if (hashed && file !== `inbox.${bundle.hash}.js`) throw new AppError('not_found', 404, 'No such version of the inbox element; load /sdk/inbox.js')
@@ -91,14 +74,7 @@ export function sdkAssetRoutes(dir: string = defaultSdkDir()) {
     if (!hashed && (c.req.header('if-none-match') ?? '').split(/\s*,\s*/).includes(etag)) {
       return c.body(null, 304, { etag, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' }) as never
     }
-    const gz = /\bgzip\b/.test(c.req.header('accept-encoding') ?? '')
-    return send(c, gz ? bundle.gzip : bundle.script, {
-      'content-type': 'text/javascript; charset=utf-8',
-      'cache-control': hashed ? IMMUTABLE : 'no-cache',
-      etag,
-      vary: 'accept-encoding',
-      ...(gz ? { 'content-encoding': 'gzip' } : {}),
-    }) as never
+    return sendStaticFile(c, bundle.script, { ...CROSS_ORIGIN, 'cache-control': hashed ? IMMUTABLE : 'no-cache', etag }) as never
   })
   return r
 }

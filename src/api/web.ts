@@ -1,12 +1,10 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { dirname, extname, join } from 'node:path'
-import { gzipSync } from 'node:zlib'
 import { createRoute, z } from '@hono/zod-openapi'
-import type { Context } from 'hono'
 import { AppError } from '../errors.js'
 import { findPackageFile } from '../lib/package-file.js'
 import { ErrorBody, jsonResponse, newRouter } from './common.js'
-import type { ApiEnv } from './deps.js'
+import { IMMUTABLE, loadStaticFile, sendStaticFile as send, type StaticFile } from './static-file.js'
 
 /** The pages Postbox serves from dist/web (built by `npm run build:web`). */
 export const PAGES = ['console', 'portal'] as const
@@ -21,28 +19,13 @@ const TYPES: Record<string, string> = {
   '.woff2': 'font/woff2',
   '.map': 'application/json',
 }
-/** Hashed file names never change content, so browsers keep them a year without asking. */
-const IMMUTABLE = 'public, max-age=31536000, immutable'
-/** Below this size gzip costs more than it saves. */
-const GZIP_MIN_BYTES = 1024
-
-interface WebFile {
-  body: Uint8Array
-  gzip: Uint8Array | null
-  type: string
-}
-
 /** The built files, read once: a page is a few KB and the console's assets under 1 MB. */
 interface WebBundle {
-  pages: Partial<Record<Page, WebFile>>
-  assets: Map<string, WebFile>
+  pages: Partial<Record<Page, StaticFile>>
+  assets: Map<string, StaticFile>
 }
 
-function load(path: string): WebFile {
-  const body = readFileSync(path)
-  const gz = body.length >= GZIP_MIN_BYTES ? gzipSync(body, { level: 9 }) : null
-  return { body, gzip: gz && gz.length < body.length ? gz : null, type: TYPES[extname(path)] ?? 'application/octet-stream' }
-}
+const load = (path: string): StaticFile => loadStaticFile(path, TYPES[extname(path)] ?? 'application/octet-stream')
 
 /** dist/web of this package (found from src/ under vitest and from dist/src when built), or null. */
 export function defaultWebDir(): string | null {
@@ -75,15 +58,6 @@ function frameAncestors(origins: readonly string[]): string {
 export function pagePolicy(page: Page, portalOrigins: readonly string[]): string {
   const ancestors = page === 'portal' ? frameAncestors(portalOrigins) : "'none'"
   return `default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors ${ancestors}`
-}
-
-function send(c: Context<ApiEnv>, file: WebFile, headers: Record<string, string>): Response {
-  const gz = file.gzip !== null && /\bgzip\b/.test(c.req.header('accept-encoding') ?? '')
-  const h: Record<string, string> = { 'content-type': file.type, 'x-content-type-options': 'nosniff', vary: 'accept-encoding', ...headers }
-  if (gz) h['content-encoding'] = 'gzip'
-  const body = gz ? file.gzip! : file.body
-  h['content-length'] = String(body.length)
-  return c.body(body as Uint8Array<ArrayBuffer>, 200, h)
 }
 
 const notBuilt = (): AppError => new AppError('not_found', 404, 'The web pages are not built: run `npm run build` (or `npm ci`, which builds them)')
