@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { silentLogger } from '../log.js'
 import { startCheckpointerOnDemand } from './checkpointer-on-demand.js'
 import type { Checkpointer } from './checkpointer.js'
-import { tempStore } from '../../test/helpers.js'
+import { tempSqliteStore } from '../../test/helpers.js'
 
 const autocheckpoint = (db: { pragma(s: string, o: { simple: true }): unknown }): unknown => db.pragma('wal_autocheckpoint', { simple: true })
 const until = async (ok: () => boolean): Promise<void> => {
@@ -10,7 +10,7 @@ const until = async (ok: () => boolean): Promise<void> => {
 }
 
 describe('checkpointer on demand', () => {
-  let t: ReturnType<typeof tempStore>
+  let t: ReturnType<typeof tempSqliteStore>
   let c: Checkpointer | null = null
   afterEach(async () => {
     await c?.stop()
@@ -24,7 +24,7 @@ describe('checkpointer on demand', () => {
     })
 
   it('leaves checkpoints to the writer while writes are few, and starts the worker once they are many', async () => {
-    t = tempStore()
+    t = tempSqliteStore()
     c = startCheckpointerOnDemand(t.store, silentLogger(), { pollMs: 20, changes: 50, intervalMs: 20 })
     write(10)
     await new Promise((r) => setTimeout(r, 100))
@@ -40,7 +40,7 @@ describe('checkpointer on demand', () => {
   })
 
   it('stops cleanly when it never started', async () => {
-    t = tempStore()
+    t = tempSqliteStore()
     c = startCheckpointerOnDemand(t.store, silentLogger(), { pollMs: 20 })
     await c.stop()
     expect(c.active()).toBe(false)

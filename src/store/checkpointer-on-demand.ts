@@ -1,6 +1,6 @@
 import type { Log } from '../log.js'
 import { startCheckpointer, type Checkpointer } from './checkpointer.js'
-import type { Store } from './index.js'
+import type { SqliteStore } from './index.js'
 
 /** How often the writer's row changes are sampled. */
 export const DEMAND_POLL_MS = 1_000
@@ -16,7 +16,7 @@ const TOTAL_CHANGES = 'SELECT total_changes() AS n'
  * does by default (every WAL_AUTOCHECKPOINT_PAGES pages), which is what the checkpointer falls
  * back to anyway. Once started it runs until `stop()` (docs/performance.md).
  */
-export function startCheckpointerOnDemand(store: Store, log: Log, opts: { pollMs?: number; changes?: number; intervalMs?: number } = {}): Checkpointer {
+export function startCheckpointerOnDemand(store: SqliteStore, log: Log, opts: { pollMs?: number; changes?: number; intervalMs?: number } = {}): Checkpointer {
   const threshold = opts.changes ?? DEMAND_CHANGES
   const count = store.db.prepare(TOTAL_CHANGES)
   const changes = (): number => (count.get() as { n: number }).n

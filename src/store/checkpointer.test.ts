@@ -4,13 +4,13 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { silentLogger } from '../log.js'
 import { startCheckpointer, type Checkpointer } from './checkpointer.js'
-import { tempStore } from '../../test/helpers.js'
+import { tempSqliteStore } from '../../test/helpers.js'
 import { ensureBuilt, ROOT } from '../../test/support/server-process.js'
 
 const autocheckpoint = (db: { pragma(s: string, o: { simple: true }): unknown }): unknown => db.pragma('wal_autocheckpoint', { simple: true })
 
 describe('background checkpointer', () => {
-  let t: ReturnType<typeof tempStore>
+  let t: ReturnType<typeof tempSqliteStore>
   let c: Checkpointer | null = null
   afterEach(async () => {
     await c?.stop()
@@ -24,7 +24,7 @@ describe('background checkpointer', () => {
     })
 
   it('copies the WAL into the database file while the writer does no checkpoints of its own', async () => {
-    t = tempStore()
+    t = tempSqliteStore()
     c = startCheckpointer(t.store, silentLogger(), { intervalMs: 20 })
     // The writer keeps its own checkpoints until the worker has opened the file.
     expect(autocheckpoint(t.store.db)).toBe(1000)
@@ -43,7 +43,7 @@ describe('background checkpointer', () => {
 
   // One retry: a loaded machine can start the worker late (52 MB seen once in a full run).
   it('keeps the WAL bounded under a steady stream of commits', { retry: 1 }, async () => {
-    t = tempStore()
+    t = tempSqliteStore()
     c = startCheckpointer(t.store, silentLogger(), { intervalMs: 10, maxWalPages: 250 })
     let largest = 0
     for (let i = 0; i < 40; i++) {
@@ -57,7 +57,7 @@ describe('background checkpointer', () => {
   })
 
   it('gives checkpoints back to the writer when the worker cannot run', async () => {
-    t = tempStore()
+    t = tempSqliteStore()
     const store = { ...t.store, path: `${t.store.path}.missing` }
     const warnings: unknown[] = []
     const log = { ...silentLogger(), warn: (o: unknown) => void warnings.push(o) } as ReturnType<typeof silentLogger>
@@ -73,13 +73,13 @@ describe('background checkpointer', () => {
 describe('background checkpointer and process exit', () => {
   it('never keeps a process alive, even when nobody stops it', { timeout: 120_000 }, async () => {
     await ensureBuilt()
-    const t = tempStore()
+    const t = tempSqliteStore()
     try {
       const dist = (f: string): string => JSON.stringify(join(ROOT, 'dist', 'src', 'store', f))
       const script = `
-        const { openStore } = await import(${dist('index.js')})
+        const { openSqliteStore } = await import(${dist('index.js')})
         const { startCheckpointer } = await import(${dist('checkpointer.js')})
-        const store = openStore(${JSON.stringify(t.store.path)})
+        const store = openSqliteStore(${JSON.stringify(t.store.path)})
         let warned = false
         const c = startCheckpointer(store, { warn() { warned = true }, debug() {} })
         store.events.insert({ id: 'evt_exit', clientId: null, type: 't', orderingKey: null, body: '{}', createdAt: 0 })

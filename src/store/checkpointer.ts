@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads'
 import type { CheckpointWorkerData, CheckpointWorkerMessage } from './checkpoint-worker.js'
 import type { Log } from '../log.js'
 import { WAL_AUTOCHECKPOINT_PAGES } from './db.js'
-import type { Store } from './index.js'
+import type { SqliteStore } from './index.js'
 
 /** How often the background connection checkpoints the WAL. */
 export const CHECKPOINT_INTERVAL_MS = 200
@@ -45,7 +45,7 @@ let workerUrlOnce: URL | null = null
  * never blocks the writer), and the writer's own automatic checkpoints are turned off once the
  * worker has the file open. If the worker fails, the writer checkpoints for itself again.
  */
-export function startCheckpointer(store: Store, log: Log, opts: { intervalMs?: number; maxWalPages?: number } = {}): Checkpointer {
+export function startCheckpointer(store: SqliteStore, log: Log, opts: { intervalMs?: number; maxWalPages?: number } = {}): Checkpointer {
   const intervalMs = opts.intervalMs ?? CHECKPOINT_INTERVAL_MS
   const maxWalPages = opts.maxWalPages ?? MAX_WAL_PAGES
   const { db } = store

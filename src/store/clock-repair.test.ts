@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { tempStore } from '../../test/helpers.js'
+import { tempSqliteStore } from '../../test/helpers.js'
 import { insertEndpoint } from '../../test/queue-helpers.js'
-import type { Store } from './index.js'
+import type { SqliteStore } from './index.js'
 import { CLOCK_REPAIR_SQL, type FutureTimeLimits } from './clock-repair.js'
 import { WAITING_IN_ORDER, type Channel } from './deliveries.js'
 
@@ -24,10 +24,10 @@ const LIMITS: FutureTimeLimits = {
   pause: NOW + 10 * MIN,
 }
 
-let t: ReturnType<typeof tempStore>
-let store: Store
+let t: ReturnType<typeof tempSqliteStore>
+let store: SqliteStore
 beforeEach(() => {
-  t = tempStore()
+  t = tempSqliteStore()
   store = t.store
   for (const id of ['ep_default', 'ep_long', 'ep_short', 'ep_ordered', 'ep_near']) insertEndpoint(store.db, { id, ordered: id === 'ep_ordered' })
   store.db.prepare(`UPDATE endpoints SET retry_schedule = '[1000,604800000]' WHERE id = 'ep_long'`).run()

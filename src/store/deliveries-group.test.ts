@@ -1,14 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { tempStore } from '../../test/helpers.js'
-import type { Store } from './index.js'
+import { tempSqliteStore } from '../../test/helpers.js'
+import type { SqliteStore } from './index.js'
 
-let t: ReturnType<typeof tempStore> | undefined
+let t: ReturnType<typeof tempSqliteStore> | undefined
 afterEach(() => t?.cleanup())
 
 const T0 = Date.parse('2026-01-16T00:00:00Z')
 
 /** A pending digest member (never claimed) with `maxAttempts`. */
-function member(store: Store, n: number, maxAttempts: number): string {
+function member(store: SqliteStore, n: number, maxAttempts: number): string {
   const row = { channel: 'email' as const, notificationId: `ntf_${n}`, recipient: 'u1', eventType: 't', payload: '{}', groupKey: 'u1|email|1', maxAttempts, nextAttemptAt: T0 }
   return store.deliveries.enqueue(row, T0).id
 }
@@ -18,7 +18,7 @@ const failed = { startedAt: T0 + 5, durationMs: 42, statusCode: 451, error: '451
 
 describe('carryGroupMember: a digest member takes the attempt of the message that carried it', () => {
   it('success and dead end the row, count the attempt and log it', () => {
-    t = tempStore()
+    t = tempSqliteStore()
     const d = t.store.deliveries
     const ok = member(t.store, 1, 6)
     const dead = member(t.store, 2, 6)
@@ -34,7 +34,7 @@ describe('carryGroupMember: a digest member takes the attempt of the message tha
   })
 
   it('a retry keeps the row pending until the retry time, or ends it dead when that was its last attempt', () => {
-    t = tempStore()
+    t = tempSqliteStore()
     const d = t.store.deliveries
     const more = member(t.store, 1, 2)
     const last = member(t.store, 2, 1)

@@ -183,7 +183,7 @@ function settleArgs(r: SettleInput, at: number | null, now: number): unknown[] {
 
 /**
  * Creates the delivery store over a connection. `onDue` is called (synchronously) whenever an
- * enqueue or state change makes a row due now; the Store turns that into a wake after commit.
+ * enqueue or state change makes a row due now; the SqliteStore turns that into a wake after commit.
  */
 export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): DeliveriesStore {
   const s = prepareAll(db, SQL)

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { PreferenceRow } from './directory.js'
-import { tempStore } from '../../test/helpers.js'
+import { tempSqliteStore } from '../../test/helpers.js'
 
-let t: ReturnType<typeof tempStore>
+let t: ReturnType<typeof tempSqliteStore>
 beforeEach(() => {
-  t = tempStore()
+  t = tempSqliteStore()
 })
 afterEach(() => t.cleanup())
 

@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { encodeCursor } from '../lib/cursor.js'
 import { eventListQuery } from './events.js'
-import { tempStore } from '../../test/helpers.js'
+import { tempSqliteStore } from '../../test/helpers.js'
 
-let t: ReturnType<typeof tempStore>
+let t: ReturnType<typeof tempSqliteStore>
 beforeEach(() => {
-  t = tempStore()
+  t = tempSqliteStore()
 })
 afterEach(() => t.cleanup())
 

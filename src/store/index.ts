@@ -1,4 +1,5 @@
 import { openDatabase, type Db, type OpenOptions } from './db.js'
+import { liftSync, type Async } from './contract.js'
 import { createDeliveriesStore, type DeliveriesStore } from './deliveries.js'
 import { createEventsStore, type EventsStore } from './events.js'
 import { createDirectoryStore, type DirectoryStore } from './directory.js'
@@ -16,10 +17,10 @@ import { createReceiptsStore, type ReceiptsStore } from './receipts.js'
 import { createRequestsStore, type RequestsStore } from './requests.js'
 
 /**
- * Every table family behind one object. Services receive a Store and call its plain functions;
- * no SQLite type leaks past it except `db`, which only store code and backup use.
+ * Every SQLite table family behind one object, synchronous (better-sqlite3). Only store code,
+ * backup, the checkpointer and SQL tests use it; services see the asynchronous `Store`.
  */
-export interface Store {
+export interface SqliteStore {
   readonly db: Db
   readonly path: string
   readonly deliveries: DeliveriesStore
@@ -43,14 +44,20 @@ export interface Store {
    * after the commit (never before: a dispatcher must not look for rows it cannot see yet).
    */
   tx<T>(fn: () => T): T
+  /**
+   * Runs the asynchronous `fn` in one IMMEDIATE transaction (nested: in a savepoint), with the
+   * same wake rule as `tx`. The caller keeps every other use of the connection out until it
+   * settles (the asynchronous Store's gate does).
+   */
+  txAsync<T>(fn: () => Promise<T>): Promise<T>
   /** Registers a listener called after a commit that created due rows; returns an unsubscribe. */
   onDue(listener: () => void): () => void
   /** Closes the connection (after a WAL checkpoint). */
   close(): void
 }
 
-/** Opens the database at `path` and builds every table store over it. */
-export function openStore(path: string, opts: OpenOptions = {}): Store {
+/** Opens the database at `path` and builds every synchronous table store over it. */
+export function openSqliteStore(path: string, opts: OpenOptions = {}): SqliteStore {
   const db = openDatabase(path, opts)
   const listeners = new Set<() => void>()
   let dueInTx = false
@@ -63,7 +70,7 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
   }
   const endpoints = createEndpointsStore(db)
   const deliveries = createDeliveriesStore(db, markDue)
-  const store: Store = {
+  const store: SqliteStore = {
     db,
     path,
     deliveries,
@@ -101,6 +108,29 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
       }
       return result
     },
+    async txAsync<T>(fn: () => Promise<T>): Promise<T> {
+      const nested = depth > 0
+      const name = `pb_${depth}`
+      db.exec(nested ? `SAVEPOINT ${name}` : 'BEGIN IMMEDIATE')
+      depth++
+      let result: T
+      try {
+        result = await fn()
+        db.exec(nested ? `RELEASE ${name}` : 'COMMIT')
+      } catch (err) {
+        if (db.inTransaction) db.exec(nested ? `ROLLBACK TO ${name}; RELEASE ${name}` : 'ROLLBACK')
+        if (!nested) dueInTx = false
+        endpoints.invalidate()
+        throw err
+      } finally {
+        depth--
+      }
+      if (depth === 0 && dueInTx) {
+        dueInTx = false
+        for (const l of listeners) l()
+      }
+      return result
+    },
     onDue(listener) {
       listeners.add(listener)
       return () => listeners.delete(listener)
@@ -115,5 +145,119 @@ export function openStore(path: string, opts: OpenOptions = {}): Store {
       db.close()
     },
   }
+  return store
+}
+
+/**
+ * The store contract every service uses (docs/architecture.md): every table family, asynchronous,
+ * on SQLite (the default) or PostgreSQL.
+ */
+export interface Store {
+  readonly backend: 'sqlite' | 'postgres'
+  /** The SQLite file, or the PostgreSQL URL without its password. */
+  readonly path: string
+  readonly deliveries: Async<DeliveriesStore>
+  readonly events: Async<EventsStore>
+  readonly directory: Async<DirectoryStore>
+  readonly notifications: Async<NotificationsStore>
+  readonly inbox: Async<InboxStore>
+  readonly endpoints: Async<EndpointsStore>
+  readonly keys: Async<KeysStore>
+  readonly stats: Async<StatsStore>
+  readonly clockRepair: Async<ClockRepairStore>
+  readonly locks: Async<LocksStore>
+  readonly apps: Async<AppsStore>
+  readonly eventTypes: Async<EventTypesStore>
+  readonly userList: Async<UserListStore>
+  readonly receipts: Async<ReceiptsStore>
+  /** Durable HTTP requests (docs/requests.md): their targets, over `request` deliveries. */
+  readonly requests: Async<RequestsStore>
+  /**
+   * Runs `fn` in one transaction and resolves with its result after the commit (rolled back when
+   * it throws). `fn` uses `s`, the transaction's store, never the outer one (on SQLite a call on
+   * the outer store waits for the transaction to end), and awaits nothing but `s`'s calls: no
+   * network inside a transaction. Wake listeners run after the commit when it enqueued due work.
+   */
+  tx<T>(fn: (s: Store) => Promise<T>): Promise<T>
+  /** Registers a listener called after a commit that created due rows; returns an unsubscribe. */
+  onDue(listener: () => void): () => void
+  /** Closes the connections (SQLite: after a WAL checkpoint), once any open transaction ended. */
+  close(): Promise<void>
+  /** SQLite only: the synchronous store on the same connection (backup, checkpointer, SQL tests). */
+  readonly sqlite: SqliteStore | undefined
+}
+
+/** The table families of a Store, by property name. */
+const FAMILIES = [
+  'deliveries', 'events', 'directory', 'notifications', 'inbox', 'endpoints', 'keys', 'stats', 'clockRepair',
+  'locks', 'apps', 'eventTypes', 'userList', 'receipts', 'requests',
+] as const satisfies readonly (keyof Store & keyof SqliteStore)[]
+
+/** A call that waited this long for an open transaction is a callback using the outer store. */
+const GATE_WAIT_MS = 10_000
+
+/**
+ * Opens the SQLite database at `path` as the asynchronous Store. One connection serves every
+ * call; while a transaction is open, calls from outside it wait for it to end (they would
+ * otherwise run inside it, and be rolled back with it).
+ */
+export function openStore(path: string, opts: OpenOptions = {}): Store {
+  const sync = openSqliteStore(path, opts)
+  // The open transaction's end, or null. Every check of it and the call or BEGIN that follows
+  // happen in one synchronous step, so nothing slips in between.
+  let open: Promise<void> | null = null
+  const later = <R>(run: () => Promise<R>, since: number): Promise<R> =>
+    open!.then(() => {
+      if (open === null) return run()
+      if (Date.now() - since > GATE_WAIT_MS) throw new Error('a store call waited 10 s for a transaction to end: a transaction callback used the outer store instead of its own')
+      return later(run, since)
+    })
+  const gated = <T extends object>(family: T): Async<T> => {
+    const lifted = liftSync(family) as Record<string, unknown>
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(lifted)) {
+      if (typeof v !== 'function') {
+        out[k] = v
+        continue
+      }
+      const f = v as (...a: unknown[]) => Promise<unknown>
+      out[k] = (...args: unknown[]) => (open === null ? f(...args) : later(() => f(...args), Date.now()))
+    }
+    return out as Async<T>
+  }
+  const build = (wrap: <T extends object>(f: T) => Async<T>): Record<string, unknown> =>
+    Object.fromEntries(FAMILIES.map((name) => [name, wrap(sync[name])]))
+  const common = {
+    backend: 'sqlite' as const,
+    path: sync.path,
+    sqlite: sync,
+    onDue: (listener: () => void) => sync.onDue(listener),
+  }
+  // The transaction's own store: calls run at once on the connection; a nested tx is a savepoint.
+  const inner = {
+    ...common,
+    ...build(liftSync),
+    tx: <T>(fn: (s: Store) => Promise<T>): Promise<T> => sync.txAsync(() => fn(inner)),
+    close: (): Promise<void> => Promise.reject(new Error('close() inside a transaction')),
+  } as Store
+  const store = {
+    ...common,
+    ...build(gated),
+    tx<T>(fn: (s: Store) => Promise<T>): Promise<T> {
+      const begin = (): Promise<T> => {
+        let end!: () => void
+        open = new Promise<void>((resolve) => (end = resolve))
+        return sync.txAsync(() => fn(inner)).finally(() => {
+          open = null
+          end()
+        })
+      }
+      return open === null ? begin() : later(begin, Date.now())
+    },
+    close(): Promise<void> {
+      const shut = async (): Promise<void> => sync.close()
+      return open === null ? shut() : later(shut, Date.now())
+    },
+  } as Store
   return store
 }

@@ -1,17 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { tempStore } from '../../test/helpers.js'
+import { tempSqliteStore } from '../../test/helpers.js'
 import { CLAIM_SQL, originKey } from './delivery-claim.js'
-import type { Store } from './index.js'
+import type { SqliteStore } from './index.js'
 import { deliveryIdOf, requestIdOf, requestListQuery, type NewRequest } from './requests.js'
 import { sweepRetention } from './retention.js'
 
 const NOW = Date.UTC(2026, 0, 1)
 const DAY = 86_400_000
 
-let store: Store
+let store: SqliteStore
 let cleanup: () => void
 beforeEach(() => {
-  ;({ store, cleanup } = tempStore())
+  ;({ store, cleanup } = tempSqliteStore())
 })
 afterEach(() => cleanup())
 

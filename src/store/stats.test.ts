@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { tempStore } from '../../test/helpers.js'
+import { tempSqliteStore } from '../../test/helpers.js'
 
 let cleanup: (() => void) | undefined
 afterEach(() => cleanup?.())
@@ -8,7 +8,7 @@ const NOW = Date.UTC(2026, 0, 1)
 
 describe('stats', () => {
   it('oldest pending is the oldest pending delivery by creation, a scheduled retry included; next due is the earliest due time', () => {
-    const t = tempStore()
+    const t = tempSqliteStore()
     cleanup = t.cleanup
     const { store } = t
     const add = (tag: string, createdAt: number, nextAttemptAt: number): string =>
