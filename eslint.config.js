@@ -84,4 +84,15 @@ export default tseslint.config(
     ignores: ['src/store/**', '**/*.test.ts'],
     rules: { 'no-restricted-syntax': ['error', sqlOutsideStore] },
   },
+  {
+    // The store is asynchronous (docs/architecture.md): a promise left unawaited, or tested as a
+    // value, is a write that may not have happened or a row that was never read.
+    files: ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: dirname(fileURLToPath(import.meta.url)) } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
+      '@typescript-eslint/await-thenable': 'error',
+    },
+  },
 )
