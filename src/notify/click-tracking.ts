@@ -15,7 +15,7 @@ export interface ClickTracking {
    * inbox message when there is one) and returns the notification's recorded http(s) action_url;
    * null for a tampered or unknown link, another recipient's, or a URL that is not http(s).
    */
-  follow(signed: string): string | null
+  follow(signed: string): Promise<string | null>
 }
 
 /** What click tracking needs. */
@@ -35,19 +35,23 @@ export function createClickTracking(deps: ClickTrackingDeps): ClickTracking {
       if (!config.trackClicks || !isHttpUrl(p.action_url)) return null
       return `${config.publicUrl}/c/${signClickLink(tokenKey, { notificationId: p.notification_id, recipient: p.recipient.id })}`
     },
-    follow(signed) {
+    async follow(signed) {
       const claims = verifyClickLink(tokenKey, signed)
       if (!claims) return null
-      const n = store.notifications.get(claims.notificationId)
-      if (!n) return null
-      const url = parseJsonOr<{ action_url?: unknown }>(n.request, {}).action_url
-      if (typeof url !== 'string' || !isHttpUrl(url)) return null
-      if (!store.receipts.hasDelivery(claims.notificationId, claims.recipient, 'email')) return null
-      const now = clock.now()
-      store.receipts.click(claims.notificationId, claims.recipient, now)
-      const message = store.inbox.messageOf(claims.notificationId, claims.recipient)
-      if (message !== null) inboxes.of(claims.recipient).clicked([message])
-      return url
+      // The checks and the click in one transaction: retention may remove the notification between them.
+      const found = await store.tx(async (s) => {
+        const n = await s.notifications.get(claims.notificationId)
+        if (!n) return null
+        const url = parseJsonOr<{ action_url?: unknown }>(n.request, {}).action_url
+        if (typeof url !== 'string' || !isHttpUrl(url)) return null
+        if (!(await s.receipts.hasDelivery(claims.notificationId, claims.recipient, 'email'))) return null
+        await s.receipts.click(claims.notificationId, claims.recipient, clock.now())
+        return { url, message: await s.inbox.messageOf(claims.notificationId, claims.recipient) }
+      })
+      if (found === null) return null
+      // The inbox's own change, after the commit: it publishes the message's new state to live streams.
+      if (found.message !== null) await inboxes.of(claims.recipient).clicked([found.message])
+      return found.url
     },
   }
 }

@@ -34,36 +34,36 @@ type Template = z.infer<typeof TemplateOut>
 /** Users, subscriptions, preferences and templates. */
 export interface DirectoryService {
   users: {
-    put(id: string, input: UserInputBody): { user: User; created: boolean }
-    get(id: string): User
-    delete(id: string): void
+    put(id: string, input: UserInputBody): Promise<{ user: User; created: boolean }>
+    get(id: string): Promise<User>
+    delete(id: string): Promise<void>
     /** Newest first, filtered by role, team and a substring. */
-    list(query: UserQuery, page?: PageRequest): Page<User>
+    list(query: UserQuery, page?: PageRequest): Promise<Page<User>>
   }
   subscriptions: {
     /** Subscribes (`enabled` defaults to true); `enabled: false` keeps the row but stops its notifications. */
-    put(input: { topic: string; principal: string; enabled?: boolean }): Subscription
-    delete(input: { topic: string; principal: string }): void
-    list(topic?: string, page?: PageRequest): Page<Subscription>
+    put(input: { topic: string; principal: string; enabled?: boolean }): Promise<Subscription>
+    delete(input: { topic: string; principal: string }): Promise<void>
+    list(topic?: string, page?: PageRequest): Promise<Page<Subscription>>
   }
   preferences: {
-    put(input: PreferenceInput): Preference
-    list(userId: string, page?: PageRequest): Page<Preference>
+    put(input: PreferenceInput): Promise<Preference>
+    list(userId: string, page?: PageRequest): Promise<Page<Preference>>
   }
   templates: {
-    put(input: TemplateInputBody): Template
-    list(topic?: string, page?: PageRequest): Page<Template>
+    put(input: TemplateInputBody): Promise<Template>
+    list(topic?: string, page?: PageRequest): Promise<Page<Template>>
   }
 }
 
 const badCursor = () => errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
 
 /** One page of a list read by position (a user's preferences: at most their topics × channels). */
-function pageOf<T, J>(page: PageRequest | undefined, read: (slice: ListSlice) => T[], toJson: (row: T) => J): Page<J> {
+async function pageOf<T, J>(page: PageRequest | undefined, read: (slice: ListSlice) => Promise<T[]>, toJson: (row: T) => J): Promise<Page<J>> {
   const limit = pageSize(page?.limit)
   const offset = page?.cursor ? decodeOffsetCursor(page.cursor) : 0
   if (offset === null) throw badCursor()
-  const rows = read({ limit: limit + 1, offset })
+  const rows = await read({ limit: limit + 1, offset })
   const more = rows.length > limit
   return { data: rows.slice(0, limit).map(toJson), next_cursor: more ? encodeOffsetCursor(offset + limit) : null }
 }
@@ -72,16 +72,16 @@ function pageOf<T, J>(page: PageRequest | undefined, read: (slice: ListSlice) =>
  * One page of a list read by sort key: the rows after the cursor's row, and as next cursor the
  * key of the page's last row. `decode` refuses cursors of other lists.
  */
-export function pageByKey<T, K, J>(
+export async function pageByKey<T, K, J>(
   page: PageRequest | undefined,
   cursor: { encode(row: T): string; decode(cursor: string): K | null },
-  read: (slice: KeySlice<K>) => T[],
+  read: (slice: KeySlice<K>) => Promise<T[]>,
   toJson: (row: T) => J,
-): Page<J> {
+): Promise<Page<J>> {
   const limit = pageSize(page?.limit)
   const after = page?.cursor ? cursor.decode(page.cursor) : null
   if (page?.cursor && after === null) throw badCursor()
-  const rows = read({ limit: limit + 1, after })
+  const rows = await read({ limit: limit + 1, after })
   if (rows.length <= limit) return { data: rows.map(toJson), next_cursor: null }
   const data = rows.slice(0, limit)
   return { data: data.map(toJson), next_cursor: cursor.encode(data[limit - 1]!) }
@@ -108,32 +108,32 @@ export function normalizePrincipal(principal: string): string {
 export function createDirectoryService(store: Store, clock: Clock): DirectoryService {
   return {
     users: {
-      put(id, input) {
+      async put(id, input) {
         assertUserId(id)
-        const { user, created } = store.directory.putUser(id, input, clock.now())
+        const { user, created } = await store.directory.putUser(id, input, clock.now())
         return { user: userJson(user), created }
       },
-      get(id) {
+      async get(id) {
         assertUserId(id)
-        const u = store.directory.getUser(id)
+        const u = await store.directory.getUser(id)
         if (!u) throw errors.notFound('User')
         return userJson(u)
       },
-      delete(id) {
+      async delete(id) {
         assertUserId(id)
-        if (!store.directory.deleteUser(id)) throw errors.notFound('User')
+        if (!(await store.directory.deleteUser(id))) throw errors.notFound('User')
       },
       list: (query, page) =>
         pageByKey(page, userListCursor, (slice) => store.userList.list({ role: query.role ?? null, team: query.team ?? null, q: query.q ?? null }, slice), userJson),
     },
     subscriptions: {
-      put({ topic, principal, enabled }) {
+      async put({ topic, principal, enabled }) {
         assertPrincipal(principal)
-        return subscriptionJson(store.directory.putSubscription(topic, normalizePrincipal(principal), clock.now(), enabled ?? true))
+        return subscriptionJson(await store.directory.putSubscription(topic, normalizePrincipal(principal), clock.now(), enabled ?? true))
       },
-      delete({ topic, principal }) {
+      async delete({ topic, principal }) {
         assertPrincipal(principal)
-        if (!store.directory.deleteSubscription(topic, normalizePrincipal(principal))) throw errors.notFound('Subscription')
+        if (!(await store.directory.deleteSubscription(topic, normalizePrincipal(principal)))) throw errors.notFound('Subscription')
       },
       list(topic, page) {
         const cursor = {
@@ -148,12 +148,12 @@ export function createDirectoryService(store: Store, clock: Clock): DirectorySer
       },
     },
     preferences: {
-      put(p) {
+      async put(p) {
         if (p.user_id !== '*') assertUserId(p.user_id, 'user_id', 'body')
         const ineffective = ineffectiveFields({ channel: p.channel, digest: p.digest, quietHours: p.quiet_hours })
         if (ineffective.length > 0) throw errors.validation(ineffective.map((f) => ({ ...f, in: 'body' })))
         return preferenceJson(
-          store.directory.putPreference({
+          await store.directory.putPreference({
             userId: p.user_id,
             topic: p.topic,
             channel: p.channel,
@@ -164,21 +164,21 @@ export function createDirectoryService(store: Store, clock: Clock): DirectorySer
           }),
         )
       },
-      list: (userId, page) => {
+      list: async (userId, page) => {
         // "*" lists the rows that apply to every user.
         if (userId !== '*') assertUserId(userId)
         return pageOf(page, (slice) => store.directory.preferencesOfUser(userId, slice), preferenceJson)
       },
     },
     templates: {
-      put: (t) => {
+      put: async (t) => {
         const issues = (['subject', 'body'] as const).flatMap((field) => {
           const error = templateSyntaxError(t[field] ?? '')
           return error === null ? [] : [{ field, message: `invalid Liquid template: ${error}`, in: 'body' }]
         })
         if (issues.length > 0) throw errors.validation(issues)
         return templateJson(
-          store.directory.putTemplate(
+          await store.directory.putTemplate(
             {
               topic: t.topic,
               channel: t.channel,

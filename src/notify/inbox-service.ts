@@ -37,28 +37,32 @@ export interface Updated {
  * and with an app-limited token to that application's.
  */
 export interface UserInbox {
-  list(opts?: InboxListOptions): InboxListJson
+  list(opts?: InboxListOptions): Promise<InboxListJson>
   /** The unread count the token may see: the user's, or the token's application's. */
-  unreadCount(): number
-  counts(opts?: InboxCountsOptions): InboxCountsJson
-  read(ids: readonly string[]): Updated
-  unread(ids: readonly string[]): Updated
-  seen(ids: readonly string[]): Updated
-  archive(ids: readonly string[]): Updated
-  unarchive(ids: readonly string[]): Updated
-  clicked(ids: readonly string[]): Updated
-  unsnooze(ids: readonly string[]): Updated
+  unreadCount(): Promise<number>
+  counts(opts?: InboxCountsOptions): Promise<InboxCountsJson>
+  read(ids: readonly string[]): Promise<Updated>
+  unread(ids: readonly string[]): Promise<Updated>
+  seen(ids: readonly string[]): Promise<Updated>
+  archive(ids: readonly string[]): Promise<Updated>
+  unarchive(ids: readonly string[]): Promise<Updated>
+  clicked(ids: readonly string[]): Promise<Updated>
+  unsnooze(ids: readonly string[]): Promise<Updated>
   /** Hides the messages until `until` (epoch ms, in the future, at most 90 days ahead). */
-  snooze(ids: readonly string[], until: number): Updated
-  readAll(filter?: InboxFilterInput): Updated
-  seenAll(filter?: InboxFilterInput): Updated
-  archiveAll(filter?: InboxFilterInput): Updated
+  snooze(ids: readonly string[], until: number): Promise<Updated>
+  readAll(filter?: InboxFilterInput): Promise<Updated>
+  seenAll(filter?: InboxFilterInput): Promise<Updated>
+  archiveAll(filter?: InboxFilterInput): Promise<Updated>
   /** Logged stream events after `afterSeq` (Last-Event-ID replay), as this token may see them. */
-  replay(afterSeq: number): StreamEvent[]
+  replay(afterSeq: number): Promise<StreamEvent[]>
   /** The id of the user's latest stream event (0 before the first). */
-  lastSeq(): number
-  /** A live event as this token may see it, or null when it concerns another application. */
-  scope(event: StreamEvent): StreamEvent | null
+  lastSeq(): Promise<number>
+  /**
+   * A live event as this token may see it, or null when it concerns another application. Never
+   * rejects: an app-limited `unread_count` whose count cannot be read is left out (the next one
+   * carries it). Resolve these in the order the events came, as the SSE stream does.
+   */
+  scope(event: StreamEvent): Promise<StreamEvent | null>
 }
 
 /** Dependencies of the inboxes. */
@@ -67,16 +71,16 @@ export interface InboxServiceDeps {
   clock: Clock
   log: Log
   hub: InboxStreamHub
-  /** Throws 404 unless `appId` names an application (wired to the apps table by the integrator). */
-  requireApp: (appId: string) => void
+  /** Rejects with 404 unless `appId` names an application (wired to the apps table by the integrator). */
+  requireApp: (appId: string) => Promise<void>
 }
 
 /** The inboxes and the snooze waker. */
 export interface InboxService {
   /** The inbox of `userId` as a token limited to `appId` (null: every application) sees it. */
   of(userId: string, appId?: string | null): UserInbox
-  /** Wakes every message whose snooze has ended, pushes them to live streams, and re-arms the timer. */
-  wake(): void
+  /** Wakes every message whose snooze has ended, pushes them to live streams, and re-arms the timer. Never rejects. */
+  wake(): Promise<void>
   /** Stops the wake-up timer. */
   close(): void
 }
@@ -100,6 +104,10 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
   let timer: NodeJS.Timeout | null = null
   let armedFor: number | null = null
   let closed = false
+  // Reads of the next wake-up, numbered as issued: one that finishes after a later-issued one is
+  // stale (it may predate a snooze that the later one saw) and is dropped.
+  let armsIssued = 0
+  let armsApplied = 0
 
   const publish = (userId: string, r: ChangeResult): Updated => {
     hub.publish(userId, r.events)
@@ -117,80 +125,111 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
     timer = setTimeout(() => {
       timer = null
       armedFor = null
-      wake()
+      void wake()
     }, Math.min(Math.max(next - clock.now(), 0), MAX_TIMER_MS))
     timer.unref()
   }
-  const arm = (): void => armAt(closed ? null : store.inbox.nextWake())
 
-  const wakeDue = (now: number): void => {
+  /** A busy or read-only database: try again later rather than at once (the next read or snooze also tries). */
+  const retryLater = (err: unknown): void => {
+    if (closed) return
+    log.warn({ err }, 'inbox snooze wake-up failed; retrying')
+    armAt(clock.now() + WAKE_RETRY_MS)
+  }
+
+  /** Arms the timer for the next wake-up in the store. Never rejects. */
+  const arm = async (): Promise<void> => {
+    if (closed) return
+    const ticket = ++armsIssued
+    let next: number | null
+    try {
+      next = await store.inbox.nextWake()
+    } catch (err) {
+      return retryLater(err)
+    }
+    if (ticket <= armsApplied) return
+    armsApplied = ticket
+    armAt(next)
+  }
+
+  const wakeDue = async (now: number): Promise<void> => {
     for (;;) {
-      const woken = store.inbox.wakeDue(now)
+      const woken = await store.inbox.wakeDue(now)
       if (woken.size === 0) return
       for (const [userId, events] of woken) hub.publish(userId, events)
     }
   }
 
-  const wake = (): void => {
+  const wake = async (): Promise<void> => {
     try {
-      wakeDue(clock.now())
-      arm()
+      await wakeDue(clock.now())
     } catch (err) {
-      // A busy or read-only database: try again later rather than at once (the next read or
-      // snooze also tries).
-      log.warn({ err }, 'inbox snooze wake-up failed; retrying')
-      armAt(clock.now() + WAKE_RETRY_MS)
+      return retryLater(err)
     }
+    await arm()
   }
 
   /** Wakes what is due before a read, so lists and counts are exact at `now`. */
-  const catchUp = (): void => {
-    const next = store.inbox.nextWake()
-    if (next !== null && next <= clock.now()) wake()
+  const catchUp = async (): Promise<void> => {
+    const next = await store.inbox.nextWake()
+    if (next !== null && next <= clock.now()) await wake()
   }
 
   const of = (userId: string, tokenApp: string | null = null): UserInbox => {
     /** The app a request may see: the token's, or the one it names (which must exist). */
-    const appOf = (requested: string | undefined | null): string | null => {
+    const appOf = async (requested: string | undefined | null): Promise<string | null> => {
       if (requested === undefined || requested === null) return tokenApp
       // Another application is 404, as if it did not exist, like a scoped key's filter (docs/applications.md).
       if (tokenApp !== null && requested !== tokenApp) throw errors.notFound('Application')
-      deps.requireApp(requested)
+      await deps.requireApp(requested)
       return requested
     }
-    const unreadCount = (): number => {
-      catchUp()
-      return tokenApp === null ? store.inbox.unreadCount(userId) : store.inbox.counts(userId, { appId: tokenApp }, []).all.unreadCount
+    /** The unread count this token may see, without the catch-up (its caller did it). */
+    const countUnread = async (): Promise<number> =>
+      tokenApp === null ? store.inbox.unreadCount(userId) : (await store.inbox.counts(userId, { appId: tokenApp }, [])).all.unreadCount
+    const unreadCount = async (): Promise<number> => {
+      await catchUp()
+      return countUnread()
     }
-    const change = (c: InboxStateChange) => (ids: readonly string[]) => {
-      catchUp()
-      return publish(userId, store.inbox.changeState(userId, tokenApp, [...new Set(ids)], c, clock.now()))
+    const change = (c: InboxStateChange) => async (ids: readonly string[]): Promise<Updated> => {
+      await catchUp()
+      return publish(userId, await store.inbox.changeState(userId, tokenApp, [...new Set(ids)], c, clock.now()))
     }
-    const bulk = (c: InboxBulkChange) => (f: InboxFilterInput = {}) => {
-      catchUp()
-      const sel = { topic: f.topic ?? null, tags: f.tags ?? null, appId: appOf(f.app_id), read: f.read ?? null }
-      return publish(userId, store.inbox.bulk(userId, c, sel, clock.now()))
+    const bulk = (c: InboxBulkChange) => async (f: InboxFilterInput = {}): Promise<Updated> => {
+      await catchUp()
+      const sel = { topic: f.topic ?? null, tags: f.tags ?? null, appId: await appOf(f.app_id), read: f.read ?? null }
+      return publish(userId, await store.inbox.bulk(userId, c, sel, clock.now()))
+    }
+    /**
+     * An app-limited token's stream: other applications' messages are left out, and an
+     * `unread_count` carries the count of the token's application (read when it is scoped).
+     */
+    const scopeEvent = async (e: StreamEvent): Promise<StreamEvent | null> => {
+      if (tokenApp === null) return e
+      if (e.kind === 'notification') return e.data.app_id === tokenApp ? e : null
+      if (e.kind === 'unread_count') return { ...e, data: { unread_count: await countUnread() } }
+      return e
     }
     return {
-      list(o = {}) {
-        catchUp()
-        const page = store.inbox.list(userId, {
+      async list(o = {}) {
+        await catchUp()
+        const page = await store.inbox.list(userId, {
           status: o.status ?? 'all',
           archived: o.archived ?? false,
           snoozed: o.snoozed ?? false,
           ...(o.topic !== undefined ? { topic: o.topic } : {}),
           ...(o.tags !== undefined ? { tags: o.tags } : {}),
-          appId: appOf(o.app_id),
+          appId: await appOf(o.app_id),
           limit: pageSize(o.limit),
           cursor: o.cursor ?? null,
         })
-        return { data: page.data.map(messageJson), unread_count: unreadCount(), next_cursor: page.nextCursor }
+        return { data: page.data.map(messageJson), unread_count: await countUnread(), next_cursor: page.nextCursor }
       },
       unreadCount,
-      counts(o = {}) {
-        catchUp()
+      async counts(o = {}) {
+        await catchUp()
         const tags = o.tags ?? []
-        const { all, byTag } = store.inbox.counts(userId, { topic: o.topic ?? null, appId: appOf(o.app_id) }, tags)
+        const { all, byTag } = await store.inbox.counts(userId, { topic: o.topic ?? null, appId: await appOf(o.app_id) }, tags)
         const by_tag: InboxCountsJson['by_tag'] = {}
         for (const t of tags) by_tag[t] = countsJson(byTag.get(t)!)
         return { ...countsJson(all), by_tag }
@@ -201,49 +240,42 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
       archive: change('archive'),
       unarchive: change('unarchive'),
       clicked: change('clicked'),
-      unsnooze: (ids) => {
-        const r = change('unsnooze')(ids)
-        arm()
+      async unsnooze(ids) {
+        const r = await change('unsnooze')(ids)
+        await arm()
         return r
       },
-      snooze(ids, until) {
-        catchUp()
+      async snooze(ids, until) {
+        await catchUp()
         const now = clock.now()
         if (!(until > now) || until - now > MAX_SNOOZE_MS) {
           throw errors.validation([{ field: 'until', message: 'must be in the future and at most 90 days ahead', in: 'body' }])
         }
-        const r = publish(userId, store.inbox.snooze(userId, tokenApp, [...new Set(ids)], until, now))
-        arm()
+        const r = publish(userId, await store.inbox.snooze(userId, tokenApp, [...new Set(ids)], until, now))
+        await arm()
         return r
       },
       readAll: bulk('read_all'),
       seenAll: bulk('seen_all'),
       archiveAll: bulk('archive_all'),
-      replay: (afterSeq) => {
+      async replay(afterSeq) {
         const out: StreamEvent[] = []
-        for (const e of store.inbox.replay(userId, afterSeq)) {
-          const scoped = scopeEvent(e)
+        for (const e of await store.inbox.replay(userId, afterSeq)) {
+          const scoped = await scopeEvent(e)
           if (scoped) out.push(scoped)
         }
         return out
       },
       lastSeq: () => store.inbox.lastSeq(userId),
-      scope: (e) => scopeEvent(e),
-    }
-
-    /**
-     * An app-limited token's stream: other applications' messages are left out, and an
-     * `unread_count` carries the count of the token's application (read when it is sent).
-     */
-    function scopeEvent(e: StreamEvent): StreamEvent | null {
-      if (tokenApp === null) return e
-      if (e.kind === 'notification') return e.data.app_id === tokenApp ? e : null
-      if (e.kind === 'unread_count') return { ...e, data: { unread_count: store.inbox.counts(userId, { appId: tokenApp }, []).all.unreadCount } }
-      return e
+      scope: (e) =>
+        scopeEvent(e).catch((err: unknown) => {
+          log.warn({ err, user: userId }, 'inbox stream: the unread count of the token application could not be read; event left out')
+          return null
+        }),
     }
   }
 
-  arm()
+  void arm()
   return {
     of,
     wake,

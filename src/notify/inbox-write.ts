@@ -17,10 +17,10 @@ export type WrittenInbox = Map<string, StreamEvent[]>
  * accept transaction of POST /v1/notifications (rows written as delivered) and the inbox channel
  * sender (rows the dispatcher claimed: a redeliver, a recover, rows enqueued by older versions).
  * Idempotent per delivery id, with the unread counters and stream ids moved in the same
- * statements; runs inside the caller's transaction, or in its own. External recipients have no
- * inbox: callers never pass them.
+ * statements; runs inside the caller's transaction (given that transaction's store), or in its
+ * own. External recipients have no inbox: callers never pass them.
  */
-export function writeInboxMessages(store: Store, writes: readonly InboxWrite[], now: number): WrittenInbox {
+export function writeInboxMessages(s: Store, writes: readonly InboxWrite[], now: number): Promise<WrittenInbox> {
   const messages: NewInboxMessage[] = []
   for (const w of writes) {
     const p = w.payload
@@ -39,7 +39,7 @@ export function writeInboxMessages(store: Store, writes: readonly InboxWrite[], 
       payload: p.payload,
     })
   }
-  return store.inbox.insertMessages(messages, now)
+  return s.inbox.insertMessages(messages, now)
 }
 
 /** Pushes written messages to their users' live SSE streams; call only after the write committed. */

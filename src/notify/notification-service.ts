@@ -34,18 +34,18 @@ export interface NotificationListQuery {
 
 /** Sending notifications and the operator's view of them. */
 export interface NotificationService {
-  send(input: NotificationInput): SendResult
-  get(id: string): NotificationJson
-  list(query: NotificationListQuery): Page<SummaryJson>
+  send(input: NotificationInput): Promise<SendResult>
+  get(id: string): Promise<NotificationJson>
+  list(query: NotificationListQuery): Promise<Page<SummaryJson>>
 }
 
 /** What the notification service needs. */
 export interface NotificationServiceDeps {
   store: Store
   /** The accept transaction (pipeline.ts). */
-  accept: (req: NotificationRequest) => SendResult
-  /** Throws 404 unless `appId` names an application. */
-  requireApp: (appId: string) => void
+  accept: (req: NotificationRequest) => Promise<SendResult>
+  /** Rejects with 404 unless `appId` names an application. */
+  requireApp: (appId: string) => Promise<void>
 }
 
 const summaryJson = (n: NotificationRow): SummaryJson => ({
@@ -84,7 +84,7 @@ const timeOf = (iso: string | undefined, field: string): number | null => {
 export function createNotificationService(deps: NotificationServiceDeps): NotificationService {
   const { store, accept, requireApp } = deps
   return {
-    send(input) {
+    async send(input) {
       const recipients = input.recipients ?? ['subscribers']
       const issues = recipients.flatMap((r, i) => {
         const message = selectorError(r)
@@ -95,7 +95,7 @@ export function createNotificationService(deps: NotificationServiceDeps): Notifi
       }
       if (issues.length > 0) throw errors.validation(issues.slice(0, 50))
       const appId = input.app_id ?? 'default'
-      requireApp(appId)
+      await requireApp(appId)
       return accept({
         topic: input.topic,
         recipients,
@@ -110,12 +110,16 @@ export function createNotificationService(deps: NotificationServiceDeps): Notifi
         app_id: appId,
       })
     },
-    get(id) {
-      const n = store.notifications.get(id)
+    async get(id) {
+      // Four independent reads, issued together (on PostgreSQL they run at once on the pool).
+      const [n, counts, receipts, deliveries] = await Promise.all([
+        store.notifications.get(id),
+        store.deliveries.countsByNotification(id),
+        store.receipts.receipts(id, NOTIFICATION_DELIVERIES_SHOWN + 1),
+        store.deliveries.byNotification(id, NOTIFICATION_DELIVERIES_SHOWN),
+      ])
       if (!n) throw errors.notFound('Notification')
-      const counts = store.deliveries.countsByNotification(id)
       const total = Object.values(counts).reduce((a, b) => a + b, 0)
-      const receipts = store.receipts.receipts(id, NOTIFICATION_DELIVERIES_SHOWN + 1)
       return {
         id: n.id,
         app_id: n.appId,
@@ -129,7 +133,7 @@ export function createNotificationService(deps: NotificationServiceDeps): Notifi
         receipts_truncated: receipts.length > NOTIFICATION_DELIVERIES_SHOWN,
         delivery_counts: counts,
         deliveries_truncated: total > NOTIFICATION_DELIVERIES_SHOWN,
-        deliveries: store.deliveries.byNotification(id, NOTIFICATION_DELIVERIES_SHOWN).map((d) => ({
+        deliveries: deliveries.map((d) => ({
           id: d.id,
           recipient: d.recipient ?? '',
           // The stored name, as GET /v1/deliveries shows it: `notify-webhook` for the webhook channel.
@@ -142,12 +146,12 @@ export function createNotificationService(deps: NotificationServiceDeps): Notifi
         })),
       }
     },
-    list(q) {
-      if (q.app_id !== undefined) requireApp(q.app_id)
+    async list(q) {
+      if (q.app_id !== undefined) await requireApp(q.app_id)
       const limit = pageSize(q.limit)
       const after = q.cursor ? decodeIdCursor(q.cursor, 'ntf') : null
       if (q.cursor && after === null) throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
-      const rows = store.notifications.list({
+      const rows = await store.notifications.list({
         topic: q.topic ?? null,
         appId: q.app_id ?? null,
         userId: q.user_id ?? null,

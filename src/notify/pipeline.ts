@@ -84,24 +84,28 @@ interface Accepted {
 }
 
 /**
- * Builds `send`: one IMMEDIATE transaction per notification covering dedup, recipients,
+ * Builds `send`: one transaction per notification (IMMEDIATE on SQLite) covering dedup, recipients,
  * preferences, schedule, rendering and one delivery per (notification, recipient, channel).
  * The inbox is written in that transaction too (docs/notifications-basics.md: it is written at once): each inbox
  * delivery is inserted already delivered with its message, unread counter and stream ids, so no
  * claim or settle ever touches it; after commit the messages go to the live streams. Email and
  * webhook deliveries are enqueued for the dispatcher.
+ *
+ * Each delivery row is one awaited store call, one after another: on SQLite the call has run
+ * when it returns (the await costs a resolved promise beside the row's insert), and a PostgreSQL
+ * transaction is one connection that would run overlapped calls in turn anyway.
  */
-export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) => SendResult {
+export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) => Promise<SendResult> {
   const { store, config, clock, log, hub, observer } = deps
   const render = deps.rendering?.render ?? createRenderer()
   const timer = deps.rendering?.now ?? (() => performance.now())
   const maxAttempts = maxAttemptsFor(config.notificationRetrySchedule)
 
-  const accept = (req: NotificationRequest): Accepted =>
-    store.tx(() => {
+  const accept = (req: NotificationRequest): Promise<Accepted> =>
+    store.tx(async (s) => {
       const now = clock.now()
       if (req.dedup_key !== null) {
-        const prior = store.notifications.byDedupKey(req.dedup_key)
+        const prior = await s.notifications.byDedupKey(req.dedup_key)
         // dedup_key is unique over every application (one column): another application's key is a
         // 409, never that application's notification answered as this one's (docs/notifications.md).
         if (prior && prior.appId !== req.app_id) throw errors.conflict('This dedup_key is already used by a notification of another application')
@@ -111,10 +115,10 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
         }
       }
       const id = newId('ntf', now)
-      const recipients = resolveRecipients(req.recipients, req.topic, store.directory)
+      const recipients = await resolveRecipients(req.recipients, req.topic, s.directory)
       const templates = new Map<NotifyChannel, TemplateRow[]>()
-      for (const ch of req.channels) templates.set(ch, store.directory.activeTemplates(req.topic, ch))
-      const prefsOf = store.directory.preferencesForTopic(req.topic, recipients.map((r) => r.id))
+      for (const ch of req.channels) templates.set(ch, await s.directory.activeTemplates(req.topic, ch))
+      const prefsOf = await s.directory.preferencesForTopic(req.topic, recipients.map((r) => r.id))
       const cache = fanoutCache(req, createBudgetedRender({ render, timer, log, topic: req.topic, audience: recipients.length }), templates, config.mandatoryTopics)
       let deliveries = 0
       const inbox: InboxWrite[] = []
@@ -146,7 +150,7 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
             appId: req.app_id,
           }
           if (channel === 'inbox') {
-            const d = store.deliveries.insertDelivered(row, now)
+            const d = await s.deliveries.insertDelivered(row, now)
             if (d.created) {
               inbox.push({ deliveryId: d.id, payload: inboxPayload(req, id, r, rendered) })
               deliveries++
@@ -159,16 +163,16 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
             const reason = r.email === null ? 'no_address' : config.smtpUrl === null ? 'channel_not_configured' : row.groupKey !== null ? 'digested' : null
             if (reason !== null) suppressed.push({ recipient: r.id, channel: ch, reason })
           }
-          if (store.deliveries.enqueue(row, now).created) deliveries++
+          if ((await s.deliveries.enqueue(row, now)).created) deliveries++
         }
       }
-      store.receipts.suppress(id, suppressed, now)
+      await s.receipts.suppress(id, suppressed, now)
       // The inbox deliveries' one attempt each: writing their messages (as the sender logs it).
       const started = clock.now()
-      const written = writeInboxMessages(store, inbox, started)
+      const written = await writeInboxMessages(s, inbox, started)
       const durationMs = clock.now() - started
-      store.deliveries.logDelivered(inbox.map((w) => w.deliveryId), { startedAt: started, durationMs })
-      store.notifications.insert({
+      await s.deliveries.logDelivered(inbox.map((w) => w.deliveryId), { startedAt: started, durationMs })
+      await s.notifications.insert({
         id,
         appId: req.app_id,
         topic: req.topic,
@@ -183,8 +187,8 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
       return { result, written, delivered: inbox.length, durationMs }
     })
 
-  return (req) => {
-    const a = accept(req)
+  return async (req) => {
+    const a = await accept(req)
     if (a.written !== null) publishInboxEvents(hub, a.written)
     if (observer) for (let i = 0; i < a.delivered; i++) observer.attempt('inbox', 'success', a.durationMs)
     return a.result

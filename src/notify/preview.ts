@@ -42,8 +42,8 @@ const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ESCAPES[c
  * by locale fallback and the same renderer), without a notification, a delivery or a send.
  * A draft with a Liquid syntax error is 400 `validation_failed`, as its PUT would be.
  */
-export function previewTemplate(store: Store, render: Renderer, input: PreviewInput, now: number): PreviewOutput {
-  const user = input.user_id === undefined ? null : store.directory.getUser(input.user_id)
+export async function previewTemplate(store: Store, render: Renderer, input: PreviewInput, now: number): Promise<PreviewOutput> {
+  const user = input.user_id === undefined ? null : await store.directory.getUser(input.user_id)
   if (input.user_id !== undefined && user === null) throw errors.notFound('User')
   const locale = input.locale ?? user?.locale ?? null
   let template: TemplateRow | null
@@ -66,7 +66,7 @@ export function previewTemplate(store: Store, render: Renderer, input: PreviewIn
       active: true,
       createdAt: now,
     }
-  } else template = chooseTemplate(store.directory.activeTemplates(input.topic, input.channel), locale)
+  } else template = chooseTemplate(await store.directory.activeTemplates(input.topic, input.channel), locale)
   const ctx: RenderContext = {
     topic: input.topic,
     title: input.title ?? null,

@@ -1,6 +1,7 @@
+import type { Async } from '../store/contract.js'
 import type { MemberRow, UserRow } from '../store/directory.js'
 
-/** The directory lookups recipient resolution needs (the directory store satisfies it). */
+/** The directory lookups recipient resolution needs (the directory store satisfies its Async form). */
 export interface DirectoryLookup {
   getUser(id: string): UserRow | null
   userByEmail(email: string): UserRow | null
@@ -68,32 +69,34 @@ export function isEmailShaped(text: string): boolean {
  * `topic`, each principal expanded) and email-shaped strings (the user with that email, or
  * an external address only the email channel can reach).
  */
-export function resolveRecipients(selectors: readonly string[], topic: string, dir: DirectoryLookup): Recipient[] {
+export async function resolveRecipients(selectors: readonly string[], topic: string, dir: Async<DirectoryLookup>): Promise<Recipient[]> {
   const out = new Map<string, Recipient>()
-  const addUser = (id: string, known?: MemberRow): void => {
+  const addUser = async (id: string, known?: MemberRow): Promise<void> => {
     if (id.length === 0 || out.has(id)) return
-    const user = known ?? dir.getUser(id)
+    const user = known ?? (await dir.getUser(id))
     out.set(id, { id, kind: 'user', user, email: user?.email ?? null })
   }
-  const addMember = (u: MemberRow): void => addUser(u.id, u)
-  const expand = (selector: string, allowSubscribers: boolean): void => {
+  const addMembers = async (kind: 'role' | 'team', name: string): Promise<void> => {
+    for (const u of await dir.members(kind, name)) await addUser(u.id, u)
+  }
+  const expand = async (selector: string, allowSubscribers: boolean): Promise<void> => {
     const s = selector.trim()
     if (s === 'subscribers') {
-      if (allowSubscribers) for (const p of dir.subscribers(topic)) expand(p, false)
+      if (allowSubscribers) for (const p of await dir.subscribers(topic)) await expand(p, false)
       return
     }
     if (s.startsWith('user:')) return addUser(s.slice(5))
-    if (s.startsWith('role:')) return dir.members('role', s.slice(5)).forEach(addMember)
-    if (s.startsWith('team:')) return dir.members('team', s.slice(5)).forEach(addMember)
+    if (s.startsWith('role:')) return addMembers('role', s.slice(5))
+    if (s.startsWith('team:')) return addMembers('team', s.slice(5))
     if (isEmailShaped(s)) {
-      const user = dir.userByEmail(s)
+      const user = await dir.userByEmail(s)
       if (user) return addUser(user.id)
       const key = s.toLowerCase()
       if (!out.has(key)) out.set(key, { id: key, kind: 'external', user: null, email: s })
       return
     }
-    addUser(s)
+    return addUser(s)
   }
-  for (const s of selectors) expand(s, true)
+  for (const s of selectors) await expand(s, true)
   return [...out.values()]
 }

@@ -38,8 +38,8 @@ export interface NotifyDeps {
   tokenKey: Buffer | string
   /** Publishes an event through the webhook engine (the notify layer never imports webhooks). */
   publishEvent: PublishEvent
-  /** Throws 404 `not_found` unless the application exists (by default: in the apps table). */
-  requireApp?: (appId: string) => void
+  /** Rejects with 404 `not_found` unless the application exists (by default: in the apps table). */
+  requireApp?: (appId: string) => Promise<void>
   /** Keepalive comment interval of the SSE inbox stream; 25 s by default (tests shorten it). */
   streamKeepaliveMs?: number
   /** Live events one stream may hold unsent before it is cut off; the replay log's length by default. */
@@ -55,7 +55,7 @@ export interface NotifyService extends DirectoryService {
   notifications: NotificationService
   tokens: {
     /** A token for `userId`, limited to `appId`'s messages when given. */
-    issue(userId: string, ttlSeconds?: number, appId?: string): { token: string; expires_at: string; app_id: string | null }
+    issue(userId: string, ttlSeconds?: number, appId?: string): Promise<{ token: string; expires_at: string; app_id: string | null }>
     verify(token: string): UserTokenClaims | null
   }
   /** The inbox of `userId`, as a token limited to `appId` (null: every application) sees it. */
@@ -77,7 +77,11 @@ export interface NotifyService extends DirectoryService {
 /** Builds the notify service and its three channel senders. */
 export function createNotifyService(deps: NotifyDeps): NotifyService {
   const { store, config, clock, rng, log, tokenKey } = deps
-  const requireApp = deps.requireApp ?? ((appId: string) => void requireAppIn(store, appId))
+  const requireApp =
+    deps.requireApp ??
+    (async (appId: string): Promise<void> => {
+      await requireAppIn(store, appId)
+    })
   const schedule = config.notificationRetrySchedule
   const hub = createInboxStreamHub()
   const accept = createPipeline({ store, config, clock, log, hub, observer: deps.observer, rendering: deps.rendering })
@@ -91,9 +95,9 @@ export function createNotifyService(deps: NotifyDeps): NotifyService {
     ...createDirectoryService(store, clock),
     notifications: createNotificationService({ store, accept, requireApp }),
     tokens: {
-      issue(userId, ttlSeconds, appId) {
+      async issue(userId, ttlSeconds, appId) {
         assertUserId(userId)
-        if (appId !== undefined) requireApp(appId)
+        if (appId !== undefined) await requireApp(appId)
         const expiresAt = clock.now() + (ttlSeconds !== undefined ? ttlSeconds * 1000 : 86_400_000)
         return { token: issueUserToken(tokenKey, userId, expiresAt, appId ?? null), expires_at: toIso(expiresAt), app_id: appId ?? null }
       },

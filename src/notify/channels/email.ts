@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import type { Transporter } from 'nodemailer'
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js'
 import type { Store } from '../../store/index.js'
-import type { ClaimedDelivery } from '../../store/deliveries.js'
+import type { ClaimedDelivery, DeliveryStatus } from '../../store/deliveries.js'
 import type { ChannelResult, ChannelSender, DispatchObserver } from '../../delivery/channel.js'
 import type { Clock, Rng } from '../../lib/clock.js'
 import type { Log } from '../../log.js'
@@ -167,10 +167,10 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     const claimedIds = new Set(claimed.map((w) => w.delivery.id))
     // The members still pending go into this message, so hold them out of reach of claims until
     // it is sent: otherwise a claim during the SMTP exchange would send them a second time.
-    const pending = store.tx(() => {
+    const pending = await store.tx(async (s) => {
       const now = clock.now()
-      const rows = store.deliveries.pendingInGroup(key, now).filter((d) => !claimedIds.has(d.id))
-      store.deliveries.holdPending(rows.map((d) => d.id), now + CHANNEL_TIMEOUT_MS, now)
+      const rows = (await s.deliveries.pendingInGroup(key, now)).filter((d) => !claimedIds.has(d.id))
+      await s.deliveries.holdPending(rows.map((d) => d.id), now + CHANNEL_TIMEOUT_MS, now)
       return rows
     })
     const titles = [
@@ -183,7 +183,7 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     const now = clock.now()
     if (sent.kind === 'snooze') {
       // Nothing was sent: the held members become due with the claimed ones.
-      store.tx(() => store.deliveries.holdPending(pending.map((d) => d.id), sent.at, now))
+      await store.deliveries.holdPending(pending.map((d) => d.id), sent.at, now)
       for (const w of claimed) w.resolve({ outcome: sent })
       return
     }
@@ -199,7 +199,11 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     // Each member carried by this message gets the attempt too (docs/delivery.md: each attempt is kept),
     // naming the delivery whose message it went out in.
     const carried = { ...a, responseBody: `sent in the message of ${first.delivery.id}${a.responseBody ? `: ${a.responseBody}` : ''}` }
-    const ended = store.tx(() => pending.map((d) => store.deliveries.carryGroupMember(d.id, o, carried, now)))
+    const ended = await store.tx(async (s) => {
+      const statuses: (DeliveryStatus | null)[] = []
+      for (const d of pending) statuses.push(await s.deliveries.carryGroupMember(d.id, o, carried, now))
+      return statuses
+    })
     for (const status of ended) if (status !== null) deps.observer?.attempt('email', status === 'dead' ? 'dead' : o.kind, a.durationMs)
     const spent = maxAttemptsFor(schedule)
     for (const w of claimed) w.resolve({ outcome: o.kind === 'retry' && w.delivery.attempts >= spent ? { kind: 'dead' } : o, attempt: a })

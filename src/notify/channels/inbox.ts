@@ -35,13 +35,13 @@ export function createInboxChannel(deps: InboxChannelDeps): ChannelSender {
   const { store, hub, clock, rng, log, schedule } = deps
   let batch: Waiting[] = []
 
-  const flush = (): void => {
+  const flush = async (): Promise<void> => {
     const items = batch
     batch = []
     const started = clock.now()
     let written: WrittenInbox
     try {
-      written = store.tx(() => writeInboxMessages(store, items.map((w) => w.write), started))
+      written = await store.tx((s) => writeInboxMessages(s, items.map((w) => w.write), started))
     } catch (err) {
       log.warn({ err, n: items.length }, 'inbox write failed')
       const now = clock.now()
@@ -62,7 +62,8 @@ export function createInboxChannel(deps: InboxChannelDeps): ChannelSender {
       if (!p) return Promise.resolve(deadWith('invalid_payload', clock.now()))
       if (p.recipient.external) return Promise.resolve(deadWith('no_inbox', clock.now()))
       return new Promise<ChannelResult>((resolve) => {
-        if (batch.length === 0) setImmediate(flush)
+        // flush settles every waiting send itself, on success and on failure: it never rejects.
+        if (batch.length === 0) setImmediate(() => void flush())
         batch.push({ delivery, write: { deliveryId: delivery.id, payload: p }, resolve })
       })
     },

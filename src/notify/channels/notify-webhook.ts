@@ -7,7 +7,7 @@ import { deadWith, readPayload, retryOrDead } from './common.js'
  * Publishes an event to the webhook engine in application `appId` (the notification's, `default`
  * when absent); `id` makes a re-sent delivery publish the same event.
  */
-export type PublishEvent = (type: string, data: Record<string, unknown>, id?: string, appId?: string) => void
+export type PublishEvent = (type: string, data: Record<string, unknown>, id?: string, appId?: string) => Promise<void>
 
 /** Dependencies of the notification webhook channel. */
 export interface NotifyWebhookDeps {
@@ -44,7 +44,7 @@ export function createNotifyWebhookChannel(deps: NotifyWebhookDeps): ChannelSend
       }
       try {
         // In the notification's own application: its endpoints, never another application's (docs/applications.md).
-        publishEvent(`notification.${p.topic}`, data, delivery.id, p.app_id ?? 'default')
+        await publishEvent(`notification.${p.topic}`, data, delivery.id, p.app_id ?? 'default')
         return { outcome: { kind: 'success' }, attempt: { startedAt: started, durationMs: clock.now() - started } }
       } catch (err) {
         log.warn({ err, delivery: delivery.id }, 'notification webhook publish failed')
