@@ -108,29 +108,29 @@ function floor(path: string, n: number): number {
 }
 
 /** µs of CPU per delivery for the queue (service enqueue, claimDue, settle with the attempt). */
-function queue(path: string, n: number): number {
+async function queue(path: string, n: number): Promise<number> {
   const store = openStore(path)
   const deps = { store, config: testConfig({ allowNetworks: ['127.0.0.0/8'] }), clock: systemClock, rng: Math.random, log: silentLogger() }
   const webhooks = createWebhookService(deps)
-  webhooks.endpoints.create({ url: 'http://127.0.0.1:9/hook', max_concurrency: CLAIM })
+  await webhooks.endpoints.create({ url: 'http://127.0.0.1:9/hook', max_concurrency: CLAIM })
   const opts = { limit: CLAIM, defaultTimeoutMs: 30_000, capacity: () => CLAIM }
   const c0 = cpuUs()
   for (let i = 0; i < n; i += BATCH) {
-    webhooks.events.sendMany(Array.from({ length: Math.min(BATCH, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
+    await webhooks.events.sendMany(Array.from({ length: Math.min(BATCH, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
   }
   let settled = 0
-  let claimed = store.deliveries.claimDue({ ...opts, now: Date.now() })
+  let claimed = await store.deliveries.claimDue({ ...opts, now: Date.now() })
   while (claimed.length > 0) {
     const now = Date.now()
     const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' } }))
     settled += results.length
-    claimed = store.tx(() => {
-      store.deliveries.settle(results, now)
-      return store.deliveries.claimDue({ ...opts, now })
+    claimed = await store.tx(async (s) => {
+      await s.deliveries.settle(results, now)
+      return s.deliveries.claimDue({ ...opts, now })
     })
   }
   const us = (cpuUs() - c0) / n
-  store.close()
+  await store.close()
   if (settled !== n) throw new Error(`queue: settled ${settled} of ${n}`)
   return us
 }
@@ -142,12 +142,12 @@ export async function run(): Promise<Figure[]> {
   const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-floor-'))
   try {
     floor(join(dir, 'warm-floor.db'), 2_000)
-    queue(join(dir, 'warm-queue.db'), 2_000)
+    await queue(join(dir, 'warm-queue.db'), 2_000)
     const f: number[] = []
     const q: number[] = []
     for (let r = 0; r < ROUNDS; r++) {
       f.push(floor(join(dir, `floor${r}.db`), DELIVERIES))
-      q.push(queue(join(dir, `queue${r}.db`), DELIVERIES))
+      q.push(await queue(join(dir, `queue${r}.db`), DELIVERIES))
       await new Promise((r) => setImmediate(r))
     }
     const fm = median(f)

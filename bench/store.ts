@@ -2,7 +2,7 @@
  * Store benchmark: enqueue (one row per commit, and 1,000 rows per commit) and claim+settle,
  * next to a bare better-sqlite3 INSERT loop into the same deliveries table, in the same run,
  * with the same pragmas (openStore → openDatabase). The bare loop is the ceiling: it skips id
- * generation, parameter mapping, dedup handling and the Store's transaction wrapper.
+ * generation, parameter mapping, dedup handling and the asynchronous Store's transactions and promises.
  *
  * Rows look like webhook deliveries: an endpoint and an event (both real rows, so the foreign
  * key checks run), a 30-character id, unique per event + endpoint. The box is shared,
@@ -49,7 +49,7 @@ const fmt = (n: number): string => n.toLocaleString('en-US')
 /** A fresh store with one endpoint and `n` events (setup, not measured). */
 function freshStore(dir: string, name: string, n: number): Store {
   const store = openStore(join(dir, `${name}.db`))
-  const db: Db = store.db
+  const db: Db = store.sqlite!.db
   db.prepare(SETUP.endpoint).run()
   const ev = db.prepare(SETUP.event)
   db.transaction(() => {
@@ -73,23 +73,23 @@ interface Figures {
   claimOnly: Rate
 }
 
-function measure(rows: number, fn: () => void): Rate {
+async function measure(rows: number, fn: () => void | Promise<void>): Promise<Rate> {
   const stop = stopwatch()
-  fn()
+  await fn()
   const t = stop()
   return { wall: rate(rows, t.wall), cpu: rate(rows, t.cpu) }
 }
 
-function round(dir: string, r: number): Figures {
+async function round(dir: string, r: number): Promise<Figures> {
   const total = SINGLE_ROWS + BATCH_ROWS
   // Bare ceiling: a prepared INSERT, BEGIN IMMEDIATE / COMMIT by hand.
   const bareStore = freshStore(dir, `bare${r}`, total)
-  const db: Db = bareStore.db
+  const db: Db = bareStore.sqlite!.db
   const insert = db.prepare(BARE_INSERT)
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
   const bareRow = (i: number): void => void insert.run(bareId(i), eventId(i), NOW, NOW, NOW)
-  const bareSingle = measure(SINGLE_ROWS, () => {
+  const bareSingle = await measure(SINGLE_ROWS, () => {
     for (let i = 0; i < SINGLE_ROWS; i++) {
       begin.run()
       bareRow(i)
@@ -99,10 +99,10 @@ function round(dir: string, r: number): Figures {
   const many = db.transaction((from: number) => {
     for (let i = from; i < from + BATCH; i++) bareRow(i)
   })
-  const bareBatched = measure(BATCH_ROWS, () => {
+  const bareBatched = await measure(BATCH_ROWS, () => {
     for (let i = SINGLE_ROWS; i < total; i += BATCH) many.immediate(i)
   })
-  bareStore.close()
+  await bareStore.close()
 
   // Postbox: store.tx + deliveries.enqueue, then claimDue + settle until the queue is empty.
   const store = freshStore(dir, `postbox${r}`, total)
@@ -114,13 +114,13 @@ function round(dir: string, r: number): Figures {
     maxAttempts: 8,
     nextAttemptAt: NOW,
   })
-  const single = measure(SINGLE_ROWS, () => {
-    for (let i = 0; i < SINGLE_ROWS; i++) store.tx(() => store.deliveries.enqueue(row(i), NOW))
+  const single = await measure(SINGLE_ROWS, async () => {
+    for (let i = 0; i < SINGLE_ROWS; i++) await store.tx((s) => s.deliveries.enqueue(row(i), NOW))
   })
-  const batched = measure(BATCH_ROWS, () => {
+  const batched = await measure(BATCH_ROWS, async () => {
     for (let i = SINGLE_ROWS; i < total; i += BATCH) {
-      store.tx(() => {
-        for (let j = i; j < i + BATCH; j++) store.deliveries.enqueue(row(j), NOW)
+      await store.tx(async (s) => {
+        for (let j = i; j < i + BATCH; j++) await s.deliveries.enqueue(row(j), NOW)
       })
     }
   })
@@ -128,10 +128,10 @@ function round(dir: string, r: number): Figures {
   let claimWall = 0
   let claimCpu = 0
   let done = 0
-  const claimSettle = measure(total, () => {
+  const claimSettle = await measure(total, async () => {
     for (;;) {
       const stop = stopwatch()
-      const claimed = store.deliveries.claimDue({ limit: CLAIM_BATCH, now: NOW, defaultTimeoutMs: 15_000 })
+      const claimed = await store.deliveries.claimDue({ limit: CLAIM_BATCH, now: NOW, defaultTimeoutMs: 15_000 })
       const t = stop()
       claimWall += t.wall
       claimCpu += t.cpu
@@ -142,12 +142,12 @@ function round(dir: string, r: number): Figures {
         outcome: { kind: 'success' },
         attempt: { startedAt: NOW, durationMs: 12, statusCode: 200, responseBody: 'ok' },
       }))
-      store.deliveries.settle(results, NOW)
+      await store.deliveries.settle(results, NOW)
       done += claimed.length
     }
   })
   if (done !== total) throw new Error(`claimed ${done} of ${total} rows`)
-  store.close()
+  await store.close()
   const claimOnly = { wall: rate(done, claimWall), cpu: rate(done, claimCpu) }
   return { bareSingle, bareBatched, single, batched, claimSettle, claimOnly }
 }
@@ -160,27 +160,27 @@ const OTHER = 'ep_01kdx000000000000000000001'
  * ms per claim of 10 due rows of one endpoint, with `backlog` older due rows of another endpoint
  * that has no free slot (docs/delivery.md isolation: the backlog must not make the claim slower).
  */
-function claimBehindBacklog(dir: string, backlog: number, name: string): number {
+async function claimBehindBacklog(dir: string, backlog: number, name: string): Promise<number> {
   const store = freshStore(dir, name, backlog + CLAIMS * 10)
-  store.db.prepare(SETUP.endpoint.replace(ENDPOINT, OTHER)).run()
+  store.sqlite!.db.prepare(SETUP.endpoint.replace(ENDPOINT, OTHER)).run()
   const row = (i: number, endpointId: string, at: number) => ({ channel: 'webhook' as const, eventId: eventId(i), endpointId, eventType: 'bench.event', maxAttempts: 8, nextAttemptAt: at })
   for (let i = 0; i < backlog; i += BATCH) {
-    store.tx(() => {
-      for (let j = i; j < Math.min(i + BATCH, backlog); j++) store.deliveries.enqueue(row(j, ENDPOINT, NOW - 1), NOW)
+    await store.tx(async (s) => {
+      for (let j = i; j < Math.min(i + BATCH, backlog); j++) await s.deliveries.enqueue(row(j, ENDPOINT, NOW - 1), NOW)
     })
   }
   let ms = 0
   for (let c = 0; c < CLAIMS; c++) {
-    store.tx(() => {
-      for (let j = 0; j < 10; j++) store.deliveries.enqueue(row(backlog + c * 10 + j, OTHER, NOW), NOW)
+    await store.tx(async (s) => {
+      for (let j = 0; j < 10; j++) await s.deliveries.enqueue(row(backlog + c * 10 + j, OTHER, NOW), NOW)
     })
     const t0 = performance.now()
-    const claimed = store.deliveries.claimDue({ limit: 64, now: NOW, defaultTimeoutMs: 15_000, capacity: (id) => (id === ENDPOINT ? 0 : 64), excludeEndpoints: [ENDPOINT] })
+    const claimed = await store.deliveries.claimDue({ limit: 64, now: NOW, defaultTimeoutMs: 15_000, capacity: (id) => (id === ENDPOINT ? 0 : 64), excludeEndpoints: [ENDPOINT] })
     ms += performance.now() - t0
     if (claimed.length !== 10) throw new Error(`claimed ${claimed.length} of 10`)
-    store.deliveries.settle(claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' } })), NOW)
+    await store.deliveries.settle(claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' } })), NOW)
   }
-  store.close()
+  await store.close()
   return ms / CLAIMS
 }
 
@@ -189,7 +189,7 @@ export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-'))
   try {
     const rounds: Figures[] = []
-    for (let r = 0; r < ROUNDS; r++) rounds.push(round(dir, r))
+    for (let r = 0; r < ROUNDS; r++) rounds.push(await round(dir, r))
     const best = (k: keyof Figures, by: keyof Rate): number => Math.max(...rounds.map((f) => f[k][by]))
     const lines: [string, keyof Figures, keyof Figures | null][] = [
       ['enqueue, 1 row per commit', 'single', 'bareSingle'],
@@ -209,8 +209,8 @@ export async function run(): Promise<void> {
       })
       console.log(`| ${name} | ${cells.join(' | ')} |`)
     }
-    const empty = Math.min(claimBehindBacklog(dir, 0, 'empty1'), claimBehindBacklog(dir, 0, 'empty2'))
-    const behind = Math.min(claimBehindBacklog(dir, BACKLOG, 'backlog1'), claimBehindBacklog(dir, BACKLOG, 'backlog2'))
+    const empty = Math.min(await claimBehindBacklog(dir, 0, 'empty1'), await claimBehindBacklog(dir, 0, 'empty2'))
+    const behind = Math.min(await claimBehindBacklog(dir, BACKLOG, 'backlog1'), await claimBehindBacklog(dir, BACKLOG, 'backlog2'))
     console.log(`claim of 10 rows behind ${fmt(BACKLOG)} due rows of a saturated endpoint: ${behind.toFixed(3)} ms; with no backlog: ${empty.toFixed(3)} ms; ratio ${(behind / empty).toFixed(1)} (best of 2, ${CLAIMS} claims each)`)
   } finally {
     rmSync(dir, { recursive: true, force: true })

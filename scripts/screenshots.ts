@@ -42,11 +42,11 @@ const dir = mkdtempSync(join(tmpdir(), 'postbox-shots-'))
 const real = Date.now()
 now = real - 24 * 60 * MINUTE
 const pb = await Postbox.open({ dataDir: dir, adminKey: ADMIN, allowNetworks: ['127.0.0.0/8'], port: 0, host: '127.0.0.1', log: silentLogger(), clock })
-pb.apps.create({ id: 'acme', name: 'Acme Inc.' })
-pb.apps.create({ id: 'globex', name: 'Globex' })
-const acme = pb.endpoints.create({ url: `${hook}/acme/webhooks`, description: 'Acme orders service', event_types: ['order.*', 'invoice.*'], app_id: 'acme' })
-pb.endpoints.create({ url: `${hook}/globex/hooks`, description: 'Globex billing', app_id: 'globex' })
-const flaky = pb.endpoints.create({ url: `${hook}/acme/legacy`, description: 'Legacy CRM (failing since noon)', event_types: ['invoice.*'], app_id: 'acme' })
+await pb.apps.create({ id: 'acme', name: 'Acme Inc.' })
+await pb.apps.create({ id: 'globex', name: 'Globex' })
+const acme = await pb.endpoints.create({ url: `${hook}/acme/webhooks`, description: 'Acme orders service', event_types: ['order.*', 'invoice.*'], app_id: 'acme' })
+await pb.endpoints.create({ url: `${hook}/globex/hooks`, description: 'Globex billing', app_id: 'globex' })
+const flaky = await pb.endpoints.create({ url: `${hook}/acme/legacy`, description: 'Legacy CRM (failing since noon)', event_types: ['invoice.*'], app_id: 'acme' })
 
 // A day, minute by minute: a daily wave of traffic; the legacy endpoint fails for the last hours.
 for (let m = 0; m < 24 * 60; m++) {
@@ -56,11 +56,11 @@ for (let m = 0; m < 24 * 60; m++) {
   for (let i = 0; i < n; i++) {
     const app = rand() < 0.7 ? 'acme' : 'globex'
     const type = rand() < 0.5 ? 'order.created' : 'invoice.paid'
-    pb.events.send({ type, data: { id: `${type.split('.')[0]}_${m}_${i}`, amount: Math.round(rand() * 50_000) / 100 }, app_id: app })
+    await pb.events.send({ type, data: { id: `${type.split('.')[0]}_${m}_${i}`, amount: Math.round(rand() * 50_000) / 100 }, app_id: app })
   }
   const failing = m > 16 * 60
-  const claimed = pb.store.deliveries.claimDue({ limit: 100, now, defaultTimeoutMs: 15_000 })
-  pb.store.deliveries.settle(
+  const claimed = await pb.store.deliveries.claimDue({ limit: 100, now, defaultTimeoutMs: 15_000 })
+  await pb.store.deliveries.settle(
     claimed.map((d) => {
       const bad = d.endpointId === flaky.id && failing
       const ms = Math.round(40 + rand() * 120)
@@ -75,17 +75,17 @@ for (let m = 0; m < 24 * 60; m++) {
   )
   // The health the dispatcher would have recorded (only the store is driven here).
   for (const d of claimed) {
-    if (d.endpointId === flaky.id && failing) pb.store.endpoints.recordFailure(flaky.id, true, now)
-    else if (d.endpointId) pb.store.endpoints.recordSuccess(d.endpointId, now)
+    if (d.endpointId === flaky.id && failing) await pb.store.endpoints.recordFailure(flaky.id, true, now)
+    else if (d.endpointId) await pb.store.endpoints.recordSuccess(d.endpointId, now)
   }
 }
-pb.store.endpoints.pause(flaky.id, real + 5 * MINUTE)
+await pb.store.endpoints.pause(flaky.id, real + 5 * MINUTE)
 now = real
 clock.now = () => Date.now()
 
 const server = await listen(pb, silentLogger())
 const base = `http://127.0.0.1:${server.port}`
-const portal = pb.apps.portalToken('acme', { ttl_seconds: 3600 })
+const portal = await pb.apps.portalToken('acme', { ttl_seconds: 3600 })
 mkdirSync(OUT, { recursive: true })
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',

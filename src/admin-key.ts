@@ -32,11 +32,11 @@ export function checkAdminKeySetting(config: Config): void {
  * admin key when set; otherwise a key is generated and written to `<data dir>/admin-key.txt`
  * with mode 0600. Only the path is logged, never the key.
  */
-export function ensureAdminKey(store: Store, config: Config, log: Log, now: number): AdminKeyBootstrap {
-  if (store.keys.countActiveAdmins() > 0) {
+export async function ensureAdminKey(store: Store, config: Config, log: Log, now: number): Promise<AdminKeyBootstrap> {
+  if ((await store.keys.countActiveAdmins()) > 0) {
     narrowToOwner(join(config.dataDir, ADMIN_KEY_FILE))
     if (config.adminKey !== null) {
-      const row = store.keys.byHash(hashKey(config.adminKey))
+      const row = await store.keys.byHash(hashKey(config.adminKey))
       // The same key set on every start is the normal case; a different one (an attempt to
       // replace the admin key through the environment) would otherwise be ignored silently.
       if (!row || row.role !== 'admin' || row.revokedAt !== null) {
@@ -47,15 +47,18 @@ export function ensureAdminKey(store: Store, config: Config, log: Log, now: numb
   }
   if (config.adminKey !== null) {
     checkAdminKeySetting(config)
-    if (store.keys.byHash(hashKey(config.adminKey))) throw new ConfigError('POSTBOX_ADMIN_KEY', 'this key already exists with another role or was revoked')
-    const { row } = store.tx(() => createApiKey(store, { name: 'admin', role: 'admin', key: config.adminKey! }, now))
+    const adminKey = config.adminKey
+    const { row } = await store.tx(async (s) => {
+      if (await s.keys.byHash(hashKey(adminKey))) throw new ConfigError('POSTBOX_ADMIN_KEY', 'this key already exists with another role or was revoked')
+      return createApiKey(s, { name: 'admin', role: 'admin', key: adminKey }, now)
+    })
     log.info({ keyId: row.id }, 'created the first admin key from POSTBOX_ADMIN_KEY')
     return { action: 'from_env', id: row.id }
   }
   mkdirSync(config.dataDir, { recursive: true })
   const file = join(config.dataDir, ADMIN_KEY_FILE)
-  const { row } = store.tx(() => {
-    const created = createApiKey(store, { name: 'admin', role: 'admin' }, now)
+  const { row } = await store.tx(async (s) => {
+    const created = await createApiKey(s, { name: 'admin', role: 'admin' }, now)
     // Written inside the transaction: if the file cannot be written, the key is not created.
     writeFileSync(file, `${created.key}\n`, { mode: 0o600 })
     chmodSync(file, 0o600)

@@ -12,6 +12,7 @@ import { openDatabase, SchemaOutdatedError, schemaVersion, SCHEMA_VERSION } from
 import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/stats.js'
 import { DISPATCHER_LOCK } from './delivery/dispatcher.js'
+import { describeLease } from './delivery/lease.js'
 import { circuitState } from './delivery/breaker.js'
 import type { KeyRole } from './store/keys.js'
 
@@ -68,8 +69,8 @@ async function run(command: string, rest: string[], flags: Record<string, string
     case 'migrate': {
       const before = existsSync(config.dbPath) ? readVersion(config.dbPath) : 0
       const store = openProtectedStore(config, { schema: 'migrate' })
-      const after = schemaVersion(store.db)
-      store.close()
+      const after = schemaVersion(store.sqlite!.db)
+      await store.close()
       out(`database ${config.dbPath}: schema version ${before} -> ${after}`)
       return 0
     }
@@ -106,7 +107,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
       const { Postbox } = await import('./postbox.js')
       const pb = await Postbox.open({ config, log: silentLogger() })
       try {
-        out(pb.events.send({ type: rest[0]!, data: data as Record<string, unknown> }))
+        out(await pb.events.send({ type: rest[0]!, data: data as Record<string, unknown> }))
       } finally {
         await pb.close()
       }
@@ -119,22 +120,31 @@ async function run(command: string, rest: string[], flags: Record<string, string
       const store = openProtectedStore(config, { schema: 'current' })
       try {
         const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString())
-        const lock = store.locks.get(DISPATCHER_LOCK)
+        const [lock, deliveries, apps, requests, oldestPendingCreatedAt, nextDueAt, endpoints] = await Promise.all([
+          store.locks.get(DISPATCHER_LOCK),
+          store.deliveries.countByStatus(),
+          store.apps.countsByApp(),
+          store.requests.countByStatus(),
+          store.stats.oldestPendingCreatedAt(),
+          store.deliveries.oldestPendingAt(),
+          store.stats.endpointHealth(1000),
+        ])
         const now = Date.now()
         out({
           database: config.dbPath,
-          // The process claiming deliveries from this file (`<pid>.<process start>.`), if any.
-          dispatcher: lock && { owner: lock.owner, pid: Number(lock.owner.split('.')[0]), since: new Date(lock.acquiredAt).toISOString() },
-          deliveries: store.deliveries.countByStatus(),
+          // The delivery lease (docs/operations.md): the process claiming from this file, since and
+          // until when; `expired` when its holder stopped renewing (a standby takes it over).
+          dispatcher: lock && describeLease(lock, now),
+          deliveries,
           // The same counts per application (docs/applications.md).
-          apps: deliveriesByApp(store.apps.countsByApp()),
+          apps: deliveriesByApp(apps),
           // Durable HTTP requests (docs/requests.md), per status: they are deliveries too.
-          requests: store.requests.countByStatus(),
+          requests,
           // When the oldest pending delivery was accepted, and the earliest time one is due (in the
           // past: how far the queue is behind; in the future: only retries and held rows wait).
-          oldest_pending_at: iso(store.stats.oldestPendingCreatedAt()),
-          next_due_at: iso(store.deliveries.oldestPendingAt()),
-          endpoints: store.stats.endpointHealth(1000).map((e) => ({
+          oldest_pending_at: iso(oldestPendingCreatedAt),
+          next_due_at: iso(nextDueAt),
+          endpoints: endpoints.map((e) => ({
             id: e.id,
             app_id: e.appId,
             url: e.url,
@@ -149,7 +159,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
           })),
         })
       } finally {
-        store.close()
+        await store.close()
       }
       return 0
     }
@@ -190,31 +200,33 @@ async function keys(rest: string[], flags: Record<string, string>, config: Confi
       const role = flags.role
       if (role !== 'admin' && role !== 'publisher' && role !== 'viewer') throw new UsageError('keys create needs --role admin|publisher|viewer')
       const appId = flags.app
-      if (appId !== undefined && !store.apps.exists(appId)) throw new UsageError(`keys create: no application ${appId} (create it with POST /v1/apps)`)
-      const { row, key } = store.tx(() => createApiKey(store, { name: flags.name ?? role, role: role as KeyRole, appId: appId ?? null }, Date.now()))
+      const { row, key } = await store.tx(async (s) => {
+        if (appId !== undefined && !(await s.apps.exists(appId))) throw new UsageError(`keys create: no application ${appId} (create it with POST /v1/apps)`)
+        return createApiKey(s, { name: flags.name ?? role, role: role as KeyRole, appId: appId ?? null }, Date.now())
+      })
       out({ ...keyJson(row), key })
       return 0
     }
     if (sub === 'list') {
-      out(store.keys.list({ limit: 10_000 }).data.map(keyJson))
+      out((await store.keys.list({ limit: 10_000 })).data.map(keyJson))
       return 0
     }
     if (sub === 'revoke' && id) {
-      store.tx(() => {
-        const target = store.keys.get(id)
+      await store.tx(async (s) => {
+        const target = await s.keys.get(id)
         if (!target) throw new AppError('not_found', 404, `Key ${id} not found`)
         if (target.revokedAt !== null) return
-        if (target.role === 'admin' && target.appId === null && store.keys.countActiveAdmins() <= 1) {
+        if (target.role === 'admin' && target.appId === null && (await s.keys.countActiveAdmins()) <= 1) {
           throw new AppError('last_admin', 409, 'The last active admin key cannot be revoked')
         }
-        store.keys.revoke(id, Date.now())
+        await s.keys.revoke(id, Date.now())
       })
       out({ revoked: true })
       return 0
     }
     throw new UsageError('keys create --role R [--name N] | keys list | keys revoke <id>')
   } finally {
-    store.close()
+    await store.close()
   }
 }
 
@@ -244,7 +256,7 @@ async function sendRequest(url: string, flags: Record<string, string>, config: C
     const appId = flags.app
     if (appId !== undefined) {
       try {
-        pb.apps.get(appId)
+        await pb.apps.get(appId)
       } catch {
         throw new UsageError(`send-request: no application ${appId} (create it with POST /v1/apps)`)
       }
@@ -258,7 +270,7 @@ async function sendRequest(url: string, flags: Record<string, string>, config: C
       ...(flags['dedup-key'] !== undefined ? { dedup_key: flags['dedup-key'] } : {}),
       ...(appId !== undefined ? { app_id: appId } : {}),
     }
-    out(pb.requests.create(input))
+    out(await pb.requests.create(input))
   } finally {
     await pb.close()
   }

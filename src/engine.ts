@@ -104,8 +104,8 @@ export function createEngine(deps: EngineDeps): Engine {
     log,
     tokenKey: loadTokenKey(config.tokenSecret, config.dataDir),
     observer: deps.observer,
-    publishEvent: (type, data, id, appId) => {
-      webhooks.publish(type, data, { ...(id !== undefined ? { id } : {}), ...(appId !== undefined ? { appId } : {}) })
+    publishEvent: async (type, data, id, appId) => {
+      await webhooks.publish(type, data, { ...(id !== undefined ? { id } : {}), ...(appId !== undefined ? { appId } : {}) })
     },
   })
   const stack = createDeliveryStack({ ...deps, notify })

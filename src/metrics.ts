@@ -69,8 +69,8 @@ function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }, c
 
   // Two gauges read the endpoints' state: one read per scrape (the gauges collect in the same
   // turn), not one each.
-  let states: EndpointState[] | null = null
-  const endpointStates = (): EndpointState[] => {
+  let states: Promise<EndpointState[]> | null = null
+  const endpointStates = (): Promise<EndpointState[]> => {
     if (states === null) {
       states = safe(() => store.stats.endpointStates(), [])
       setImmediate(() => (states = null))
@@ -96,11 +96,12 @@ function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }, c
     help: 'Deliveries waiting (pending) and being sent (in_flight); finished ones are counted by postbox_deliveries_total',
     labelNames: ['status'] as const,
     registers: [registry],
-    collect() {
-      this.reset()
+    async collect() {
       // Not countByStatus: counting finished rows reads the whole table (~350 ms per million rows)
       // on the event loop at every scrape.
-      for (const [status, n] of Object.entries(safe<Record<string, number>>(() => store.deliveries.queueDepth(), {}))) this.set({ status }, n)
+      const depth = await safe<Record<string, number>>(() => store.deliveries.queueDepth(), {})
+      this.reset()
+      for (const [status, n] of Object.entries(depth)) this.set({ status }, n)
     },
   })
   new Gauge({
@@ -108,17 +109,18 @@ function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }, c
     help: `Pending and in-flight deliveries per application (the ${APP_SERIES_MAX} applications with the most of each)`,
     labelNames: ['app_id', 'status'] as const,
     registers: [registry],
-    collect() {
+    async collect() {
+      const rows = await safe(() => store.apps.queuedByApp(APP_SERIES_MAX), [])
       this.reset()
-      for (const r of safe(() => store.apps.queuedByApp(APP_SERIES_MAX), [])) this.set({ app_id: r.appId, status: r.status }, r.n)
+      for (const r of rows) this.set({ app_id: r.appId, status: r.status }, r.n)
     },
   })
   new Gauge({
     name: 'postbox_oldest_pending_age_seconds',
     help: 'Age of the oldest pending delivery (by its next attempt time); 0 when none',
     registers: [registry],
-    collect() {
-      const t = safe(() => store.deliveries.oldestPendingAt(), null)
+    async collect() {
+      const t = await safe(() => store.deliveries.oldestPendingAt(), null)
       this.set(t === null ? 0 : Math.max(0, (clock.now() - t) / 1000))
     },
   })
@@ -127,10 +129,11 @@ function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }, c
     help: 'Circuit breaker per endpoint: 0 closed, 1 half-open (probing), 2 open (paused)',
     labelNames: ['endpoint_id'] as const,
     registers: [registry],
-    collect() {
+    async collect() {
+      const rows = await endpointStates()
       this.reset()
       const now = clock.now()
-      for (const e of endpointStates()) {
+      for (const e of rows) {
         this.set({ endpoint_id: e.id }, CIRCUIT_STATE[circuitState(e, now)])
       }
     },
@@ -140,9 +143,10 @@ function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }, c
     help: '1 when the endpoint is disabled',
     labelNames: ['endpoint_id', 'reason'] as const,
     registers: [registry],
-    collect() {
+    async collect() {
+      const rows = await endpointStates()
       this.reset()
-      for (const e of endpointStates()) {
+      for (const e of rows) {
         if (e.disabled) this.set({ endpoint_id: e.id, reason: e.disabledReason ?? 'manual' }, 1)
       }
     },
@@ -151,9 +155,9 @@ function build(store: Store, clock: Clock, opts: { defaultMetrics?: boolean }, c
   return { registry, deliveries, latency }
 }
 
-function safe<T>(fn: () => T, fallback: T): T {
+async function safe<T>(fn: () => Promise<T>, fallback: T): Promise<T> {
   try {
-    return fn()
+    return await fn()
   } catch {
     // a scrape during shutdown (closed database) must not fail the whole exposition
     return fallback

@@ -9,7 +9,7 @@ import { systemClock, type Clock, type Rng } from './lib/clock.js'
 import { silentLogger, type Log } from './log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import type { Store } from './store/index.js'
-import { createRetentionRunner, type RetentionRunner } from './store/retention.js'
+import { createRetentionRunner, storeRetention, type RetentionRunner } from './store/retention.js'
 import type { Checkpointer } from './store/checkpointer.js'
 import { startCheckpointerOnDemand } from './store/checkpointer-on-demand.js'
 import { createWebhookService } from './webhooks/service.js'
@@ -76,7 +76,7 @@ export class Postbox {
   private checkpointer: Checkpointer | null = null
   private sweeping: Promise<unknown> | null = null
   /** Remembers where the previous sweep stopped, so the hourly sweep does not re-read what it keeps. */
-  private readonly retention: RetentionRunner
+  private readonly retention: RetentionRunner | null
 
   private constructor(
     readonly config: Config,
@@ -94,7 +94,8 @@ export class Postbox {
   ) {
     this.adminKey = adminKey
     this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify, apps, requests })
-    this.retention = createRetentionRunner(store)
+    // The SQLite sweep's batches go through the Store's transactions (storeRetention).
+    this.retention = store.sqlite ? createRetentionRunner(storeRetention(store)) : null
   }
 
   /** Opens (creating and migrating) the database and wires every service; call `start()` to deliver. */
@@ -105,7 +106,7 @@ export class Postbox {
     const rng = opts.rng ?? Math.random
     const store = openProtectedStore(config, { schema: 'migrate', log })
     try {
-      const adminKey = opts.bootstrapAdminKey === false ? ({ action: 'none' } as const) : ensureAdminKey(store, config, log, clock.now())
+      const adminKey = opts.bootstrapAdminKey === false ? ({ action: 'none' } as const) : await ensureAdminKey(store, config, log, clock.now())
       const webhooks = createWebhookService({ store, config, clock, rng, log })
       const metrics = createMetrics(store, clock, { defaultMetrics: opts.processMetrics ?? false })
       const engine = createEngine({ store, config, clock, rng, log, webhooks, observer: metrics, ...(opts.onAttempt ? { onAttempt: opts.onAttempt } : {}) })
@@ -113,7 +114,7 @@ export class Postbox {
       const requests = createRequestService({ store, config, clock })
       return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey, apps, requests)
     } catch (err) {
-      store.close()
+      await store.close()
       throw err
     }
   }
@@ -182,7 +183,8 @@ export class Postbox {
   start(): this {
     if (this.started || this.closed) return this
     this.started = true
-    this.checkpointer = startCheckpointerOnDemand(this.store, this.log)
+    // The WAL checkpointer is SQLite's; PostgreSQL checkpoints itself.
+    if (this.store.sqlite) this.checkpointer = startCheckpointerOnDemand(this.store.sqlite, this.log)
     this.engine.dispatcher.start()
     this.sweep(false)
     this.retentionTimer = setInterval(() => this.sweep(true), RETENTION_INTERVAL_MS)
@@ -209,22 +211,26 @@ export class Postbox {
   private sweep(repairClock: boolean): void {
     if (this.sweeping || this.closed) return
     const c = this.config
-    if (repairClock) {
-      try {
-        repairFutureTimes(this.store, c, this.clock.now(), this.log)
-      } catch (err) {
-        this.log.warn({ err }, 'clock repair failed')
+    const run = async (): Promise<void> => {
+      if (repairClock) {
+        try {
+          await repairFutureTimes(this.store, c, this.clock.now(), this.log)
+        } catch (err) {
+          this.log.warn({ err }, 'clock repair failed')
+        }
       }
+      if (!this.retention) return
+      const r = await this.retention.sweepAsync({
+        now: this.clock.now(),
+        successMs: c.retentionSuccessMs,
+        deadMs: c.retentionDeadMs,
+        inboxMs: c.retentionInboxMs,
+        eventsMs: c.retentionEventsMs,
+        onStreamEvents: (userId, events) => this.engine.notify.stream.publish(userId, events),
+      })
+      this.log.info({ retention: r }, 'retention sweep done')
     }
-    this.sweeping = this.retention.sweepAsync({
-      now: this.clock.now(),
-      successMs: c.retentionSuccessMs,
-      deadMs: c.retentionDeadMs,
-      inboxMs: c.retentionInboxMs,
-      eventsMs: c.retentionEventsMs,
-      onStreamEvents: (userId, events) => this.engine.notify.stream.publish(userId, events),
-    })
-      .then((r) => this.log.info({ retention: r }, 'retention sweep done'))
+    this.sweeping = run()
       .catch((err: unknown) => this.log.warn({ err }, 'retention sweep failed'))
       .finally(() => {
         this.sweeping = null
@@ -253,6 +259,6 @@ export class Postbox {
     }
     await this.sweeping
     await this.checkpointer?.stop()
-    this.store.close()
+    await this.store.close()
   }
 }

@@ -17,34 +17,34 @@ describe('library facade: pb.apps, pb.eventTypes and app_id options (docs/applic
     cleanup = t.cleanup
     const pb = await Postbox.open({ dataDir: t.dir, adminKey: ADMIN_KEY, allowNetworks: ['127.0.0.0/8'], publicUrl: 'https://pb.example.com' })
     try {
-      expect(pb.apps.create({ id: 'lib', name: 'Lib' }).id).toBe('lib')
-      const ep = pb.endpoints.create({ url: 'http://127.0.0.1:9/x', app_id: 'lib' })
+      expect((await pb.apps.create({ id: 'lib', name: 'Lib' })).id).toBe('lib')
+      const ep = await pb.endpoints.create({ url: 'http://127.0.0.1:9/x', app_id: 'lib' })
       expect(ep.app_id).toBe('lib')
-      pb.eventTypes.put('lib.evt', { schema: { type: 'object', required: ['n'] }, example: { n: 1 } })
-      expect(pb.eventTypes.get('lib.evt').version).toBe(1)
-      expect(pb.eventTypes.list().data.map((x) => x.name)).toEqual(['lib.evt'])
-      expect(pb.events.send({ type: 'lib.evt', data: { n: 1 }, app_id: 'lib' })).toMatchObject({ app_id: 'lib', deliveries: 1 })
-      const err = (() => {
+      await pb.eventTypes.put('lib.evt', { schema: { type: 'object', required: ['n'] }, example: { n: 1 } })
+      expect((await pb.eventTypes.get('lib.evt')).version).toBe(1)
+      expect((await pb.eventTypes.list()).data.map((x) => x.name)).toEqual(['lib.evt'])
+      expect(await pb.events.send({ type: 'lib.evt', data: { n: 1 }, app_id: 'lib' })).toMatchObject({ app_id: 'lib', deliveries: 1 })
+      const err = await (async () => {
         try {
-          pb.events.send({ type: 'lib.evt', data: {}, app_id: 'lib' })
+          await pb.events.send({ type: 'lib.evt', data: {}, app_id: 'lib' })
         } catch (e) {
           return e
         }
       })()
       expect(err).toBeInstanceOf(AppError)
       expect((err as AppError).details).toEqual([expect.objectContaining({ pointer: '/n' })])
-      const batch = pb.events.sendBatch([{ type: 'lib.evt', data: { n: 2 }, app_id: 'lib' }, { type: 'lib.evt', data: {}, app_id: 'lib' }])
+      const batch = await pb.events.sendBatch([{ type: 'lib.evt', data: { n: 2 }, app_id: 'lib' }, { type: 'lib.evt', data: {}, app_id: 'lib' }])
       expect('error' in batch[1]!).toBe(true)
-      expect(pb.events.list({ app_id: 'lib' }).data).toHaveLength(2)
-      expect(pb.deliveries.list({ app_id: 'lib' }).data).toHaveLength(2)
-      const portal = pb.apps.portalToken('lib', { ttl_seconds: 120, read_only: true })
+      expect((await pb.events.list({ app_id: 'lib' })).data).toHaveLength(2)
+      expect((await pb.deliveries.list({ app_id: 'lib' })).data).toHaveLength(2)
+      const portal = await pb.apps.portalToken('lib', { ttl_seconds: 120, read_only: true })
       expect(portal.url).toBe(`https://pb.example.com/portal#token=${portal.token}`)
-      expect(pb.apps.verifyPortalToken(portal.token)).toMatchObject({ appId: 'lib', readOnly: true })
-      expect(() => pb.endpoints.update(ep.id, { app_id: 'default' })).toThrow(AppError)
-      expect(pb.apps.remove('lib')).toEqual({ deleted: true, endpoints: 1, cancelled: 2 })
-      expect(pb.apps.verifyPortalToken(portal.token)).toBeNull()
-      expect(() => pb.events.send({ type: 'x.y', data: {}, app_id: 'lib' })).toThrow(/Application not found/)
-      pb.apps.create({ id: 'cli', name: 'CLI' })
+      expect(await pb.apps.verifyPortalToken(portal.token)).toMatchObject({ appId: 'lib', readOnly: true })
+      await expect(async () => pb.endpoints.update(ep.id, { app_id: 'default' })).rejects.toThrow(AppError)
+      expect(await pb.apps.remove('lib')).toEqual({ deleted: true, endpoints: 1, cancelled: 2 })
+      expect(await pb.apps.verifyPortalToken(portal.token)).toBeNull()
+      await expect(async () => pb.events.send({ type: 'x.y', data: {}, app_id: 'lib' })).rejects.toThrow(/Application not found/)
+      await pb.apps.create({ id: 'cli', name: 'CLI' })
     } finally {
       await pb.close()
     }

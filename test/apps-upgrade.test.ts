@@ -45,14 +45,14 @@ describe('upgrade from schema v8 (docs/applications.md)', () => {
     expect((await get('/v1/deliveries?app_id=default')).body.data?.map((d) => d.app_id)).toEqual(['default'])
     expect((await get('/v1/apps/default')).body).toMatchObject({ id: 'default', counts: { endpoints: 1, deliveries: { pending: 1 } } })
     // Idempotency carries over: the old client id still names its event in default.
-    const repeat = pb.events.send({ type: 'invoice.paid', data: {}, id: 'client-1' })
+    const repeat = await pb.events.send({ type: 'invoice.paid', data: {}, id: 'client-1' })
     expect(repeat).toMatchObject({ id: 'evt_01jd0000000000000000000001', deduplicated: true, app_id: 'default' })
 
     pb.start()
     await rx.waitFor(1, 10_000)
     expect(rx.requests[0]!.path).toBe('/old')
     expect(rx.requests[0]!.headers['webhook-id']).toBe('evt_01jd0000000000000000000001')
-    const fresh = pb.events.send({ type: 'invoice.paid', data: { n: 2 } })
+    const fresh = await pb.events.send({ type: 'invoice.paid', data: { n: 2 } })
     expect(fresh).toMatchObject({ app_id: 'default', deliveries: 1 })
     await rx.waitFor(2, 10_000)
     expect(JSON.parse(rx.requests[1]!.body).data).toEqual({ n: 2 })

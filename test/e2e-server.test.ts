@@ -118,10 +118,10 @@ describe('end to end: the real server process', () => {
     expect(server.output()).toContain('"msg":"stopped"')
     const store = openStore(join(dir, 'postbox.db'))
     try {
-      expect(store.deliveries.countByStatus()).toMatchObject({ success: 1 })
-      expect(store.locks.get('deliveries')).toBeNull()
+      expect(await store.deliveries.countByStatus()).toMatchObject({ success: 1 })
+      expect(await store.locks.get('deliveries')).toBeNull()
     } finally {
-      store.close()
+      await store.close()
     }
   }, 60_000)
 })

@@ -70,11 +70,11 @@ describe('hostile receivers, at the sender (in process)', () => {
   })
 
   /** Stores an endpoint and an event for `url` and returns the claimed delivery. */
-  function claimFor(url: string, timeoutMs = 1000): ClaimedDelivery {
+  async function claimFor(url: string, timeoutMs = 1000): Promise<ClaimedDelivery> {
     const n = ++seq
     const t = now()
-    store.tx(() => {
-      store.endpoints.insert(
+    await store.tx(async (s) => {
+      await s.endpoints.insert(
         {
           id: `ep_fault_${n}`, url, description: '', eventTypes: null, headers: {}, method: 'POST', timeoutMs, maxConcurrency: 16,
           rateLimit: null, ordered: false, retrySchedule: null, signature: 'standard', metadata: {},
@@ -82,17 +82,17 @@ describe('hostile receivers, at the sender (in process)', () => {
         },
         t,
       )
-      store.events.insert({ id: `evt_fault_${n}`, clientId: null, type: 'fault', orderingKey: null, body: '{"data":{}}', createdAt: t })
-      store.deliveries.enqueue({ channel: 'webhook', eventId: `evt_fault_${n}`, endpointId: `ep_fault_${n}`, eventType: 'fault', maxAttempts: 3, nextAttemptAt: t }, t)
+      await s.events.insert({ id: `evt_fault_${n}`, clientId: null, type: 'fault', orderingKey: null, body: '{"data":{}}', createdAt: t })
+      await s.deliveries.enqueue({ channel: 'webhook', eventId: `evt_fault_${n}`, endpointId: `ep_fault_${n}`, eventType: 'fault', maxAttempts: 3, nextAttemptAt: t }, t)
     })
-    const [d] = store.deliveries.claimDue({ limit: 1, now: now(), defaultTimeoutMs: 15_000 })
+    const [d] = await store.deliveries.claimDue({ limit: 1, now: now(), defaultTimeoutMs: 15_000 })
     expect(d?.endpointId).toBe(`ep_fault_${n}`)
     return d!
   }
 
   async function run(receiver: HostileReceiver, timeoutMs = 1000) {
     const t0 = Date.now()
-    const result = await sender.send(claimFor(receiver.url, timeoutMs), new AbortController().signal)
+    const result = await sender.send(await claimFor(receiver.url, timeoutMs), new AbortController().signal)
     const elapsed = Date.now() - t0
     await receiver.waitIdle(5000)
     return { result, elapsed }
@@ -135,7 +135,7 @@ describe('hostile receivers, at the sender (in process)', () => {
     expect(b.result.attempt?.responseBody?.length).toBe(16 * 1024)
 
     const heapBefore = process.memoryUsage().heapUsed
-    const results = await Promise.all(Array.from({ length: 40 }, () => sender.send(claimFor(ok.url, 10_000), new AbortController().signal)))
+    const results = await Promise.all(Array.from({ length: 40 }, async () => sender.send(await claimFor(ok.url, 10_000), new AbortController().signal)))
     expect(results.every((x) => x.outcome.kind === 'success')).toBe(true)
     await ok.waitIdle(5000)
     const growth = process.memoryUsage().heapUsed - heapBefore
@@ -150,7 +150,7 @@ describe('hostile receivers, at the sender (in process)', () => {
     for (const status of [301, 302, 303, 307, 308]) {
       const r = await startRedirectReceiver(target.url, status)
       cleanups.push(() => r.close())
-      const result = await sender.send(claimFor(r.url), new AbortController().signal)
+      const result = await sender.send(await claimFor(r.url), new AbortController().signal)
       expect(result.outcome.kind).toBe('dead')
       expect(result.attempt?.statusCode).toBe(status)
       expect(result.attempt?.error).toBe('redirect_not_followed')
@@ -313,7 +313,7 @@ describe('disk full, size-limited database file (runs everywhere, no mount neede
     cleanups.push(() => f.close())
     expect((await f.json('POST', '/v1/endpoints', { body: { url: receiver.url } })).status).toBe(201)
     f.pb.start()
-    const db = f.pb.store.db
+    const db = f.pb.store.sqlite!.db
     let seq = 0
     const acked = new Set<number>()
     const answers = new Map<number, number>()
@@ -350,7 +350,7 @@ describe('disk full, size-limited database file (runs everywhere, no mount neede
     const dups = [...receiver.successesBySeq().values()].filter((l) => l.length > 1).length
     console.log(`[faults] size-limited file: ${acked.size} acknowledged, answers ${JSON.stringify([...answers])}, still open ${String(inFlight.get())}, duplicates ${dups}`)
     expect(inFlight.get()).toBe(0)
-    const stored = new Set(f.pb.store.db.prepare(`SELECT json_extract(body, '$.data.seq') FROM events WHERE type = 'page.limit'`).pluck().all() as number[])
+    const stored = new Set(f.pb.store.sqlite!.db.prepare(`SELECT json_extract(body, '$.data.seq') FROM events WHERE type = 'page.limit'`).pluck().all() as number[])
     expect([...acked].filter((s) => !stored.has(s))).toEqual([])
     expect(db.prepare(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)`).pluck().get()).toBe(0)
   }, 30_000)
@@ -479,7 +479,7 @@ describe('a settle that fails', () => {
     f.pb.start()
     const ev = await f.json('POST', '/v1/events/batch', { body: { events: Array.from({ length: 10 }, (_, i) => ({ type: 'settle.fail', data: { i } })) } })
     expect(ev.status).toBe(202)
-    const db = f.pb.store.db
+    const db = f.pb.store.sqlite!.db
     const count = db.prepare(`SELECT count(*) FROM deliveries WHERE status = ?`).pluck()
     await waitFor('the receiver to hold every request', () => held.length === 10, 5000)
     // The database may not grow: claims and health updates rewrite pages in place, but the

@@ -11,10 +11,10 @@ let h: NotifyHarness
 afterEach(() => h?.cleanup())
 
 /** The real app over the notify harness, with an admin key. */
-function setup() {
+async function setup() {
   h = notifyHarness()
   const app = createApp({ store: h.store, config: h.config, log: silentLogger(), clock: h.clock, webhooks: {} as WebhookService, notify: h.notify })
-  const admin = createApiKey(h.store, { name: 'a', role: 'admin' }, h.clock.now()).key
+  const admin = (await createApiKey(h.store, { name: 'a', role: 'admin' }, h.clock.now())).key
   const call = async (method: string, path: string, token: string, body?: unknown) => {
     const headers: Record<string, string> = { authorization: `Bearer ${token}` }
     if (body !== undefined) headers['content-type'] = 'application/json'
@@ -26,14 +26,14 @@ function setup() {
 
 describe('a notification of an application', () => {
   it('makes deliveries of that application (inbox and queued channels)', async () => {
-    const { admin, call } = setup()
+    const { admin, call } = await setup()
     expect((await call('PUT', '/v1/users/u1', admin, { email: 'u1@example.com' })).status).toBe(201)
     const sent = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], channels: ['inbox', 'email'], app_id: 'a1' })
     expect(sent.status).toBe(202)
-    expect(h.store.deliveries.byNotification(sent.body.id as string).map((d) => d.appId)).toEqual(['a1', 'a1'])
+    expect((await h.store.deliveries.byNotification(sent.body.id as string)).map((d) => d.appId)).toEqual(['a1', 'a1'])
     // The filter of GET /v1/deliveries?app_id= and the per-application stats read this column.
-    expect(h.store.deliveries.list({ appId: 'a1', limit: 10 }).data).toHaveLength(2)
-    expect(h.store.deliveries.list({ appId: 'default', limit: 10 }).data).toHaveLength(0)
+    expect((await h.store.deliveries.list({ appId: 'a1', limit: 10 })).data).toHaveLength(2)
+    expect((await h.store.deliveries.list({ appId: 'default', limit: 10 })).data).toHaveLength(0)
   })
 })
 
@@ -101,8 +101,8 @@ describe('postbox send-request --app', () => {
       const env = serverEnv(dir, newAdminKey())
       expect((await runCli(['migrate'], env)).code).toBe(0)
       const store = openStore(`${dir}/postbox.db`)
-      store.apps.insert({ id: 'acme', name: 'Acme', metadata: {} }, Date.now())
-      store.close()
+      await store.apps.insert({ id: 'acme', name: 'Acme', metadata: {} }, Date.now())
+      await store.close()
       const r = await runCli(['send-request', 'https://api.example.com/ping', '--delay', '1h', '--app', 'acme'], env)
       expect(r.code, r.output).toBe(0)
       expect(JSON.parse(r.output)).toMatchObject({ app_id: 'acme' })
@@ -137,7 +137,7 @@ describe('GET /v1/stats?app_id=', () => {
 
 describe('a notification dedup_key already used in another application', () => {
   it('is 409 conflict, never the other application’s notification answered as a repeat', async () => {
-    const { admin, call } = setup()
+    const { admin, call } = await setup()
     expect((await call('PUT', '/v1/users/u1', admin, {})).status).toBe(201)
     const first = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], app_id: 'a1', dedup_key: 'inv-1' })
     expect(first.status).toBe(202)

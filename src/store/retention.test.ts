@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createRetentionRunner, sweepRetention, sweepRetentionAsync, type RetentionOptions } from './retention.js'
+import { createRetentionRunner, storeRetention, sweepRetention, sweepRetentionAsync, type RetentionOptions } from './retention.js'
 import { createInboxStore } from './inbox.js'
 import { createNotificationsStore } from './notifications.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../test/queue-helpers.js'
+import { tempStore } from '../../test/helpers.js'
 
 const HOUR = 3_600_000
 const DAY = 86_400_000
@@ -338,5 +339,42 @@ describe('createRetentionRunner', () => {
     expect(await runner.sweepAsync(at(NOW))).toMatchObject({ full: true, read: { deliveries: 50, events: 30 } })
     expect(runner.sweep(at(NOW + HOUR))).toMatchObject({ full: false, read: { deliveries: 0, events: 0 } })
     expect(await runner.sweepAsync(at(NOW + 2 * HOUR))).toMatchObject({ full: false, read: { deliveries: 0, events: 0 } })
+  })
+})
+
+describe('storeRetention (the server\'s sweep over the asynchronous Store)', () => {
+  it('runs each batch in a Store transaction of its own: it waits for an open one, and never lands inside it', async () => {
+    const t = tempStore()
+    try {
+      const db = t.store.sqlite!.db
+      insertEndpoint(db, { id: 'ep_1' })
+      const old = NOW - 40 * DAY
+      db.prepare(`INSERT INTO deliveries (id, channel, endpoint_id, recipient, notification_id, event_type, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at)
+        VALUES ('dlv_old', 'webhook', 'ep_1', 'r', 'ntf_x', 't', 'success', 1, 8, ?, ?, ?, ?)`).run(old, old, old, old)
+      const runner = createRetentionRunner(storeRetention(t.store))
+      let release!: () => void
+      const held = new Promise<void>((r) => (release = r))
+      const seen: string[] = []
+      // A transaction that stays open across turns, as a service's does while it awaits its calls.
+      const open = t.store.tx(async (s) => {
+        await s.endpoints.get('ep_1')
+        await held
+        seen.push(`tx sees ${db.prepare(`SELECT count(*) FROM deliveries`).pluck().get() as number}`)
+        throw new Error('rolled back')
+      })
+      const sweep = runner.sweepAsync(periods).then((r) => {
+        seen.push(`swept ${r.deliveries}`)
+        return r
+      })
+      await new Promise((r) => setTimeout(r, 20))
+      release()
+      await expect(open).rejects.toThrow('rolled back')
+      // The rollback took nothing of the sweep with it: the sweep ran after it, in its own transaction.
+      expect((await sweep).deliveries).toBe(1)
+      expect(seen).toEqual(['tx sees 1', 'swept 1'])
+      expect(db.prepare(`SELECT count(*) FROM deliveries`).pluck().get()).toBe(0)
+    } finally {
+      await t.cleanup()
+    }
   })
 })

@@ -1,10 +1,24 @@
 import { prepareAll, type Db } from './db.js'
 import type { InboxStore, StreamEvent } from './inbox.js'
+import type { Store } from './index.js'
 
 /** What a sweep needs: the connection, and the inbox store to log lowered unread counts. */
 export interface RetentionStore {
   readonly db: Db
   readonly inbox?: Pick<InboxStore, 'logUnreadCount'>
+  /**
+   * Runs one batch in a transaction of its own, for the yielding sweeps. A server passes the
+   * asynchronous Store's `tx`, so a batch waits for the Store's open transaction instead of
+   * running inside it; without it a batch is `BEGIN IMMEDIATE` on `db` directly.
+   */
+  readonly transact?: <T>(batch: () => T) => Promise<T>
+}
+
+/** The yielding sweeps' transactions over the asynchronous Store's SQLite connection (docs/operations.md). */
+export function storeRetention(store: Pick<Store, 'sqlite' | 'tx'>): RetentionStore {
+  const sqlite = store.sqlite
+  if (!sqlite) throw new Error('the SQLite retention sweep needs a SQLite store')
+  return { db: sqlite.db, inbox: sqlite.inbox, transact: (batch) => store.tx(async () => batch()) }
 }
 
 /** Retention periods (docs/operations.md) and the sweep's batch size. */
@@ -134,7 +148,7 @@ type Family = keyof RetentionResult['batches']
  * `at` holds where each one stopped.
  * Deliveries go first so events they release can go in the same sweep.
  */
-function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Positions, full: boolean): Generator<void, RetentionResult> {
+function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Positions, full: boolean): Generator<Batch, RetentionResult, BatchResult> {
   const { db } = store
   const logged: [string, StreamEvent[]][] = []
   const limit = Math.max(1, Math.floor(opts.batchSize ?? RETENTION_BATCH_SIZE))
@@ -233,33 +247,41 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
     ['inboxMessages', inboxBatch],
   ]
   for (const [family, batch] of batches) {
-    const tx = db.transaction(batch)
     for (;;) {
       logged.length = 0
-      const [n, done] = tx.immediate()
+      // The driver runs the batch in one transaction and hands back its result.
+      const [n, done] = yield batch
       for (const [userId, streamEvents] of logged) opts.onStreamEvents?.(userId, streamEvents)
       result[family] += n
       result.batches[family]++
-      yield
       if (done) break
     }
   }
   return result
 }
 
-function runSteps(steps: Generator<void, RetentionResult>): RetentionResult {
-  for (;;) {
-    const r = steps.next()
-    if (r.done) return r.value
-  }
+/** One batch of a sweep, run in one transaction: rows it deleted, and whether its family is done. */
+type Batch = () => BatchResult
+type BatchResult = [number, boolean]
+
+function runSteps(db: Db, steps: Generator<Batch, RetentionResult, BatchResult>): RetentionResult {
+  const tx = db.transaction((batch: Batch) => batch())
+  let r = steps.next()
+  while (!r.done) r = steps.next(tx.immediate(r.value))
+  return r.value
 }
 
-async function runStepsAsync(steps: Generator<void, RetentionResult>): Promise<RetentionResult> {
-  for (;;) {
-    const r = steps.next()
-    if (r.done) return r.value
+async function runStepsAsync(store: RetentionStore, steps: Generator<Batch, RetentionResult, BatchResult>): Promise<RetentionResult> {
+  const tx = store.db.transaction((batch: Batch) => batch())
+  const transact = store.transact ?? ((batch: Batch) => Promise.resolve(tx.immediate(batch)))
+  let r = steps.next()
+  while (!r.done) {
+    const done = await transact(r.value)
+    // Between batches the event loop serves API commits and the dispatcher.
     await new Promise<void>((resolve) => setImmediate(resolve))
+    r = steps.next(done)
   }
+  return r.value
 }
 
 /**
@@ -268,7 +290,7 @@ async function runStepsAsync(steps: Generator<void, RetentionResult>): Promise<R
  * server should prefer a runner's `sweepAsync`.
  */
 export function sweepRetention(store: RetentionStore, opts: RetentionOptions): RetentionResult {
-  return runSteps(retentionSteps(store, opts, startPositions(), true))
+  return runSteps(store.db, retentionSteps(store, opts, startPositions(), true))
 }
 
 /**
@@ -276,7 +298,7 @@ export function sweepRetention(store: RetentionStore, opts: RetentionOptions): R
  * dispatcher interleave with it: ingest waits for at most one batch (~1,000 row deletes).
  */
 export async function sweepRetentionAsync(store: RetentionStore, opts: RetentionOptions): Promise<RetentionResult> {
-  return runStepsAsync(retentionSteps(store, opts, startPositions(), true))
+  return runStepsAsync(store, retentionSteps(store, opts, startPositions(), true))
 }
 
 /** How often a runner walks from the beginning anyway, by the sweeps' `now`: once a day. */
@@ -341,13 +363,13 @@ export function createRetentionRunner(store: RetentionStore, options: RetentionR
   return {
     sweep(opts) {
       const { at, full } = begin(opts)
-      const result = runSteps(retentionSteps(store, opts, at, full))
+      const result = runSteps(store.db, retentionSteps(store, opts, at, full))
       end(opts, at, full)
       return result
     },
     async sweepAsync(opts) {
       const { at, full } = begin(opts)
-      const result = await runStepsAsync(retentionSteps(store, opts, at, full))
+      const result = await runStepsAsync(store, retentionSteps(store, opts, at, full))
       end(opts, at, full)
       return result
     },

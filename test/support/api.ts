@@ -31,8 +31,8 @@ export async function apiFixture(opts: Partial<PostboxOptions> = {}): Promise<Ap
   const { dir, cleanup } = tempDir('postbox-api-')
   const pb = await Postbox.open({ dataDir: dir, adminKey: ADMIN_KEY, allowNetworks: ['127.0.0.0/8'], ...opts })
   const now = Date.now()
-  const publisher = createApiKey(pb.store, { name: 'pub', role: 'publisher' }, now).key
-  const viewer = createApiKey(pb.store, { name: 'view', role: 'viewer' }, now).key
+  const publisher = (await createApiKey(pb.store, { name: 'pub', role: 'publisher' }, now)).key
+  const viewer = (await createApiKey(pb.store, { name: 'view', role: 'viewer' }, now)).key
   const call = async (method: string, path: string, o: Req = {}): Promise<Response> => {
     const headers: Record<string, string> = { ...(o.headers ?? {}) }
     const key = o.key === undefined ? ADMIN_KEY : o.key

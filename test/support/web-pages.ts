@@ -67,7 +67,7 @@ export async function startWebServer(opts: Partial<PostboxOptions> = {}): Promis
     throw err
   }
   pb.start()
-  const viewerKey = createApiKey(pb.store, { name: 'dashboard', role: 'viewer' }, Date.now()).key
+  const viewerKey = (await createApiKey(pb.store, { name: 'dashboard', role: 'viewer' }, Date.now())).key
   return {
     pb,
     url: `http://127.0.0.1:${server.port}`,

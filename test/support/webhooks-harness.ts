@@ -38,16 +38,18 @@ export function webhookHarness(
     dispatcher,
     async close() {
       await stop(100)
-      cleanup()
+      await cleanup()
     },
   }
 }
 
-/** Polls `cond` every 5 ms until it is truthy; fails after `timeoutMs`. */
-export async function until<T>(cond: () => T | null | undefined | false, timeoutMs = 5000, what = 'condition'): Promise<T> {
+/** Polls `cond` (which may be asynchronous: its promise is awaited) every 5 ms until it is truthy; fails after `timeoutMs`. */
+export async function until<T>(
+  cond: () => T | null | undefined | false | Promise<T | null | undefined | false>, timeoutMs = 5000, what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const v = cond()
+    const v = await cond()
     if (v) return v as T
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 5))
