@@ -37,7 +37,7 @@ export async function run(): Promise<Figure[]> {
   const rx = await startReceiver()
   const pb = postboxStack(dir, 'growth')
   try {
-    pb.webhooks.endpoints.create({ url: rx.url, max_concurrency: 64 })
+    await pb.webhooks.endpoints.create({ url: rx.url, max_concurrency: 64 })
     pb.dispatcher.start()
     const t0 = performance.now()
     let sent = 0

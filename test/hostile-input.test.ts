@@ -264,7 +264,7 @@ describe('hostile input never produces a 5xx', () => {
       const n = await f.json('POST', '/v1/notifications', { body: { topic: 'iso.test', recipients: [`user:${u}`], title: `for ${u}` } })
       expect(n.status, JSON.stringify(n.body)).toBe(202)
     }
-    await f.pb.start()
+    f.pb.start()
     const token = async (u: string): Promise<string> => (await f.json('POST', `/v1/users/${u}/tokens`, { body: {} })).body.token
     const [a, b] = [await token('u_a'), await token('u_b')]
     const inbox = async (t: string) => {
