@@ -37,12 +37,12 @@ afterEach(async () => {
 
 /** Sends one email through the harness to `smtpUrl` and returns its one attempt's error and response body. */
 async function attemptOf(smtpUrl: string): Promise<{ error: string | null; responseBody: string | null; status: string }> {
-  h = notifyHarness({ smtpUrl })
-  h.notify.users.put('u1', { email: 'ann@example.com' })
-  const { id } = h.notify.notifications.send({ topic: 't', recipients: ['u1'], channels: ['email'] })
+  h = await notifyHarness({ smtpUrl })
+  await h.notify.users.put('u1', { email: 'ann@example.com' })
+  const { id } = await h.notify.notifications.send({ topic: 't', recipients: ['u1'], channels: ['email'] })
   await h.drain()
-  const [d] = h.store.deliveries.byNotification(id)
-  const attempts = h.store.deliveries.attempts(d!.id)
+  const [d] = await h.store.deliveries.byNotification(id)
+  const attempts = await h.store.deliveries.attempts(d!.id)
   expect(attempts).toHaveLength(1)
   expect(d!.lastError).toBe(attempts[0]!.error)
   return { error: attempts[0]!.error, responseBody: attempts[0]!.responseBody, status: d!.status }

@@ -47,18 +47,18 @@ const emailChannel = (smtpUrl: string, limits?: Parameters<typeof createEmailCha
   createEmailChannel({ store: h.store, clock: systemClock, rng: () => 0.5, log: silentLogger(), schedule: [1000], smtpUrl, from: 'p@postbox.test', ...(limits ? { limits } : {}) })
 
 /** Queues one email notification per address and claims them all. */
-function claimEmails(addresses: string[]) {
-  for (const [i, email] of addresses.entries()) h.notify.users.put(`u${i}`, { email })
-  h.notify.notifications.send({ topic: 't', recipients: addresses.map((_, i) => `u${i}`), channels: ['email'], title: 'Hi' })
-  return h.store.deliveries.claimDue({ limit: 100, now: Date.now(), defaultTimeoutMs: 60_000 })
+async function claimEmails(addresses: string[]) {
+  for (const [i, email] of addresses.entries()) await h.notify.users.put(`u${i}`, { email })
+  await h.notify.notifications.send({ topic: 't', recipients: addresses.map((_, i) => `u${i}`), channels: ['email'], title: 'Hi' })
+  return await h.store.deliveries.claimDue({ limit: 100, now: Date.now(), defaultTimeoutMs: 60_000 })
 }
 
 describe('email channel limits (the lease must outlive every send)', () => {
   it('a message that cannot get a connection in time is snoozed unsent, with nothing sent twice', async () => {
     sink = await slowSink(400)
-    h = notifyHarness({ smtpUrl: sink.url })
+    h = await notifyHarness({ smtpUrl: sink.url })
     channel = emailChannel(sink.url, { connections: 1, queueWaitMs: 100 })
-    const claimed = claimEmails(['a@example.com', 'b@example.com'])
+    const claimed = await claimEmails(['a@example.com', 'b@example.com'])
     expect(claimed).toHaveLength(2)
     const signal = new AbortController().signal
     const results = await Promise.all(claimed.map((d) => channel!.send(d, signal)))
@@ -72,9 +72,9 @@ describe('email channel limits (the lease must outlive every send)', () => {
 
   it('an exchange past its time limit ends as a retry, and the channel sends again afterwards', async () => {
     sink = await slowSink(1500)
-    h = notifyHarness({ smtpUrl: sink.url })
+    h = await notifyHarness({ smtpUrl: sink.url })
     channel = emailChannel(sink.url, { connections: 1, exchangeMs: 300 })
-    const [d] = claimEmails(['slow@example.com'])
+    const [d] = await claimEmails(['slow@example.com'])
     const signal = new AbortController().signal
     const r = await channel.send(d!, signal)
     expect(r.outcome.kind).toBe('retry')

@@ -90,24 +90,24 @@ afterEach(() => {
   mails.length = 0
 })
 
-const statusOf = (h: NotifyHarness, id: string) =>
-  h.store.deliveries.byNotification(id).map((d) => ({ status: d.status, attempts: d.attempts, error: d.lastError, next: d.nextAttemptAt }))
+const statusOf = async (h: NotifyHarness, id: string) =>
+  (await h.store.deliveries.byNotification(id)).map((d) => ({ status: d.status, attempts: d.attempts, error: d.lastError, next: d.nextAttemptAt }))
 
 describe('email channel over a real SMTP sink', () => {
   it('sends one message from the configured address', async () => {
-    h = notifyHarness({ smtpUrl, emailFrom: 'bell@postbox.test' })
-    h.notify.users.put('u1', { email: 'ann@example.com' })
-    const r = h.notify.notifications.send({ topic: 'welcome', recipients: ['u1'], channels: ['email'], title: 'Hello Ann', body: 'Welcome aboard' })
+    h = await notifyHarness({ smtpUrl, emailFrom: 'bell@postbox.test' })
+    await h.notify.users.put('u1', { email: 'ann@example.com' })
+    const r = await h.notify.notifications.send({ topic: 'welcome', recipients: ['u1'], channels: ['email'], title: 'Hello Ann', body: 'Welcome aboard' })
     await h.drain()
     expect(mails).toEqual([{ from: 'bell@postbox.test', to: ['ann@example.com'], subject: 'Hello Ann', text: 'Welcome aboard', raw: expect.any(String) }])
     expect(mails[0]!.raw).not.toMatch(/text\/html/i)
-    expect(statusOf(h, r.id)).toMatchObject([{ status: 'success', attempts: 1 }])
+    expect(await statusOf(h, r.id)).toMatchObject([{ status: 'success', attempts: 1 }])
   })
 
   it('sends a markdown template as its text plus an HTML part, with HTML from the payload shown as text', async () => {
-    h = notifyHarness({ smtpUrl })
-    h.notify.users.put('u1', { email: 'ann@example.com' })
-    h.notify.templates.put({
+    h = await notifyHarness({ smtpUrl })
+    await h.notify.users.put('u1', { email: 'ann@example.com' })
+    await h.notify.templates.put({
       topic: 'digest.ready',
       channel: 'email',
       locale: 'en',
@@ -115,7 +115,7 @@ describe('email channel over a real SMTP sink', () => {
       body: '**{{ payload.name }}**, your [report](https://example.com/r/1) is ready.',
       format: 'markdown',
     })
-    h.notify.notifications.send({ topic: 'digest.ready', recipients: ['u1'], channels: ['email'], payload: { name: 'Ann <b>x</b>' } })
+    await h.notify.notifications.send({ topic: 'digest.ready', recipients: ['u1'], channels: ['email'], payload: { name: 'Ann <b>x</b>' } })
     await h.drain()
     expect(mails).toHaveLength(1)
     expect(mimePart(mails[0]!.raw, 'text/plain')).toBe('**Ann <b>x</b>**, your [report](https://example.com/r/1) is ready.')
@@ -125,9 +125,9 @@ describe('email channel over a real SMTP sink', () => {
   })
 
   it('sends an HTML template with a text part made of its words, not its markup', async () => {
-    h = notifyHarness({ smtpUrl })
-    h.notify.users.put('u1', { email: 'ann@example.com' })
-    h.notify.templates.put({
+    h = await notifyHarness({ smtpUrl })
+    await h.notify.users.put('u1', { email: 'ann@example.com' })
+    await h.notify.templates.put({
       topic: 'order.shipped',
       channel: 'email',
       locale: 'en',
@@ -135,7 +135,7 @@ describe('email channel over a real SMTP sink', () => {
       body: '<p>Hello {{ payload.name }},</p><p>order <b>#42</b> is on its way: <a href="https://example.com/t/42">track it</a>.</p>',
       format: 'html',
     })
-    h.notify.notifications.send({ topic: 'order.shipped', recipients: ['u1'], channels: ['email'], payload: { name: 'Ann <script>' } })
+    await h.notify.notifications.send({ topic: 'order.shipped', recipients: ['u1'], channels: ['email'], payload: { name: 'Ann <script>' } })
     await h.drain()
     expect(mails).toHaveLength(1)
     expect(mimePart(mails[0]!.raw, 'text/plain')).toBe('Hello Ann <script>,\n\norder #42 is on its way: track it (https://example.com/t/42).')
@@ -143,123 +143,126 @@ describe('email channel over a real SMTP sink', () => {
   })
 
   it('marks a 5xx reply dead at once', async () => {
-    h = notifyHarness({ smtpUrl })
-    const r = h.notify.notifications.send({ topic: 't', recipients: ['perm@example.com'], channels: ['email'] })
+    h = await notifyHarness({ smtpUrl })
+    const r = await h.notify.notifications.send({ topic: 't', recipients: ['perm@example.com'], channels: ['email'] })
     await h.drain()
-    expect(statusOf(h, r.id)).toMatchObject([{ status: 'dead', attempts: 1, error: expect.stringContaining('550') }])
-    expect(h.store.deliveries.attempts(h.store.deliveries.byNotification(r.id)[0]!.id)).toMatchObject([{ statusCode: 550, outcome: 'dead' }])
+    expect(await statusOf(h, r.id)).toMatchObject([{ status: 'dead', attempts: 1, error: expect.stringContaining('550') }])
+    expect(await h.store.deliveries.attempts((await h.store.deliveries.byNotification(r.id))[0]!.id)).toMatchObject([{ statusCode: 550, outcome: 'dead' }])
   })
 
   it('retries a 4xx reply on the notification schedule until it is spent', async () => {
-    h = notifyHarness({ smtpUrl })
-    const r = h.notify.notifications.send({ topic: 't', recipients: ['temp@example.com'], channels: ['email'] })
+    h = await notifyHarness({ smtpUrl })
+    const r = await h.notify.notifications.send({ topic: 't', recipients: ['temp@example.com'], channels: ['email'] })
     const start = h.clock.now()
     await h.drain()
     // rng = 0.5 → jitter factor 1.0: the first delay is exactly 1 s.
-    expect(statusOf(h, r.id)).toMatchObject([{ status: 'pending', attempts: 1, next: start + 1000, error: expect.stringContaining('451') }])
+    expect(await statusOf(h, r.id)).toMatchObject([{ status: 'pending', attempts: 1, next: start + 1000, error: expect.stringContaining('451') }])
     for (const delay of [1000, 10_000, 60_000, 600_000, 3_600_000]) {
       h.clock.advance(delay)
       await h.drain()
     }
-    expect(statusOf(h, r.id)).toMatchObject([{ status: 'dead', attempts: 6 }])
+    expect(await statusOf(h, r.id)).toMatchObject([{ status: 'dead', attempts: 6 }])
   })
 
   it('retries a transport error (nothing listening)', async () => {
-    h = notifyHarness({ smtpUrl: 'smtp://127.0.0.1:1' })
-    h.notify.users.put('u1', { email: 'ann@example.com' })
-    const r = h.notify.notifications.send({ topic: 't', recipients: ['u1'], channels: ['email'] })
+    h = await notifyHarness({ smtpUrl: 'smtp://127.0.0.1:1' })
+    await h.notify.users.put('u1', { email: 'ann@example.com' })
+    const r = await h.notify.notifications.send({ topic: 't', recipients: ['u1'], channels: ['email'] })
     await h.drain()
-    expect(statusOf(h, r.id)).toMatchObject([{ status: 'pending', attempts: 1 }])
+    expect(await statusOf(h, r.id)).toMatchObject([{ status: 'pending', attempts: 1 }])
   })
 
   it('sends a digest group as ONE message at the window end', async () => {
-    h = notifyHarness({ smtpUrl })
-    h.notify.users.put('u1', { email: 'ann@example.com', timezone: 'UTC' })
-    h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: 'email', digest: 'daily' })
-    const ids = ['First', 'Second', 'Third'].map((title) => h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title }).id)
+    h = await notifyHarness({ smtpUrl })
+    await h.notify.users.put('u1', { email: 'ann@example.com', timezone: 'UTC' })
+    await h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: 'email', digest: 'daily' })
+    const ids: string[] = []
+    for (const title of ['First', 'Second', 'Third']) ids.push((await h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title })).id)
     await h.drain()
     expect(mails).toEqual([])
     h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
     await h.drain()
     expect(mails).toHaveLength(1)
     expect(mails[0]).toMatchObject({ to: ['ann@example.com'], subject: 'You have 3 notifications', text: '• First\n• Second\n• Third' })
-    expect(ids.flatMap((id) => statusOf(h, id).map((s) => s.status))).toEqual(['success', 'success', 'success'])
+    expect((await Promise.all(ids.map((id) => statusOf(h, id)))).flat().map((s) => s.status)).toEqual(['success', 'success', 'success'])
   })
 
   it('holds the pending members of a digest while it is sent, so a claim meanwhile cannot send them twice', async () => {
-    h = notifyHarness({ smtpUrl })
-    h.notify.users.put('u1', { email: 'ann@example.com' })
-    h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: 'email', digest: 'daily' })
-    const ids = ['A', 'B', 'C'].map((title) => h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title }).id)
+    h = await notifyHarness({ smtpUrl })
+    await h.notify.users.put('u1', { email: 'ann@example.com' })
+    await h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: 'email', digest: 'daily' })
+    const ids: string[] = []
+    for (const title of ['A', 'B', 'C']) ids.push((await h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title })).id)
     h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
     const claim = () => h.store.deliveries.claimDue({ limit: 1, now: h.clock.now(), defaultTimeoutMs: 30_000 })
-    const [one] = claim()
+    const [one] = await claim()
     const sending = h.notify.channels.email.send(one!, new AbortController().signal)
     await new Promise((r) => setImmediate(r)) // the digest has read its group and is now talking SMTP
-    expect(claim()).toEqual([])
+    expect(await claim()).toEqual([])
     const res = await sending
-    h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], h.clock.now())
+    await h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], h.clock.now())
     await h.drain()
     expect(mails).toEqual([expect.objectContaining({ subject: 'You have 3 notifications', text: '• A\n• B\n• C' })])
-    expect(ids.flatMap((id) => statusOf(h, id).map((s) => s.status))).toEqual(['success', 'success', 'success'])
+    expect((await Promise.all(ids.map((id) => statusOf(h, id)))).flat().map((s) => s.status)).toEqual(['success', 'success', 'success'])
   })
 
   it('a digest that must retry keeps its group together: held members become due with the retry', async () => {
-    h = notifyHarness({ smtpUrl })
-    h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'daily' })
-    for (const title of ['A', 'B']) h.notify.notifications.send({ topic: 'c', recipients: ['temp@example.com'], channels: ['email'], title })
+    h = await notifyHarness({ smtpUrl })
+    await h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'daily' })
+    for (const title of ['A', 'B']) await h.notify.notifications.send({ topic: 'c', recipients: ['temp@example.com'], channels: ['email'], title })
     h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
     const start = h.clock.now()
-    const [one] = h.store.deliveries.claimDue({ limit: 1, now: start, defaultTimeoutMs: 30_000 })
+    const [one] = await h.store.deliveries.claimDue({ limit: 1, now: start, defaultTimeoutMs: 30_000 })
     const res = await h.notify.channels.email.send(one!, new AbortController().signal)
     expect(res.outcome).toEqual({ kind: 'retry', at: start + 1000 })
-    h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], start)
-    const rows = h.store.deliveries.pendingInGroup(one!.groupKey!, start + 1000)
+    await h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], start)
+    const rows = await h.store.deliveries.pendingInGroup(one!.groupKey!, start + 1000)
     expect(rows.map((d) => d.nextAttemptAt)).toEqual([start + 1000, start + 1000])
   })
 
   it('a digest whose message fails transiently on its carrier\'s last attempt ends only the carrier: the others keep their attempts', async () => {
-    h = notifyHarness({ smtpUrl })
-    h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'daily' })
-    const ids = ['A', 'B', 'C'].map((title) => h.notify.notifications.send({ topic: 'c', recipients: ['temp@example.com'], channels: ['email'], title }).id)
-    const [a, b, c] = ids.map((id) => h.store.deliveries.byNotification(id)[0]!)
+    h = await notifyHarness({ smtpUrl })
+    await h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'daily' })
+    const ids: string[] = []
+    for (const title of ['A', 'B', 'C']) ids.push((await h.notify.notifications.send({ topic: 'c', recipients: ['temp@example.com'], channels: ['email'], title })).id)
+    const [a, b, c] = (await Promise.all(ids.map((id) => h.store.deliveries.byNotification(id)))).map((rows) => rows[0]!)
     // A has failed five times before (of six): this claim is its last attempt.
-    h.store.db.prepare(`UPDATE deliveries SET attempts = 5 WHERE id = ?`).run(a!.id)
+    h.store.sqlite!.db.prepare(`UPDATE deliveries SET attempts = 5 WHERE id = ?`).run(a!.id)
     h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
     const start = h.clock.now()
     // A carries the message, B is claimed with it, C is carried from the store; the server says 451.
-    const claimed = h.store.deliveries.claimDue({ limit: 2, now: start, defaultTimeoutMs: 30_000 })
+    const claimed = await h.store.deliveries.claimDue({ limit: 2, now: start, defaultTimeoutMs: 30_000 })
     expect(claimed.map((d) => [d.id, d.attempts])).toEqual([[a!.id, 6], [b!.id, 1]])
     const signal = new AbortController().signal
     const results = await Promise.all(claimed.map((d) => h.notify.channels.email.send(d, signal)))
-    h.store.deliveries.settle(claimed.map((d, i) => ({ id: d.id, claimToken: d.claimToken, outcome: results[i]!.outcome, attempt: results[i]!.attempt })), start)
+    await h.store.deliveries.settle(claimed.map((d, i) => ({ id: d.id, claimToken: d.claimToken, outcome: results[i]!.outcome, attempt: results[i]!.attempt })), start)
     expect(results.map((r) => r.outcome.kind)).toEqual(['dead', 'retry'])
     // B and C retry together at the next step of their own schedule (the first: 1 s).
-    expect(ids.flatMap((id) => statusOf(h, id))).toEqual([
+    expect((await Promise.all(ids.map((id) => statusOf(h, id)))).flat()).toEqual([
       { status: 'dead', attempts: 6, error: expect.stringContaining('451'), next: expect.any(Number) },
       { status: 'pending', attempts: 1, error: expect.stringContaining('451'), next: start + 1000 },
       { status: 'pending', attempts: 1, error: expect.stringContaining('451'), next: start + 1000 },
     ])
-    expect(h.store.deliveries.attempts(c!.id)).toEqual([expect.objectContaining({ attempt: 1, outcome: 'retry', statusCode: 451 })])
+    expect(await h.store.deliveries.attempts(c!.id)).toEqual([expect.objectContaining({ attempt: 1, outcome: 'retry', statusCode: 451 })])
   })
 
   it('each member a digest message carries gets its attempt, naming the delivery that carried it', async () => {
     const counted: [string, string][] = []
-    h = notifyHarness({ smtpUrl }, { observer: { attempt: (channel, outcome) => void counted.push([channel, outcome]) } })
-    h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'daily' })
+    h = await notifyHarness({ smtpUrl }, { observer: { attempt: (channel, outcome) => void counted.push([channel, outcome]) } })
+    await h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'daily' })
     const to = ['ok@example.com', 'perm@example.com', 'temp@example.com']
-    for (const title of ['A', 'B', 'C']) h.notify.notifications.send({ topic: 'c', recipients: to, channels: ['email'], title })
+    for (const title of ['A', 'B', 'C']) await h.notify.notifications.send({ topic: 'c', recipients: to, channels: ['email'], title })
     h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
     const now = h.clock.now()
     const signal = new AbortController().signal
     // One member of each group claimed alone: the other two go out in its message.
-    const carriers = h.store.deliveries.claimDue({ limit: 3, now, defaultTimeoutMs: 30_000 })
+    const carriers = await h.store.deliveries.claimDue({ limit: 3, now, defaultTimeoutMs: 30_000 })
     expect(new Set(carriers.map((d) => d.groupKey)).size).toBe(3)
     for (const d of carriers) {
       const res = await h.notify.channels.email.send(d, signal)
-      h.store.deliveries.settle([{ id: d.id, claimToken: d.claimToken, outcome: res.outcome, attempt: res.attempt }], now)
+      await h.store.deliveries.settle([{ id: d.id, claimToken: d.claimToken, outcome: res.outcome, attempt: res.attempt }], now)
     }
-    const rows = h.store.deliveries.list({ limit: 100 }).data
+    const rows = (await h.store.deliveries.list({ limit: 100 })).data
     expect(rows).toHaveLength(9)
     const carrierIds = new Set(carriers.map((d) => d.id))
     const carriedBy = new Map(carriers.map((d) => [d.groupKey, d.id]))
@@ -268,26 +271,26 @@ describe('email channel over a real SMTP sink', () => {
       const who = row.groupKey!.split('|')[0]
       const expected = { ok: ['success', 'success'], perm: ['dead', 'dead'], temp: ['pending', 'retry'] }[who!.split('@')[0] as 'ok' | 'perm' | 'temp']
       expect([who, row.status, row.attempts]).toEqual([who, expected[0], 1])
-      expect(h.store.deliveries.attempts(row.id)).toEqual([
+      expect(await h.store.deliveries.attempts(row.id)).toEqual([
         expect.objectContaining({ attempt: 1, outcome: expected[1], responseBody: expect.stringContaining(`sent in the message of ${carrier}`) }),
       ])
-      const attempt = h.store.deliveries.attempts(row.id)[0]!
-      const own = h.store.deliveries.attempts(carrier)[0]!
+      const attempt = (await h.store.deliveries.attempts(row.id))[0]!
+      const own = (await h.store.deliveries.attempts(carrier))[0]!
       expect([attempt.startedAt, attempt.durationMs, attempt.statusCode, attempt.error]).toEqual([own.startedAt, own.durationMs, own.statusCode, own.error])
-      if (who === 'temp@example.com') expect(row.nextAttemptAt).toBe(h.store.deliveries.get(carrier)!.nextAttemptAt)
+      if (who === 'temp@example.com') expect(row.nextAttemptAt).toBe((await h.store.deliveries.get(carrier))!.nextAttemptAt)
     }
     // The carried members' attempts are counted like the claimed ones' (here by the channel, two per group).
     expect(counted.sort()).toEqual([...Array(2).fill(['email', 'dead']), ...Array(2).fill(['email', 'retry']), ...Array(2).fill(['email', 'success'])].sort())
   })
 
   it('a digest leaves out members still inside their quiet hours (critical ones skip quiet hours, not the digest)', async () => {
-    h = notifyHarness({ smtpUrl })
-    h.notify.users.put('u1', { email: 'ann@example.com' })
-    h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: '*', digest: 'daily', quiet_hours: { tz: 'UTC', start: '22:00', end: '07:00' } })
+    h = await notifyHarness({ smtpUrl })
+    await h.notify.users.put('u1', { email: 'ann@example.com' })
+    await h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: '*', digest: 'daily', quiet_hours: { tz: 'UTC', start: '22:00', end: '07:00' } })
     h.clock.set(Date.parse('2026-01-15T23:00:00Z'))
-    h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title: 'Quiet one' })
-    h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title: 'Urgent one', severity: 'critical' })
-    const due = h.store.deliveries.list({ limit: 10 }).data.map((d) => new Date(d.nextAttemptAt).toISOString()).sort()
+    await h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title: 'Quiet one' })
+    await h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title: 'Urgent one', severity: 'critical' })
+    const due = (await h.store.deliveries.list({ limit: 10 })).data.map((d) => new Date(d.nextAttemptAt).toISOString()).sort()
     expect(due).toEqual(['2026-01-16T00:00:00.000Z', '2026-01-16T07:00:00.000Z'])
     h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
     await h.drain()
@@ -298,21 +301,21 @@ describe('email channel over a real SMTP sink', () => {
   })
 
   it('finishes still-pending group members when one member is claimed alone; N = 1 uses the title', async () => {
-    h = notifyHarness({ smtpUrl })
-    h.notify.users.put('u1', { email: 'ann@example.com' })
-    h.notify.users.put('u2', { email: 'bob@example.com' })
-    h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'weekly' })
-    const a = h.notify.notifications.send({ topic: 'c', recipients: ['u1', 'u2'], channels: ['email'], title: 'A' }).id
-    const b = h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title: 'B' }).id
+    h = await notifyHarness({ smtpUrl })
+    await h.notify.users.put('u1', { email: 'ann@example.com' })
+    await h.notify.users.put('u2', { email: 'bob@example.com' })
+    await h.notify.preferences.put({ user_id: '*', topic: '*', channel: 'email', digest: 'weekly' })
+    const a = (await h.notify.notifications.send({ topic: 'c', recipients: ['u1', 'u2'], channels: ['email'], title: 'A' })).id
+    const b = (await h.notify.notifications.send({ topic: 'c', recipients: ['u1'], channels: ['email'], title: 'B' })).id
     h.clock.set(Date.parse('2026-01-19T00:00:00Z')) // the next Monday, UTC
-    const [one] = h.store.deliveries.claimDue({ limit: 1, now: h.clock.now(), defaultTimeoutMs: 30_000 })
+    const [one] = await h.store.deliveries.claimDue({ limit: 1, now: h.clock.now(), defaultTimeoutMs: 30_000 })
     const res = await h.notify.channels.email.send(one!, new AbortController().signal)
-    h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], h.clock.now())
+    await h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], h.clock.now())
     expect(mails).toEqual([expect.objectContaining({ to: ['ann@example.com'], subject: 'You have 2 notifications', text: '• A\n• B' })])
-    expect(statusOf(h, b).map((s) => s.status)).toEqual(['success'])
+    expect((await statusOf(h, b)).map((s) => s.status)).toEqual(['success'])
     await h.drain()
     expect(mails[1]).toMatchObject({ to: ['bob@example.com'], subject: 'A', text: '• A' })
-    expect(statusOf(h, a).map((s) => s.status)).toEqual(['success', 'success'])
+    expect((await statusOf(h, a)).map((s) => s.status)).toEqual(['success', 'success'])
     expect(mails).toHaveLength(2)
   })
 })

@@ -17,11 +17,11 @@ export interface Published {
  * dispatcher (claim every due row, send it through its notify channel, settle the batch). The
  * applications `a1` and `a2` exist beside `default`.
  */
-export function notifyHarness(overrides: Partial<Config> = {}, deps: Partial<NotifyDeps> = {}) {
+export async function notifyHarness(overrides: Partial<Config> = {}, deps: Partial<NotifyDeps> = {}) {
   const { store, dir, cleanup } = tempStore()
   const clock = new ManualClock(Date.parse('2026-01-15T12:00:00Z'))
   // Two applications besides default, for the app-scoped inbox tests (an unknown app_id is 404).
-  for (const id of ['a1', 'a2']) store.apps.insert({ id, name: id, metadata: {} }, clock.now())
+  for (const id of ['a1', 'a2']) await store.apps.insert({ id, name: id, metadata: {} }, clock.now())
   const config = testConfig({ dataDir: dir, ...overrides })
   const published: Published[] = []
   const notify: NotifyService = createNotifyService({
@@ -31,23 +31,23 @@ export function notifyHarness(overrides: Partial<Config> = {}, deps: Partial<Not
     rng: () => 0.5,
     log: silentLogger(),
     tokenKey: 'test-token-key',
-    publishEvent: (type, data, id) => void published.push({ type, data, id }),
+    publishEvent: async (type, data, id) => void published.push({ type, data, id }),
     ...deps,
   })
   const signal = new AbortController().signal
   async function drain(): Promise<SettleResult[]> {
     const all: SettleResult[] = []
     for (;;) {
-      const claimed = store.deliveries.claimDue({ limit: 1000, now: clock.now(), defaultTimeoutMs: 30_000 })
+      const claimed = await store.deliveries.claimDue({ limit: 1000, now: clock.now(), defaultTimeoutMs: 30_000 })
       if (claimed.length === 0) return all
       const results = await Promise.all(
         claimed.map((d) => notify.channels[d.channel as 'inbox' | 'email' | 'notify-webhook'].send(d, signal)),
       )
       all.push(
-        ...store.deliveries.settle(
+        ...(await store.deliveries.settle(
           claimed.map((d, i) => ({ id: d.id, claimToken: d.claimToken, outcome: results[i]!.outcome, attempt: results[i]!.attempt })),
           clock.now(),
-        ),
+        )),
       )
     }
   }
@@ -58,12 +58,12 @@ export function notifyHarness(overrides: Partial<Config> = {}, deps: Partial<Not
     notify,
     published,
     drain,
-    cleanup: () => {
+    cleanup: async () => {
       notify.close()
-      cleanup()
+      await cleanup()
     },
   }
 }
 
 /** The harness type. */
-export type NotifyHarness = ReturnType<typeof notifyHarness>
+export type NotifyHarness = Awaited<ReturnType<typeof notifyHarness>>
