@@ -12,7 +12,7 @@ afterEach(() => h?.cleanup())
 
 /** The real app over the notify harness, with an admin key. */
 async function setup() {
-  h = notifyHarness()
+  h = await notifyHarness()
   const app = createApp({ store: h.store, config: h.config, log: silentLogger(), clock: h.clock, webhooks: {} as WebhookService, notify: h.notify })
   const admin = (await createApiKey(h.store, { name: 'a', role: 'admin' }, h.clock.now())).key
   const call = async (method: string, path: string, token: string, body?: unknown) => {
