@@ -48,11 +48,11 @@ const routes = {
 /** The /v1/apps family: thin handlers over the applications service. */
 export function appRoutes() {
   const r = newRouter()
-  r.openapi(routes.create, (c) => c.json(c.var.deps.apps.create(c.req.valid('json')), 201))
-  r.openapi(routes.list, (c) => c.json(c.var.deps.apps.list(c.req.valid('query')), 200))
-  r.openapi(routes.get, (c) => c.json(c.var.deps.apps.get(c.req.valid('param').id), 200))
-  r.openapi(routes.update, (c) => c.json(c.var.deps.apps.update(c.req.valid('param').id, c.req.valid('json') ?? {}), 200))
-  r.openapi(routes.remove, (c) => c.json(c.var.deps.apps.remove(c.req.valid('param').id), 200))
-  r.openapi(routes.portalToken, (c) => c.json(c.var.deps.apps.portalToken(c.req.valid('param').id, c.req.valid('json') ?? {}), 201))
+  r.openapi(routes.create, async (c) => c.json(await c.var.deps.apps.create(c.req.valid('json')), 201))
+  r.openapi(routes.list, async (c) => c.json(await c.var.deps.apps.list(c.req.valid('query')), 200))
+  r.openapi(routes.get, async (c) => c.json(await c.var.deps.apps.get(c.req.valid('param').id), 200))
+  r.openapi(routes.update, async (c) => c.json(await c.var.deps.apps.update(c.req.valid('param').id, c.req.valid('json') ?? {}), 200))
+  r.openapi(routes.remove, async (c) => c.json(await c.var.deps.apps.remove(c.req.valid('param').id), 200))
+  r.openapi(routes.portalToken, async (c) => c.json(await c.var.deps.apps.portalToken(c.req.valid('param').id, c.req.valid('json') ?? {}), 201))
   return r
 }

@@ -30,18 +30,18 @@ export function authenticate(): MiddlewareHandler<ApiEnv> {
     const token = bearerToken(c.req.header('authorization'))
     if (token === undefined) throw errors.unauthorized()
     if (token.startsWith(PORTAL_TOKEN_PREFIX)) {
-      const claims = c.var.deps.apps.verifyPortalToken(token)
+      const claims = await c.var.deps.apps.verifyPortalToken(token)
       if (!claims) throw errors.invalidToken()
       c.set('apiKey', { id: claims.id, name: 'portal', role: claims.readOnly ? 'viewer' : 'admin', appId: claims.appId, portal: true, readOnly: claims.readOnly })
       return next()
     }
-    const row = token === '' ? null : verifyKey(store, token)
+    const row = token === '' ? null : await verifyKey(store, token)
     if (!row) throw errors.invalidToken()
     const now = clock.now()
     if ((touched.get(row.id) ?? 0) + TOUCH_EVERY_MS <= now) {
       touched.set(row.id, now)
       try {
-        store.keys.touch(row.id, now)
+        await store.keys.touch(row.id, now)
       } catch {
         // last_used_at is best effort; a busy or full disk must not fail a read
       }

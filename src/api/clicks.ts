@@ -24,8 +24,8 @@ const follow = createRoute({
 /** GET /c/:signed, the tracked links of POSTBOX_TRACK_CLICKS (no key: the signature is the credential). */
 export function clickRoutes() {
   const r = newRouter()
-  r.openapi(follow, (c) => {
-    const url = notifyOf(c).clicks.follow(c.req.valid('param').signed)
+  r.openapi(follow, async (c) => {
+    const url = await notifyOf(c).clicks.follow(c.req.valid('param').signed)
     if (url === null) throw errors.notFound('Link')
     c.header('cache-control', 'no-store')
     c.header('referrer-policy', 'no-referrer')

@@ -32,14 +32,14 @@ const routes = {
 /** GET /v1/deliveries, GET /v1/deliveries/:id and POST /v1/deliveries/:id/redeliver. */
 export function deliveryRoutes() {
   const r = newRouter()
-  r.openapi(routes.list, (c) => {
+  r.openapi(routes.list, async (c) => {
     const q = c.req.valid('query')
     if (q.cursor !== undefined && decodeIdCursor(q.cursor, 'dlv') === null) {
       throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
     }
-    return c.json(c.var.deps.webhooks.deliveries.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }, callerApp(c)), 200)
+    return c.json(await c.var.deps.webhooks.deliveries.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }, callerApp(c)), 200)
   })
-  r.openapi(routes.get, (c) => c.json(c.var.deps.webhooks.deliveries.get(c.req.valid('param').id, callerApp(c)), 200))
-  r.openapi(routes.redeliver, (c) => c.json(c.var.deps.webhooks.deliveries.redeliver(c.req.valid('param').id, callerApp(c)), 202))
+  r.openapi(routes.get, async (c) => c.json(await c.var.deps.webhooks.deliveries.get(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.redeliver, async (c) => c.json(await c.var.deps.webhooks.deliveries.redeliver(c.req.valid('param').id, callerApp(c)), 202))
   return r
 }

@@ -114,40 +114,40 @@ const routes = {
 /** Users, tokens, subscriptions, preferences and templates (docs/notifications-basics.md). */
 export function directoryRoutes() {
   const r = newRouter()
-  r.openapi(routes.putUser, (c) => {
-    const { user, created } = notifyOf(c).users.put(c.req.valid('param').id, c.req.valid('json'))
+  r.openapi(routes.putUser, async (c) => {
+    const { user, created } = await notifyOf(c).users.put(c.req.valid('param').id, c.req.valid('json'))
     return c.json(user, created ? 201 : 200)
   })
-  r.openapi(routes.listUsers, (c) => {
+  r.openapi(routes.listUsers, async (c) => {
     const { role, team, q, ...page } = c.req.valid('query')
-    return c.json(notifyOf(c).users.list({ ...(role ? { role } : {}), ...(team ? { team } : {}), ...(q ? { q } : {}) }, page), 200)
+    return c.json(await notifyOf(c).users.list({ ...(role ? { role } : {}), ...(team ? { team } : {}), ...(q ? { q } : {}) }, page), 200)
   })
-  r.openapi(routes.getUser, (c) => c.json(notifyOf(c).users.get(c.req.valid('param').id), 200))
-  r.openapi(routes.deleteUser, (c) => {
-    notifyOf(c).users.delete(c.req.valid('param').id)
+  r.openapi(routes.getUser, async (c) => c.json(await notifyOf(c).users.get(c.req.valid('param').id), 200))
+  r.openapi(routes.deleteUser, async (c) => {
+    await notifyOf(c).users.delete(c.req.valid('param').id)
     return c.json({ deleted: true as const }, 200)
   })
-  r.openapi(routes.issueToken, (c) => {
+  r.openapi(routes.issueToken, async (c) => {
     const body = c.req.valid('json') ?? {}
-    return c.json(notifyOf(c).tokens.issue(c.req.valid('param').id, body.ttl_seconds, body.app_id), 201)
+    return c.json(await notifyOf(c).tokens.issue(c.req.valid('param').id, body.ttl_seconds, body.app_id), 201)
   })
-  r.openapi(routes.userPreferences, (c) => {
-    return c.json(notifyOf(c).preferences.list(c.req.valid('param').id, c.req.valid('query')), 200)
+  r.openapi(routes.userPreferences, async (c) => {
+    return c.json(await notifyOf(c).preferences.list(c.req.valid('param').id, c.req.valid('query')), 200)
   })
-  r.openapi(routes.putSubscription, (c) => c.json(notifyOf(c).subscriptions.put(c.req.valid('json')), 200))
-  r.openapi(routes.deleteSubscription, (c) => {
-    notifyOf(c).subscriptions.delete(c.req.valid('json'))
+  r.openapi(routes.putSubscription, async (c) => c.json(await notifyOf(c).subscriptions.put(c.req.valid('json')), 200))
+  r.openapi(routes.deleteSubscription, async (c) => {
+    await notifyOf(c).subscriptions.delete(c.req.valid('json'))
     return c.json({ deleted: true as const }, 200)
   })
-  r.openapi(routes.listSubscriptions, (c) => {
+  r.openapi(routes.listSubscriptions, async (c) => {
     const { topic, ...page } = c.req.valid('query')
-    return c.json(notifyOf(c).subscriptions.list(topic, page), 200)
+    return c.json(await notifyOf(c).subscriptions.list(topic, page), 200)
   })
-  r.openapi(routes.putPreference, (c) => c.json(notifyOf(c).preferences.put(c.req.valid('json')), 200))
-  r.openapi(routes.putTemplate, (c) => c.json(notifyOf(c).templates.put(c.req.valid('json')), 201))
-  r.openapi(routes.listTemplates, (c) => {
+  r.openapi(routes.putPreference, async (c) => c.json(await notifyOf(c).preferences.put(c.req.valid('json')), 200))
+  r.openapi(routes.putTemplate, async (c) => c.json(await notifyOf(c).templates.put(c.req.valid('json')), 201))
+  r.openapi(routes.listTemplates, async (c) => {
     const { topic, ...page } = c.req.valid('query')
-    return c.json(notifyOf(c).templates.list(topic, page), 200)
+    return c.json(await notifyOf(c).templates.list(topic, page), 200)
   })
   return r
 }

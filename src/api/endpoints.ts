@@ -86,19 +86,19 @@ const routes = {
 /** The /v1/endpoints family: thin handlers over the webhook service. */
 export function endpointRoutes() {
   const r = newRouter()
-  r.openapi(routes.create, (c) => c.json(c.var.deps.webhooks.endpoints.create(c.req.valid('json'), callerApp(c)), 201))
-  r.openapi(routes.list, (c) => {
+  r.openapi(routes.create, async (c) => c.json(await c.var.deps.webhooks.endpoints.create(c.req.valid('json'), callerApp(c)), 201))
+  r.openapi(routes.list, async (c) => {
     const q = c.req.valid('query')
-    return c.json(c.var.deps.webhooks.endpoints.list({ limit: q.limit ?? DEFAULT_LIMIT, cursor: q.cursor ?? null, ...(q.app_id !== undefined ? { app_id: q.app_id } : {}) }, callerApp(c)), 200)
+    return c.json(await c.var.deps.webhooks.endpoints.list({ limit: q.limit ?? DEFAULT_LIMIT, cursor: q.cursor ?? null, ...(q.app_id !== undefined ? { app_id: q.app_id } : {}) }, callerApp(c)), 200)
   })
   const ep = (c: Context<ApiEnv>) => c.var.deps.webhooks.endpoints
-  r.openapi(routes.get, (c) => c.json(ep(c).get(c.req.valid('param').id, callerApp(c)), 200))
-  r.openapi(routes.update, (c) => c.json(ep(c).update(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 200))
-  r.openapi(routes.remove, (c) => c.json(ep(c).remove(c.req.valid('param').id, callerApp(c)), 200))
-  r.openapi(routes.secret, (c) => c.json(ep(c).getSecret(c.req.valid('param').id, callerApp(c)), 200))
-  r.openapi(routes.rotate, (c) => c.json(ep(c).rotateSecret(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 200))
-  r.openapi(routes.enable, (c) => c.json(ep(c).enable(c.req.valid('param').id, callerApp(c)), 200))
-  r.openapi(routes.recover, (c) => c.json(ep(c).recover(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 202))
-  r.openapi(routes.test, (c) => c.json(ep(c).test(c.req.valid('param').id, c.req.valid('json') ?? {}, callerApp(c)), 202))
+  r.openapi(routes.get, async (c) => c.json(await ep(c).get(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.update, async (c) => c.json(await ep(c).update(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 200))
+  r.openapi(routes.remove, async (c) => c.json(await ep(c).remove(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.secret, async (c) => c.json(await ep(c).getSecret(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.rotate, async (c) => c.json(await ep(c).rotateSecret(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 200))
+  r.openapi(routes.enable, async (c) => c.json(await ep(c).enable(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.recover, async (c) => c.json(await ep(c).recover(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 202))
+  r.openapi(routes.test, async (c) => c.json(await ep(c).test(c.req.valid('param').id, c.req.valid('json') ?? {}, callerApp(c)), 202))
   return r
 }

@@ -33,11 +33,11 @@ const routes = {
 /** PUT /v1/event-types/:name, GET /v1/event-types and GET /v1/event-types/:name. */
 export function eventTypeRoutes() {
   const r = newRouter()
-  r.openapi(routes.put, (c) => c.json(c.var.deps.webhooks.eventTypes.put(c.req.valid('param').name, c.req.valid('json') ?? {}), 200))
-  r.openapi(routes.list, (c) => {
+  r.openapi(routes.put, async (c) => c.json(await c.var.deps.webhooks.eventTypes.put(c.req.valid('param').name, c.req.valid('json') ?? {}), 200))
+  r.openapi(routes.list, async (c) => {
     const q = c.req.valid('query')
-    return c.json(c.var.deps.webhooks.eventTypes.list({ limit: q.limit, cursor: q.cursor ?? null, includeArchived: q.include_archived ?? false }), 200)
+    return c.json(await c.var.deps.webhooks.eventTypes.list({ limit: q.limit, cursor: q.cursor ?? null, includeArchived: q.include_archived ?? false }), 200)
   })
-  r.openapi(routes.get, (c) => c.json(c.var.deps.webhooks.eventTypes.get(c.req.valid('param').name, { includeArchived: c.req.valid('query').include_archived ?? false }), 200))
+  r.openapi(routes.get, async (c) => c.json(await c.var.deps.webhooks.eventTypes.get(c.req.valid('param').name, { includeArchived: c.req.valid('query').include_archived ?? false }), 200))
   return r
 }

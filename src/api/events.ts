@@ -70,13 +70,13 @@ export function eventRoutes(deps: ApiDeps) {
     const body = await c.req.json().catch(() => ({}))
     const shape = BatchShape.safeParse(body)
     if (!shape.success) throw errors.validation(zodDetails(shape.error, 'body'))
-    const results = c.var.deps.webhooks.events.sendBatch(shape.data.events, callerApp(c))
+    const results = await c.var.deps.webhooks.events.sendBatch(shape.data.events, callerApp(c))
     return c.json({ results }, results.every((x) => 'deduplicated' in x && x.deduplicated) ? 200 : 202)
   })
-  r.openapi(routes.get, (c) => c.json(c.var.deps.webhooks.events.get(c.req.valid('param').id, callerApp(c)), 200))
-  r.openapi(routes.list, (c) => {
+  r.openapi(routes.get, async (c) => c.json(await c.var.deps.webhooks.events.get(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.list, async (c) => {
     const q = c.req.valid('query')
-    return c.json(c.var.deps.webhooks.events.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }, callerApp(c)), 200)
+    return c.json(await c.var.deps.webhooks.events.list({ ...q, limit: q.limit ?? DEFAULT_LIMIT }, callerApp(c)), 200)
   })
   return r
 }

@@ -10,10 +10,10 @@ export interface GroupCommit<I, O> {
 
 /** Options of `createGroupCommit`. */
 export interface GroupCommitOptions<I, O> {
-  /** Writes every input in ONE transaction and returns the results in input order. */
-  runMany(inputs: I[]): O[]
+  /** Writes every input in ONE transaction and resolves with the results in input order. */
+  runMany(inputs: I[]): Promise<O[]>
   /** Writes one input on its own (used to isolate a failing input of a batch). */
-  runOne(input: I): O
+  runOne(input: I): Promise<O>
   /** Upper bound of one transaction; larger queues are split. */
   maxBatch?: number
 }
@@ -26,29 +26,43 @@ interface Waiter<I, O> {
 
 /**
  * Group commit for ingest. Why: with `synchronous=normal` a commit costs ~20–50 µs of WAL
- * bookkeeping, with `full` an fsync (~1–10 ms). Requests that finish parsing in the same
- * event-loop turn are queued and flushed together from setImmediate, so N concurrent callers
- * pay for one commit while each still answers only after that commit. A single caller waits
- * at most one turn (microseconds), never a timer. If the batch throws (one bad input), every
- * input is retried in its own transaction so one caller's error never becomes another's; a
- * storage failure (disk full) fails them all, because nothing could have been written.
+ * bookkeeping, with `full` an fsync (~1–10 ms); on PostgreSQL a commit is a round trip and a WAL
+ * flush. Requests that finish parsing in the same event-loop turn are queued and flushed together
+ * from setImmediate, so N concurrent callers pay for one commit while each still answers only
+ * after that commit. While a flush's transactions are open, new inputs wait for the next flush,
+ * which starts as soon as they end: the slower the commit, the larger the next batch. A single
+ * caller waits at most one turn (microseconds) when nothing is in flight, never a timer. If the
+ * batch throws (one bad input), every input is retried in its own transaction so one caller's
+ * error never becomes another's; a storage failure (disk full) fails them all, because nothing
+ * could have been written.
  */
 export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCommit<I, O> {
   const maxBatch = Math.max(1, opts.maxBatch ?? 1000)
   let queue: Waiter<I, O>[] = []
   let scheduled = false
+  let flushing = false
 
-  const flush = (): void => {
+  const flush = async (): Promise<void> => {
     scheduled = false
-    const all = queue
-    queue = []
-    for (let i = 0; i < all.length; i += maxBatch) runBatch(all.slice(i, i + maxBatch))
+    flushing = true
+    try {
+      while (queue.length > 0) {
+        const all = queue
+        queue = []
+        const runs: Promise<void>[] = []
+        for (let i = 0; i < all.length; i += maxBatch) runs.push(runBatch(all.slice(i, i + maxBatch)))
+        await Promise.all(runs)
+      }
+    } finally {
+      flushing = false
+    }
   }
 
-  const runBatch = (batch: Waiter<I, O>[]): void => {
+  /** Settles every waiter of the batch; never rejects. */
+  const runBatch = async (batch: Waiter<I, O>[]): Promise<void> => {
     let results: O[]
     try {
-      results = opts.runMany(batch.map((w) => w.input))
+      results = await opts.runMany(batch.map((w) => w.input))
     } catch (err) {
       if (batch.length === 1 || isStorageUnavailable(err)) {
         for (const w of batch) w.reject(err)
@@ -56,7 +70,7 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
       }
       for (const w of batch) {
         try {
-          w.resolve(opts.runOne(w.input))
+          w.resolve(await opts.runOne(w.input))
         } catch (e) {
           w.reject(e)
         }
@@ -70,9 +84,10 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
     submit(input) {
       return new Promise<O>((resolve, reject) => {
         queue.push({ input, resolve, reject })
-        if (!scheduled) {
+        // A flush in progress takes this input in its next round.
+        if (!scheduled && !flushing) {
           scheduled = true
-          setImmediate(flush)
+          setImmediate(() => void flush())
         }
       })
     },

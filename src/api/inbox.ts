@@ -129,10 +129,10 @@ const routes = {
 export function inboxRoutes() {
   const r = newRouter()
   r.openAPIRegistry.registerComponent('securitySchemes', 'userToken', { type: 'http', scheme: 'bearer', description: 'pbu_ end-user token' })
-  r.openapi(routes.list, (c) => {
+  r.openapi(routes.list, async (c) => {
     const q = c.req.valid('query')
     const { inbox } = inboxOf(c)
-    const page = inbox.list({
+    const page = await inbox.list({
       status: q.status ?? 'all',
       archived: q.archived === 'true',
       snoozed: q.snoozed === 'true',
@@ -144,11 +144,11 @@ export function inboxRoutes() {
     })
     return c.json(page, 200)
   })
-  r.openapi(routes.unreadCount, (c) => c.json({ unread_count: inboxOf(c).inbox.unreadCount() }, 200))
-  r.openapi(routes.counts, (c) => {
+  r.openapi(routes.unreadCount, async (c) => c.json({ unread_count: await inboxOf(c).inbox.unreadCount() }, 200))
+  r.openapi(routes.counts, async (c) => {
     const q = c.req.valid('query')
     return c.json(
-      inboxOf(c).inbox.counts({
+      await inboxOf(c).inbox.counts({
         ...(q.tags !== undefined ? { tags: q.tags } : {}),
         ...(q.topic !== undefined ? { topic: q.topic } : {}),
         ...(q.app_id !== undefined ? { app_id: q.app_id } : {}),
@@ -157,15 +157,15 @@ export function inboxRoutes() {
     )
   })
   for (const name of ['read', 'unread', 'seen', 'archive', 'unarchive', 'clicked', 'unsnooze'] as const) {
-    r.openapi(routes[name], (c) => c.json(inboxOf(c).inbox[name](c.req.valid('json').ids), 200))
+    r.openapi(routes[name], async (c) => c.json(await inboxOf(c).inbox[name](c.req.valid('json').ids), 200))
   }
-  r.openapi(routes.snooze, (c) => {
+  r.openapi(routes.snooze, async (c) => {
     const body = c.req.valid('json')
-    return c.json(inboxOf(c).inbox.snooze(body.ids, Date.parse(body.until)), 200)
+    return c.json(await inboxOf(c).inbox.snooze(body.ids, Date.parse(body.until)), 200)
   })
-  r.openapi(routes.readAll, (c) => c.json(inboxOf(c).inbox.readAll(c.req.valid('json') ?? {}), 200))
-  r.openapi(routes.seenAll, (c) => c.json(inboxOf(c).inbox.seenAll(c.req.valid('json') ?? {}), 200))
-  r.openapi(routes.archiveAll, (c) => c.json(inboxOf(c).inbox.archiveAll(c.req.valid('json') ?? {}), 200))
+  r.openapi(routes.readAll, async (c) => c.json(await inboxOf(c).inbox.readAll(c.req.valid('json') ?? {}), 200))
+  r.openapi(routes.seenAll, async (c) => c.json(await inboxOf(c).inbox.seenAll(c.req.valid('json') ?? {}), 200))
+  r.openapi(routes.archiveAll, async (c) => c.json(await inboxOf(c).inbox.archiveAll(c.req.valid('json') ?? {}), 200))
   r.openapi(routes.stream, (c) => streamInbox(c, c.req.valid('query').since) as never)
   return r
 }
@@ -191,6 +191,9 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
     const queue: StreamEvent[] = []
     let wake: (() => void) | null = null
     let closed = false
+    // Live events are scoped (an asynchronous read for a scoped token) one after another, so they
+    // reach the queue in the order the hub sent them: the seq comparison below relies on it.
+    let scoping: Promise<void> = Promise.resolve()
     const notifyLoop = () => {
       const w = wake
       wake = null
@@ -206,10 +209,12 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
         // A client too slow to take its events is cut off rather than buffered without bound; it
         // reconnects with Last-Event-ID and the durable log replays what it missed.
         if (queue.length >= notify.streamMaxQueued) return end()
-        const scoped = inbox.scope(e)
-        if (scoped === null) return
-        queue.push(scoped)
-        notifyLoop()
+        scoping = scoping.then(async () => {
+          const scoped = await inbox.scope(e)
+          if (scoped === null || closed) return
+          queue.push(scoped)
+          notifyLoop()
+        }).catch(end)
       },
       end,
     )
@@ -233,8 +238,8 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
       let last = -1
       if (since !== null) {
         // An id from the future (a stale client, a restored backup) must not hide new events.
-        last = Math.min(since, inbox.lastSeq())
-        for (const e of inbox.replay(since)) {
+        last = Math.min(since, await inbox.lastSeq())
+        for (const e of await inbox.replay(since)) {
           await stream.writeSSE(toSse(e))
           last = e.seq
         }

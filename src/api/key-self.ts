@@ -28,10 +28,10 @@ const self = createRoute({
 /** GET /v1/keys/self: any valid key may read its own id, name and role. */
 export function keySelfRoutes() {
   const r = newRouter()
-  r.openapi(self, (c) => {
+  r.openapi(self, async (c) => {
     const caller = c.get('apiKey')
     if (caller.portal) throw errors.forbidden('A portal token is not an API key')
-    const row = c.var.deps.store.keys.get(caller.id)
+    const row = await c.var.deps.store.keys.get(caller.id)
     if (!row) throw errors.invalidToken()
     const { id, name, role, prefix, created_at, last_used_at } = keyJson(row) as z.infer<typeof KeySelf>
     return c.json({ id, name, role, prefix, created_at, last_used_at, app_id: caller.appId }, 200)

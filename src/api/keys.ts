@@ -76,31 +76,36 @@ const revoke = createRoute({
 /** POST/GET /v1/keys and DELETE /v1/keys/:id with the revoke rules of docs/api.md. */
 export function keyRoutes() {
   const router = newRouter()
-  router.openapi(create, (c) => {
+  router.openapi(create, async (c) => {
     const { store, clock } = c.var.deps
     const input = c.req.valid('json')
-    if (input.app_id !== undefined) requireApp(store, input.app_id)
-    const { row, key } = createApiKey(store, { name: input.name ?? input.role, role: input.role, appId: input.app_id ?? null }, clock.now())
+    const appId = input.app_id
+    // The check and the insert in one transaction: no key is made for an application deleted meanwhile.
+    const { row, key } = await store.tx(async (s) => {
+      if (appId !== undefined) await requireApp(s, appId)
+      return createApiKey(s, { name: input.name ?? input.role, role: input.role, appId: appId ?? null }, clock.now())
+    })
     return c.json({ ...(keyJson(row) as z.infer<typeof KeyOut>), key }, 201)
   })
-  router.openapi(list, (c) => {
+  router.openapi(list, async (c) => {
     const q = c.req.valid('query')
-    const page = c.var.deps.store.keys.list({ limit: q.limit ?? DEFAULT_LIMIT, cursor: q.cursor ?? null })
+    const page = await c.var.deps.store.keys.list({ limit: q.limit ?? DEFAULT_LIMIT, cursor: q.cursor ?? null })
     return c.json({ data: page.data.map((r) => keyJson(r) as z.infer<typeof KeyOut>), next_cursor: page.next_cursor }, 200)
   })
-  router.openapi(revoke, (c) => {
+  router.openapi(revoke, async (c) => {
     const { store, clock } = c.var.deps
     const { id } = c.req.valid('param')
     const caller = c.get('apiKey')
-    store.tx(() => {
-      const target = store.keys.get(id)
+    // One transaction: two admins revoking each other at once cannot leave no admin.
+    await store.tx(async (s) => {
+      const target = await s.keys.get(id)
       if (!target) throw errors.notFound('Key')
       if (target.id === caller.id) throw new AppError('self_revoke_forbidden', 403, 'A key cannot revoke itself')
       if (target.revokedAt !== null) return
-      if (target.role === 'admin' && target.appId === null && store.keys.countActiveAdmins() <= 1) {
+      if (target.role === 'admin' && target.appId === null && (await s.keys.countActiveAdmins()) <= 1) {
         throw new AppError('last_admin', 409, 'The last active admin key cannot be revoked')
       }
-      store.keys.revoke(id, clock.now())
+      await s.keys.revoke(id, clock.now())
     })
     forgetCachedKeys(store)
     return c.json({ revoked: true as const }, 200)

@@ -45,15 +45,15 @@ const routes = {
 /** POST /v1/notifications, the operator's list and GET /v1/notifications/:id with receipts (docs/notifications.md). */
 export function notificationRoutes() {
   const r = newRouter()
-  r.openapi(routes.send, (c) => {
+  r.openapi(routes.send, async (c) => {
     const body = c.req.valid('json')
     // As POST /v1/events, the header is the dedup key when the body has none; unlike events, a
     // repeat answers 202 too (docs/notifications-basics.md: the route returns 202 {id, deduplicated, …}).
     const key = idempotencyKey(c.req.valid('header')['idempotency-key'], body.dedup_key, 'dedup_key')
-    const result = notifyOf(c).notifications.send(key !== body.dedup_key ? { ...body, dedup_key: key } : body)
+    const result = await notifyOf(c).notifications.send(key !== body.dedup_key ? { ...body, dedup_key: key } : body)
     return c.json(result, 202)
   })
-  r.openapi(routes.list, (c) => c.json(notifyOf(c).notifications.list(c.req.valid('query')), 200))
-  r.openapi(routes.get, (c) => c.json(notifyOf(c).notifications.get(c.req.valid('param').id), 200))
+  r.openapi(routes.list, async (c) => c.json(await notifyOf(c).notifications.list(c.req.valid('query')), 200))
+  r.openapi(routes.get, async (c) => c.json(await notifyOf(c).notifications.get(c.req.valid('param').id), 200))
   return r
 }

@@ -43,9 +43,9 @@ export function opsRoutes() {
   const auth = authenticate()
   const viewer = requireRole('viewer')
   router.openapi(healthz, (c) => c.json({ status: 'ok' as const }, 200))
-  router.openapi(readyz, (c) => {
+  router.openapi(readyz, async (c) => {
     try {
-      c.var.deps.store.stats.probeWritable()
+      await c.var.deps.store.stats.probeWritable()
     } catch {
       throw errors.unavailable('Database is not writable')
     }

@@ -59,8 +59,8 @@ const service = (c: Context<ApiEnv>) => {
 }
 
 /** The request as the caller may see it: another application's is 404, as if it did not exist. */
-function visible(c: Context<ApiEnv>, id: string) {
-  const req = service(c).get(id)
+async function visible(c: Context<ApiEnv>, id: string) {
+  const req = await service(c).get(id)
   if (!visibleTo(callerApp(c), req.app_id)) throw errors.notFound('Request')
   return req
 }
@@ -68,20 +68,20 @@ function visible(c: Context<ApiEnv>, id: string) {
 /** POST/GET /v1/requests, GET/DELETE /v1/requests/:id and POST /v1/requests/:id/redeliver (docs/requests.md). */
 export function requestRoutes() {
   const r = newRouter()
-  r.openapi(routes.create, (c) => {
+  r.openapi(routes.create, async (c) => {
     const body = c.req.valid('json')
     const dedup = idempotencyKey(c.req.valid('header')['idempotency-key'], body.dedup_key, 'dedup_key')
-    const appId = appForWrite(c.var.deps.store, callerApp(c), body.app_id)
-    const out = service(c).create(dedup !== body.dedup_key ? { ...body, dedup_key: dedup } : body, { appId })
+    const appId = await appForWrite(c.var.deps.store, callerApp(c), body.app_id)
+    const out = await service(c).create(dedup !== body.dedup_key ? { ...body, dedup_key: dedup } : body, { appId })
     return c.json(out, out.deduplicated ? 200 : 202)
   })
-  r.openapi(routes.list, (c) => {
+  r.openapi(routes.list, async (c) => {
     const q = c.req.valid('query')
-    const appId = appFilter(c.var.deps.store, callerApp(c), q.app_id)
-    return c.json(service(c).list({ ...q, ...(appId !== undefined ? { app_id: appId } : {}), limit: q.limit ?? DEFAULT_LIMIT }), 200)
+    const appId = await appFilter(c.var.deps.store, callerApp(c), q.app_id)
+    return c.json(await service(c).list({ ...q, ...(appId !== undefined ? { app_id: appId } : {}), limit: q.limit ?? DEFAULT_LIMIT }), 200)
   })
-  r.openapi(routes.get, (c) => c.json(visible(c, c.req.valid('param').id), 200))
-  r.openapi(routes.redeliver, (c) => c.json(service(c).redeliver(visible(c, c.req.valid('param').id).id), 202))
-  r.openapi(routes.cancel, (c) => c.json(service(c).cancel(visible(c, c.req.valid('param').id).id), 200))
+  r.openapi(routes.get, async (c) => c.json(await visible(c, c.req.valid('param').id), 200))
+  r.openapi(routes.redeliver, async (c) => c.json(await service(c).redeliver((await visible(c, c.req.valid('param').id)).id), 202))
+  r.openapi(routes.cancel, async (c) => c.json(await service(c).cancel((await visible(c, c.req.valid('param').id)).id), 200))
   return r
 }

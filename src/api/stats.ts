@@ -129,12 +129,12 @@ function bucketJson(counts: Record<string, number>, durationMs: number): Omit<Bu
 /** GET /v1/stats and GET /v1/stats/timeseries: what the console's overview shows. */
 export function statsRoutes() {
   const r = newRouter()
-  r.openapi(routes.stats, (c) => {
+  r.openapi(routes.stats, async (c) => {
     const { store, clock } = c.var.deps
     const now = clock.now()
-    const app = appFilter(store, callerApp(c), c.req.valid('query').app_id)
-    const oldest = app === undefined ? store.stats.oldestPendingCreatedAt() : store.stats.appOldestPendingCreatedAt(app)
-    const health = app === undefined ? store.stats.endpointHealth(ENDPOINTS_SHOWN) : store.stats.appEndpointHealth(app, ENDPOINTS_SHOWN)
+    const app = await appFilter(store, callerApp(c), c.req.valid('query').app_id)
+    const oldest = app === undefined ? await store.stats.oldestPendingCreatedAt() : await store.stats.appOldestPendingCreatedAt(app)
+    const health = app === undefined ? await store.stats.endpointHealth(ENDPOINTS_SHOWN) : await store.stats.appEndpointHealth(app, ENDPOINTS_SHOWN)
     const endpoints = health.map((e) => {
       const circuit = circuitState(e, now)
       return {
@@ -152,7 +152,7 @@ export function statsRoutes() {
     })
     const total = noCounts()
     const byApp = new Map<string, CountsJson>()
-    for (const row of store.stats.countByAppAndStatus()) {
+    for (const row of await store.stats.countByAppAndStatus()) {
       if (app !== undefined && row.appId !== app) continue
       if (!(row.status in total)) continue
       const status = row.status as keyof CountsJson
@@ -161,12 +161,13 @@ export function statsRoutes() {
       counts[status] += row.n
       total[status] += row.n
     }
+    const nextDue = app === undefined ? await store.deliveries.oldestPendingAt() : await store.stats.appNextDueAt(app)
     return c.json(
       {
         deliveries: total,
         oldest_pending_at: toIso(oldest),
         oldest_pending_age_seconds: oldest === null ? null : Math.max(0, Math.round((now - oldest) / 1000)),
-        next_due_at: toIso(app === undefined ? store.deliveries.oldestPendingAt() : store.stats.appNextDueAt(app)),
+        next_due_at: toIso(nextDue),
         endpoints,
         failing_endpoints: endpoints.filter((e) => e.failing).length,
         app_id: app ?? null,
@@ -175,7 +176,7 @@ export function statsRoutes() {
       200,
     )
   })
-  r.openapi(routes.timeseries, (c) => {
+  r.openapi(routes.timeseries, async (c) => {
     const { store, clock, webhooks } = c.var.deps
     const q = c.req.valid('query')
     const bucketMs = q.bucket === undefined ? 60_000 : parseDuration(q.bucket)
@@ -190,10 +191,10 @@ export function statsRoutes() {
       throw errors.validation([{ field: 'bucket', message: `gives more than ${MAX_BUCKETS} buckets for this range: choose a larger bucket or a shorter range`, in: 'query' }])
     }
     const scope = callerApp(c)
-    const app = appFilter(store, scope, q.app_id)
+    const app = await appFilter(store, scope, q.app_id)
     // 404 for an unknown endpoint (or one of another application), as its own routes answer.
-    if (q.endpoint_id !== undefined) webhooks.endpoints.get(q.endpoint_id, scope)
-    const buckets = store.stats.attemptTimeseries(since, until, bucketMs, q.endpoint_id !== undefined ? { endpointId: q.endpoint_id } : { appId: app })
+    if (q.endpoint_id !== undefined) await webhooks.endpoints.get(q.endpoint_id, scope)
+    const buckets = await store.stats.attemptTimeseries(since, until, bucketMs, q.endpoint_id !== undefined ? { endpointId: q.endpoint_id } : { appId: app })
     const total: Record<string, number> = {}
     let totalMs = 0
     for (const b of buckets) {

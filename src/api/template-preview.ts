@@ -51,9 +51,9 @@ export function templatePreviewRoutes() {
   const r = newRouter()
   // Its own renderer: the pipeline's parse cache is not shared with drafts typed key by key.
   const render = createRenderer()
-  r.openapi(preview, (c) => {
+  r.openapi(preview, async (c) => {
     const { store, clock } = c.var.deps
-    return c.json(previewTemplate(store, render, c.req.valid('json'), clock.now()), 200)
+    return c.json(await previewTemplate(store, render, c.req.valid('json'), clock.now()), 200)
   })
   return r
 }

@@ -33,19 +33,28 @@ export interface SchemaIssue {
 
 /** The event-type catalog: its routes' service, and the check every ingested event goes through. */
 export interface Catalog {
-  put(name: string, input: EventTypePutInput): EventTypeOutput
-  get(name: string, opts?: { includeArchived?: boolean }): EventTypeOutput
-  list(opts?: { limit?: number; cursor?: string | null; includeArchived?: boolean }): Page<EventTypeOutput>
+  put(name: string, input: EventTypePutInput): Promise<EventTypeOutput>
+  get(name: string, opts?: { includeArchived?: boolean }): Promise<EventTypeOutput>
+  list(opts?: { limit?: number; cursor?: string | null; includeArchived?: boolean }): Promise<Page<EventTypeOutput>>
   /**
    * Checks one event at ingest: 400 `event_type_archived`, `unknown_event_type` (strict mode), or
-   * `validation_failed` with one detail per violation by JSON pointer. Costs a Map lookup and the
-   * compiled validator: the catalog is held in memory, reloaded when it changes.
+   * `validation_failed` with one detail per violation by JSON pointer (`refresh`, then `checkLoaded`).
    */
-  check(type: string, data: unknown): void
+  check(type: string, data: unknown): Promise<void>
+  /**
+   * Reloads the in-memory catalog when the stored one changed (one version read). Ingest calls it
+   * once per request or batch, outside any transaction, then `checkLoaded` per event.
+   */
+  refresh(): Promise<void>
+  /**
+   * `check` against the catalog as the last `refresh` loaded it: a Map lookup and the compiled
+   * validator, no store call.
+   */
+  checkLoaded(type: string, data: unknown): void
   /** Issues with an endpoint's `event_types` in strict mode: every exact type must be in the catalog. */
-  subscriptionIssues(patterns: readonly string[] | null | undefined): { path: string; message: string }[]
+  subscriptionIssues(patterns: readonly string[] | null | undefined): Promise<{ path: string; message: string }[]>
   /** The example of a type for the endpoint test; 404 when unknown, 400 when archived or without an example. */
-  exampleFor(name: string): Record<string, unknown>
+  exampleFor(name: string): Promise<Record<string, unknown>>
 }
 
 /** The pointer a violation names: for a missing or extra property, the property itself. */
@@ -91,14 +100,28 @@ export function createCatalog(deps: { store: Store; config: Pick<Config, 'eventT
   let types = new Map<string, EventTypeRow>()
   let loadedVersion = -1
 
-  const catalog = (): Map<string, EventTypeRow> => {
-    const v = store.eventTypes.version()
-    if (v !== loadedVersion) {
-      types = new Map(store.eventTypes.all().map((t) => [t.name, t]))
-      loadedVersion = v
-      for (const [name, c] of compiled) if (types.get(name)?.version !== c.version) compiled.delete(name)
+  const refresh = async (): Promise<void> => {
+    const v = await store.eventTypes.version()
+    if (v === loadedVersion) return
+    const all = await store.eventTypes.all()
+    // Two refreshes may overlap: the later version wins, whichever finishes last.
+    if (v < loadedVersion) return
+    types = new Map(all.map((t) => [t.name, t]))
+    loadedVersion = v
+    for (const [name, c] of compiled) if (types.get(name)?.version !== c.version) compiled.delete(name)
+  }
+
+  const checkLoaded = (type: string, data: unknown): void => {
+    const t = types.get(type)
+    if (!t) {
+      if (config.eventTypes === 'strict' && !RESERVED.test(type)) {
+        throw new AppError('unknown_event_type', 400, `Event type ${type} is not in the catalog (POSTBOX_EVENT_TYPES=strict); add it with PUT /v1/event-types/${type}`)
+      }
+      return
     }
-    return types
+    if (t.archived) throw new AppError('event_type_archived', 400, `Event type ${type} is archived and no longer accepted`)
+    const validate = validatorFor(t)
+    if (validate && !validate(data)) throw errors.validation(schemaIssues(validate.errors), `The data does not match the schema of event type ${type}`)
   }
 
   const compile = (schema: EventTypeRow['schema']): ValidateFunction => {
@@ -118,14 +141,14 @@ export function createCatalog(deps: { store: Store; config: Pick<Config, 'eventT
     return validate
   }
 
-  const readable = (name: string, includeArchived: boolean): EventTypeRow => {
-    const t = store.eventTypes.get(name)
+  const readable = async (name: string, includeArchived: boolean): Promise<EventTypeRow> => {
+    const t = await store.eventTypes.get(name)
     if (!t || (t.archived && !includeArchived)) throw errors.notFound('Event type')
     return t
   }
 
   return {
-    put(name, input) {
+    async put(name, input) {
       const n = EventTypeName.safeParse(name)
       if (!n.success) throw errors.validation([{ field: 'name', message: n.error.issues[0]!.message, in: 'path' }])
       const r = EventTypePut.safeParse(input ?? {})
@@ -139,39 +162,34 @@ export function createCatalog(deps: { store: Store; config: Pick<Config, 'eventT
           throw errors.validation(schemaIssues(validate.errors).map((e) => ({ ...e, field: 'example' })), 'The example does not satisfy the schema')
         }
       }
-      const row = store.tx(() =>
-        store.eventTypes.put({ name, description: i.description ?? '', schema, example, deprecated: i.deprecated ?? false, archived: i.archived ?? false }, clock.now()),
+      const row = await store.tx((s) =>
+        s.eventTypes.put({ name, description: i.description ?? '', schema, example, deprecated: i.deprecated ?? false, archived: i.archived ?? false }, clock.now()),
       )
       return out(row)
     },
-    get: (name, opts = {}) => out(readable(name, opts.includeArchived ?? false)),
-    list(opts = {}) {
+    get: async (name, opts = {}) => out(await readable(name, opts.includeArchived ?? false)),
+    async list(opts = {}) {
       if (opts.cursor && !isEventTypeCursor(opts.cursor)) throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
-      const page = store.eventTypes.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null, includeArchived: opts.includeArchived ?? false })
+      const page = await store.eventTypes.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null, includeArchived: opts.includeArchived ?? false })
       return { data: page.data.map(out), next_cursor: page.next_cursor }
     },
-    check(type, data) {
-      const t = catalog().get(type)
-      if (!t) {
-        if (config.eventTypes === 'strict' && !RESERVED.test(type)) {
-          throw new AppError('unknown_event_type', 400, `Event type ${type} is not in the catalog (POSTBOX_EVENT_TYPES=strict); add it with PUT /v1/event-types/${type}`)
-        }
-        return
-      }
-      if (t.archived) throw new AppError('event_type_archived', 400, `Event type ${type} is archived and no longer accepted`)
-      const validate = validatorFor(t)
-      if (validate && !validate(data)) throw errors.validation(schemaIssues(validate.errors), `The data does not match the schema of event type ${type}`)
+    async check(type, data) {
+      await refresh()
+      checkLoaded(type, data)
     },
-    subscriptionIssues(patterns) {
+    refresh,
+    checkLoaded,
+    async subscriptionIssues(patterns) {
       if (config.eventTypes !== 'strict' || !patterns) return []
-      const known = catalog()
+      await refresh()
+      const known = types
       return patterns
         .map((p, n) => ({ p, n }))
         .filter(({ p }) => !p.includes('*') && !RESERVED.test(p) && !known.has(p))
         .map(({ p, n }) => ({ path: `event_types.${n}`, message: `${p} is not in the event-type catalog (POSTBOX_EVENT_TYPES=strict): name a catalog type or a wildcard` }))
     },
-    exampleFor(name) {
-      const t = store.eventTypes.get(name)
+    async exampleFor(name) {
+      const t = await store.eventTypes.get(name)
       if (!t) throw errors.notFound('Event type')
       if (t.archived) throw new AppError('event_type_archived', 400, `Event type ${name} is archived`)
       if (t.example === null) throw errors.validation([{ path: 'event_type', message: `${name} has no example to send; add one with PUT /v1/event-types/${name}` }])

@@ -27,8 +27,8 @@ export type PortalTokenOutput = z.infer<typeof PortalTokenOut>
  * THE check that an application exists (live, not deleted); 404 `not_found` when it does not.
  * Every feature that takes an `app_id` calls this (or `appForWrite` / `appFilter`, which do).
  */
-export function requireApp(store: Store, appId: string): string {
-  if (!store.apps.exists(appId)) throw errors.notFound('Application')
+export async function requireApp(store: Store, appId: string): Promise<string> {
+  if (!(await store.apps.exists(appId))) throw errors.notFound('Application')
   return appId
 }
 
@@ -37,7 +37,7 @@ export function requireApp(store: Store, appId: string): string {
  * token) always writes to its own, whatever the body asked; any other caller to `requested`, or
  * `default` when it named none. 404 when that application does not exist.
  */
-export function appForWrite(store: Store, callerApp: string | null | undefined, requested: string | undefined): string {
+export function appForWrite(store: Store, callerApp: string | null | undefined, requested: string | undefined): Promise<string> {
   if (callerApp) return requireApp(store, callerApp)
   return requireApp(store, requested ?? DEFAULT_APP)
 }
@@ -47,7 +47,7 @@ export function appForWrite(store: Store, callerApp: string | null | undefined, 
  * named is 404, as if it did not exist); any other caller the one named (404 when unknown), or
  * every application when none is named (undefined).
  */
-export function appFilter(store: Store, callerApp: string | null | undefined, requested: string | undefined): string | undefined {
+export async function appFilter(store: Store, callerApp: string | null | undefined, requested: string | undefined): Promise<string | undefined> {
   if (callerApp) {
     if (requested !== undefined && requested !== callerApp) throw errors.notFound('Application')
     return callerApp
@@ -72,82 +72,89 @@ function appOut(a: AppRow): AppOutput {
 
 /** The applications service: CRUD, delete with its endpoints, and portal tokens. */
 export interface AppService {
-  create(input: AppCreateInput): AppOutput
-  list(opts?: { limit?: number; cursor?: string | null }): Page<AppOutput>
+  create(input: AppCreateInput): Promise<AppOutput>
+  list(opts?: { limit?: number; cursor?: string | null }): Promise<Page<AppOutput>>
   /** One application with its counts of endpoints and of deliveries by status. */
-  get(id: string): AppOutput
-  update(id: string, patch: AppUpdateInput): AppOutput
+  get(id: string): Promise<AppOutput>
+  update(id: string, patch: AppUpdateInput): Promise<AppOutput>
   /** Deletes the application, its endpoints and portal tokens, and cancels its pending deliveries. */
-  remove(id: string): { deleted: true; endpoints: number; cancelled: number }
+  remove(id: string): Promise<{ deleted: true; endpoints: number; cancelled: number }>
   /** Issues a portal token (`ptk_…`) for the application. */
-  portalToken(id: string, input?: PortalTokenInput): PortalTokenOutput
+  portalToken(id: string, input?: PortalTokenInput): Promise<PortalTokenOutput>
   /** The claims of a live portal token: signed, unexpired, and its row still stored; null otherwise. */
-  verifyPortalToken(token: string): PortalClaims | null
+  verifyPortalToken(token: string): Promise<PortalClaims | null>
 }
 
 /** Creates the applications service. `portalKey` signs portal tokens (see auth/portal-tokens.ts). */
 export function createAppService(deps: { store: Store; config: Config; clock: Clock; portalKey: Buffer }): AppService {
   const { store, config, clock, portalKey } = deps
-  const get = (id: string): AppRow => {
-    const a = store.apps.get(id)
+  const get = async (s: Store, id: string): Promise<AppRow> => {
+    const a = await s.apps.get(id)
     if (!a) throw errors.notFound('Application')
     return a
   }
   return {
-    create(input) {
+    async create(input) {
       const i = parse(AppCreate, input)
       const now = clock.now()
       const id = i.id ?? newId('app', now)
-      const inserted = store.tx(() => store.apps.insert({ id, name: i.name, metadata: i.metadata ?? {} }, now))
-      if (!inserted) throw errors.conflict(`Application ${id} already exists (or existed: a deleted application's id is not reused)`)
-      return appOut(get(id))
+      const row = await store.tx(async (s) => ((await s.apps.insert({ id, name: i.name, metadata: i.metadata ?? {} }, now)) ? get(s, id) : null))
+      if (!row) throw errors.conflict(`Application ${id} already exists (or existed: a deleted application's id is not reused)`)
+      return appOut(row)
     },
-    list(opts = {}) {
+    async list(opts = {}) {
       if (opts.cursor && !isAppCursor(opts.cursor)) throw errors.validation([{ field: 'cursor', message: 'is not a cursor returned by this list', in: 'query' }])
-      const page = store.apps.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null })
+      const page = await store.apps.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null })
       return { data: page.data.map(appOut), next_cursor: page.next_cursor }
     },
-    get(id) {
-      const a = get(id)
-      return { ...appOut(a), counts: store.apps.counts(id) }
+    async get(id) {
+      const a = await get(store, id)
+      return { ...appOut(a), counts: await store.apps.counts(id) }
     },
-    update(id, patch) {
+    async update(id, patch) {
       const p = parse(AppUpdate, patch)
-      const a = get(id)
-      store.tx(() => store.apps.update(id, { name: p.name ?? a.name, metadata: p.metadata ?? a.metadata }, clock.now()))
-      return appOut(get(id))
+      // Read and write in one transaction: a concurrent update's name is not overwritten by a stale one.
+      const row = await store.tx(async (s) => {
+        const a = await get(s, id)
+        await s.apps.update(id, { name: p.name ?? a.name, metadata: p.metadata ?? a.metadata }, clock.now())
+        return get(s, id)
+      })
+      return appOut(row)
     },
-    remove(id) {
+    async remove(id) {
       if (id === DEFAULT_APP) throw errors.conflict('The default application cannot be deleted')
-      get(id)
       const now = clock.now()
-      const result = store.tx(() => {
-        const endpoints = store.endpoints.removeForApp(id, now)
+      const result = await store.tx(async (s) => {
+        await get(s, id)
+        const endpoints = await s.endpoints.removeForApp(id, now)
         let cancelled = 0
-        for (const ep of endpoints) cancelled += store.deliveries.cancelForEndpoint(ep, now)
+        for (const ep of endpoints) cancelled += await s.deliveries.cancelForEndpoint(ep, now)
         // Its durable requests are its deliveries too (docs/requests.md).
-        cancelled += store.requests.cancelForApp(id, now)
-        if (!store.apps.softDelete(id, now)) throw errors.notFound('Application')
+        cancelled += await s.requests.cancelForApp(id, now)
+        if (!(await s.apps.softDelete(id, now))) throw errors.notFound('Application')
         return { deleted: true as const, endpoints: endpoints.length, cancelled }
       })
       // Its scoped keys were revoked in the same transaction: no verification may be remembered.
       forgetCachedKeys(store)
       return result
     },
-    portalToken(id, input = {}) {
+    async portalToken(id, input = {}) {
       const i = parse(PortalTokenIn, input)
-      get(id)
       const now = clock.now()
       const claims: PortalClaims = { id: newId('ptk', now), appId: id, readOnly: i.read_only ?? false, expiresAt: now + (i.ttl_seconds ?? DEFAULT_PORTAL_TTL_S) * 1000 }
-      store.tx(() => store.apps.insertPortalToken({ ...claims, createdAt: now }))
+      // In one transaction with the check: a token is never stored for an application deleted meanwhile.
+      await store.tx(async (s) => {
+        await get(s, id)
+        await s.apps.insertPortalToken({ ...claims, createdAt: now })
+      })
       const token = issuePortalToken(portalKey, claims)
       return { token, url: `${config.publicUrl}/portal#token=${token}`, expires_at: toIso(claims.expiresAt), read_only: claims.readOnly, app_id: id }
     },
-    verifyPortalToken(token) {
+    async verifyPortalToken(token) {
       const claims = verifyPortalToken(portalKey, token, clock.now())
       if (!claims) return null
-      const row = store.apps.getPortalToken(claims.id)
-      return row && row.appId === claims.appId && store.apps.exists(claims.appId) ? claims : null
+      const row = await store.apps.getPortalToken(claims.id)
+      return row && row.appId === claims.appId && (await store.apps.exists(claims.appId)) ? claims : null
     },
   }
 }

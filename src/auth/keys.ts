@@ -40,8 +40,9 @@ export function keyJson(row: ApiKeyRow): Record<string, unknown> {
 /**
  * Stores a new key (generated unless given) and returns its row and the plaintext, shown once.
  * With `appId` the key acts only inside that application (a scoped key, docs/applications.md).
+ * Inside a transaction, pass the transaction's store.
  */
-export function createApiKey(store: Store, input: { name: string; role: KeyRole; key?: string; appId?: string | null }, now: number): { row: ApiKeyRow; key: string } {
+export async function createApiKey(store: Store, input: { name: string; role: KeyRole; key?: string; appId?: string | null }, now: number): Promise<{ row: ApiKeyRow; key: string }> {
   const key = input.key ?? generateKey()
   const row: ApiKeyRow = {
     id: newId('key', now),
@@ -54,14 +55,14 @@ export function createApiKey(store: Store, input: { name: string; role: KeyRole;
     lastUsedAt: null,
     revokedAt: null,
   }
-  store.keys.insert(row)
+  await store.keys.insert(row)
   return { row, key }
 }
 
 /**
- * Verified keys are remembered for this long. Why: the lookup is a SQLite read per request
- * (~5% of ingest CPU). A revoke through this process's API clears the cache at once; one made
- * by another process (`postbox keys revoke`) takes effect within this time.
+ * Verified keys are remembered for this long. Why: the lookup is a database read per request
+ * (~5% of ingest CPU on SQLite, a round trip on PostgreSQL). A revoke through this process's API clears the cache at once; one made
+ * by another process or node (`postbox keys revoke`) takes effect within this time.
  */
 export const KEY_CACHE_MS = 1000
 const KEY_CACHE_MAX = 10_000
@@ -72,8 +73,11 @@ export function forgetCachedKeys(store: Store): void {
   caches.get(store)?.clear()
 }
 
-/** Looks a presented key up by hash and confirms it in constant time; null when unknown or revoked. */
-export function verifyKey(store: Store, presented: string, now = Date.now()): ApiKeyRow | null {
+/**
+ * Looks a presented key up by hash and confirms it in constant time; null when unknown or revoked.
+ * `store` is the outer store (the cache and `forgetCachedKeys` are keyed by it).
+ */
+export async function verifyKey(store: Store, presented: string, now = Date.now()): Promise<ApiKeyRow | null> {
   if (!KEY_SHAPE.test(presented)) return null
   const hash = hashKey(presented)
   let cache = caches.get(store)
@@ -82,7 +86,7 @@ export function verifyKey(store: Store, presented: string, now = Date.now()): Ap
   let row: ApiKeyRow | null
   if (hit && hit.until > now) row = hit.row
   else {
-    row = store.keys.byHash(hash)
+    row = await store.keys.byHash(hash)
     if (cache.size >= KEY_CACHE_MAX) cache.clear()
     if (row && row.revokedAt === null) cache.set(hash, { row, until: now + KEY_CACHE_MS })
     else cache.delete(hash)

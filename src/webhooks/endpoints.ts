@@ -28,7 +28,7 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
   const policy = urlPolicy(config.allowNetworks)
 
   /** Validates settings on top of the zod shape and merges them over `base`. */
-  const settingsFrom = (p: Patch & { url?: string }, base: EndpointSettings): EndpointSettings => {
+  const settingsFrom = async (p: Patch & { url?: string }, base: EndpointSettings): Promise<EndpointSettings> => {
     const issues: Issue[] = []
     const out: EndpointSettings = { ...base }
     if (p.url !== undefined) out.url = checkUrl(p.url, policy)
@@ -36,7 +36,7 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       issues.push(...headerIssues(p.headers))
       out.headers = p.headers
     }
-    if (p.eventTypes !== undefined) issues.push(...catalog.subscriptionIssues(p.eventTypes))
+    if (p.eventTypes !== undefined) issues.push(...(await catalog.subscriptionIssues(p.eventTypes)))
     if (p.retry_schedule !== undefined) {
       if (p.retry_schedule === null) out.retrySchedule = null
       else {
@@ -77,20 +77,20 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
     return r.secret
   }
 
-  const setDisabled = (ep: EndpointRow, disabled: boolean, now: number): void => {
+  const setDisabled = async (s: Store, ep: EndpointRow, disabled: boolean, now: number): Promise<void> => {
     if (disabled && !ep.disabled) {
-      store.endpoints.disable(ep.id, MANUAL_DISABLE, now)
-      store.deliveries.killPendingForEndpoint(ep.id, ENDPOINT_DISABLED, now)
-    } else if (!disabled && ep.disabled) store.endpoints.enable(ep.id, now)
+      await s.endpoints.disable(ep.id, MANUAL_DISABLE, now)
+      await s.deliveries.killPendingForEndpoint(ep.id, ENDPOINT_DISABLED, now)
+    } else if (!disabled && ep.disabled) await s.endpoints.enable(ep.id, now)
   }
 
-  const out = (id: string, scope?: AppScope): ReturnType<typeof endpointOut> => endpointOut(fanOut.endpointOr404(id, scope), clock.now())
+  const out = async (id: string, scope?: AppScope): Promise<ReturnType<typeof endpointOut>> => endpointOut(await fanOut.endpointOr404(id, scope), clock.now())
 
   return {
-    create(input, scope) {
+    async create(input, scope) {
       const i = parseOrThrow(EndpointCreate, input)
-      const appId = appForWrite(store, scope, i.app_id)
-      const settings = settingsFrom(camel(i), {
+      const appId = await appForWrite(store, scope, i.app_id)
+      const settings = await settingsFrom(camel(i), {
         url: '', description: '', eventTypes: null, headers: {}, method: 'POST', timeoutMs: config.requestTimeoutMs,
         maxConcurrency: 16, rateLimit: null, ordered: false, retrySchedule: null, signature: 'standard', metadata: {},
       })
@@ -98,82 +98,97 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       const now = clock.now()
       const id = newId('ep', now)
       const disabled = i.disabled ?? false
-      store.tx(() => store.endpoints.insert({ ...settings, id, appId, secret, disabled, disabledReason: disabled ? MANUAL_DISABLE : null }, now))
-      return { ...out(id), secret }
+      await store.tx((s) => s.endpoints.insert({ ...settings, id, appId, secret, disabled, disabledReason: disabled ? MANUAL_DISABLE : null }, now))
+      return { ...(await out(id)), secret }
     },
-    list(opts = {}, scope) {
-      const appId = appFilter(store, scope, opts.app_id)
-      const page = store.endpoints.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null, ...(appId !== undefined ? { appId } : {}) })
+    async list(opts = {}, scope) {
+      const appId = await appFilter(store, scope, opts.app_id)
+      const page = await store.endpoints.list({ limit: pageSize(opts.limit), cursor: opts.cursor ?? null, ...(appId !== undefined ? { appId } : {}) })
       const now = clock.now()
       return { data: page.data.map((e) => endpointOut(e, now)), next_cursor: page.next_cursor }
     },
     get: out,
-    update(id, patch, scope) {
+    async update(id, patch, scope) {
       const p = parseOrThrow(EndpointUpdate, patch)
-      const ep = fanOut.endpointOr404(id, scope)
-      if (p.app_id !== undefined && p.app_id !== ep.appId) throw appMoveRefused()
-      const settings = settingsFrom(camel(p), ep)
-      if (settings.signature !== ep.signature && 'error' in normaliseSecret(settings.signature, ep.secret)) {
-        throw errors.validation([{ path: 'signature', message: 'the current secret does not fit this mode; rotate it with a new secret first' }])
-      }
+      const seen = await fanOut.endpointOr404(id, scope)
+      if (p.app_id !== undefined && p.app_id !== seen.appId) throw appMoveRefused()
       const now = clock.now()
-      store.tx(() => {
-        store.endpoints.update(id, settings, now)
+      await store.tx(async (s) => {
+        // Read again inside the transaction: the merge, the secret filter and the disable act on
+        // the row as it is now, not as a concurrent update left it a moment before.
+        const ep = await fanOut.endpointOr404(id, scope, s)
+        const settings = await settingsFrom(camel(p), ep)
+        if (settings.signature !== ep.signature && 'error' in normaliseSecret(settings.signature, ep.secret)) {
+          throw errors.validation([{ path: 'signature', message: 'the current secret does not fit this mode; rotate it with a new secret first' }])
+        }
+        await s.endpoints.update(id, settings, now)
         // Secrets in their grace period only mean something in the mode they were made for.
         if (settings.signature !== ep.signature && ep.previousSecrets.length > 0) {
           const fit = ep.previousSecrets.filter((q) => !('error' in normaliseSecret(settings.signature, q.secret)))
-          store.endpoints.setSecret(id, ep.secret, fit, now)
+          await s.endpoints.setSecret(id, ep.secret, fit, now)
         }
-        if (p.disabled !== undefined) setDisabled(ep, p.disabled, now)
+        if (p.disabled !== undefined) await setDisabled(s, ep, p.disabled, now)
       })
       return out(id)
     },
-    remove(id, scope) {
-      fanOut.endpointOr404(id, scope)
+    async remove(id, scope) {
       const now = clock.now()
-      const cancelled = store.tx(() => {
-        store.endpoints.softDelete(id, now)
-        return store.deliveries.cancelForEndpoint(id, now)
+      const cancelled = await store.tx(async (s) => {
+        await fanOut.endpointOr404(id, scope, s)
+        await s.endpoints.softDelete(id, now)
+        return s.deliveries.cancelForEndpoint(id, now)
       })
       return { deleted: true, cancelled }
     },
-    getSecret: (id, scope) => ({ secret: fanOut.endpointOr404(id, scope).secret }),
-    rotateSecret(id, input = {}, scope) {
+    getSecret: async (id, scope) => ({ secret: (await fanOut.endpointOr404(id, scope)).secret }),
+    async rotateSecret(id, input = {}, scope) {
       const i = parseOrThrow(RotateSecretIn, input)
-      const ep = fanOut.endpointOr404(id, scope)
-      const secret = secretOrThrow(ep.signature, i.secret)
-      const now = clock.now()
-      const grace = i.grace_seconds !== undefined ? i.grace_seconds * 1000 : config.secretGraceMs
-      const previous = ep.previousSecrets.filter((p) => p.expiresAt > now && p.secret !== secret)
-      if (grace > 0 && ep.secret !== secret) previous.unshift({ secret: ep.secret, expiresAt: now + grace })
-      store.tx(() => store.endpoints.setSecret(id, secret, previous.slice(0, MAX_PREVIOUS_SECRETS), now))
-      return { secret }
+      return store.tx(async (s) => {
+        // One transaction from read to write: two rotations at once each keep the other's secret in the grace list.
+        const ep = await fanOut.endpointOr404(id, scope, s)
+        const secret = secretOrThrow(ep.signature, i.secret)
+        const now = clock.now()
+        const grace = i.grace_seconds !== undefined ? i.grace_seconds * 1000 : config.secretGraceMs
+        const previous = ep.previousSecrets.filter((p) => p.expiresAt > now && p.secret !== secret)
+        if (grace > 0 && ep.secret !== secret) previous.unshift({ secret: ep.secret, expiresAt: now + grace })
+        await s.endpoints.setSecret(id, secret, previous.slice(0, MAX_PREVIOUS_SECRETS), now)
+        return { secret }
+      })
     },
-    enable(id, scope) {
-      const ep = fanOut.endpointOr404(id, scope)
-      store.tx(() => store.endpoints.enable(ep.id, clock.now()))
+    async enable(id, scope) {
+      await store.tx(async (s) => {
+        const ep = await fanOut.endpointOr404(id, scope, s)
+        await s.endpoints.enable(ep.id, clock.now())
+      })
       return out(id)
     },
-    recover(id, input, scope) {
+    async recover(id, input, scope) {
       const i = parseOrThrow(RecoverIn, input)
-      // docs/delivery.md: recover brings dead deliveries back after a re-enable; while disabled they
-      // would only be killed again.
-      if (fanOut.endpointOr404(id, scope).disabled) throw errors.conflict('Endpoint is disabled; enable it first')
       const now = clock.now()
       const since = Date.parse(i.since)
       const until = i.until !== undefined ? Date.parse(i.until) : now + 1
-      if (since >= until) throw errors.validation([{ path: 'since', message: 'must be before until' }])
-      return { queued: store.tx(() => store.deliveries.recover(id, since, until, now)) }
+      const queued = await store.tx(async (s) => {
+        // docs/delivery.md: recover brings dead deliveries back after a re-enable; while disabled they
+        // would only be killed again.
+        if ((await fanOut.endpointOr404(id, scope, s)).disabled) throw errors.conflict('Endpoint is disabled; enable it first')
+        if (since >= until) throw errors.validation([{ path: 'since', message: 'must be before until' }])
+        return s.deliveries.recover(id, since, until, now)
+      })
+      return { queued }
     },
-    test(id, input = {}, scope) {
+    async test(id, input = {}, scope) {
       const i = parseOrThrow(TestIn, input ?? {})
-      const ep = fanOut.endpointOr404(id, scope)
-      if (ep.disabled) throw errors.conflict('Endpoint is disabled; enable it first')
-      // A named catalog type sends its example (docs/applications.md); none sends postbox.ping.
-      const ev = i.event_type !== undefined
-        ? { appId: ep.appId, type: i.event_type, data: catalog.exampleFor(i.event_type) }
-        : { appId: ep.appId, type: 'postbox.ping', data: { endpoint_id: id, message: 'This is a test event from Postbox' } }
-      return store.tx(() => fanOut.store(ev, ep))
+      if ((await fanOut.endpointOr404(id, scope)).disabled) throw errors.conflict('Endpoint is disabled; enable it first')
+      const data = i.event_type !== undefined ? await catalog.exampleFor(i.event_type) : null
+      return store.tx(async (s) => {
+        const ep = await fanOut.endpointOr404(id, scope, s)
+        if (ep.disabled) throw errors.conflict('Endpoint is disabled; enable it first')
+        // A named catalog type sends its example (docs/applications.md); none sends postbox.ping.
+        const ev = i.event_type !== undefined && data !== null
+          ? { appId: ep.appId, type: i.event_type, data }
+          : { appId: ep.appId, type: 'postbox.ping', data: { endpoint_id: id, message: 'This is a test event from Postbox' } }
+        return fanOut.store(s, ev, ep)
+      })
     },
   }
 }

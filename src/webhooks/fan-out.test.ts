@@ -3,6 +3,7 @@ import { testConfig } from '../config.js'
 import { ManualClock } from '../lib/clock.js'
 import { createFanOut } from './fan-out.js'
 import { tempStore } from '../../test/helpers.js'
+import type { Store } from '../store/index.js'
 
 let t: ReturnType<typeof tempStore>
 beforeEach(() => {
@@ -29,48 +30,64 @@ const endpoint = (id: string, eventTypes: string[] | null) => ({
   disabledReason: null,
 })
 
+/** `s` with its activeForApp calls counted (the fan-out reads endpoints through the transaction's store). */
+function counting(s: Store, calls: { n: number }): Store {
+  const endpoints = { ...s.endpoints, activeForApp: (appId: string) => ((calls.n += 1), s.endpoints.activeForApp(appId)) }
+  return { ...s, endpoints }
+}
+
 describe('fan-out endpoint cache', () => {
-  it('reloads the endpoints on settings changes only, not on health changes', () => {
+  it('reloads the endpoints on settings changes only, not on health changes', async () => {
     const clock = new ManualClock()
     const { store } = t
     const fanOut = createFanOut({ store, config: testConfig(), clock })
-    const active = vi.spyOn(store.endpoints, 'activeForApp')
-    const send = (type: string) => store.tx(() => fanOut.store({ type, data: {} }))
-    store.endpoints.insert(endpoint('ep_a', ['invoice.*']), clock.now())
-    store.endpoints.insert(endpoint('ep_b', null), clock.now())
-    expect(send('invoice.paid').deliveries).toBe(2)
-    expect(send('user.created').deliveries).toBe(1)
-    expect(active).toHaveBeenCalledTimes(1)
+    const active = { n: 0 }
+    const send = async (type: string) => (await store.tx((s) => fanOut.store(counting(s, active), { type, data: {} }))).deliveries
+    await store.endpoints.insert(endpoint('ep_a', ['invoice.*']), clock.now())
+    await store.endpoints.insert(endpoint('ep_b', null), clock.now())
+    expect(await send('invoice.paid')).toBe(2)
+    expect(await send('user.created')).toBe(1)
+    expect(active.n).toBe(1)
     // A failure, then the success that resets the endpoint's health: nothing a fan-out uses.
-    store.endpoints.recordFailure('ep_a', true, clock.now())
-    store.endpoints.recordSuccess('ep_a', clock.now())
-    store.endpoints.pause('ep_b', clock.now() + 1000)
-    expect(send('invoice.paid').deliveries).toBe(2)
-    expect(active).toHaveBeenCalledTimes(1)
+    await store.endpoints.recordFailure('ep_a', true, clock.now())
+    await store.endpoints.recordSuccess('ep_a', clock.now())
+    await store.endpoints.pause('ep_b', clock.now() + 1000)
+    expect(await send('invoice.paid')).toBe(2)
+    expect(active.n).toBe(1)
     // A changed filter is seen by the next event, also for a type already worked out.
-    store.endpoints.update('ep_a', { ...endpoint('ep_a', ['user.*']) }, clock.now())
-    expect(send('invoice.paid').deliveries).toBe(1)
-    expect(send('user.created').deliveries).toBe(2)
-    expect(active).toHaveBeenCalledTimes(2)
+    await store.endpoints.update('ep_a', { ...endpoint('ep_a', ['user.*']) }, clock.now())
+    expect(await send('invoice.paid')).toBe(1)
+    expect(await send('user.created')).toBe(2)
+    expect(active.n).toBe(2)
   })
 
-  it('forgets what a rolled-back transaction loaded', () => {
+  it('reads the endpoints once per batch of one application', async () => {
     const clock = new ManualClock()
     const { store } = t
     const fanOut = createFanOut({ store, config: testConfig(), clock })
-    const send = (type: string) => store.tx(() => fanOut.store({ type, data: {} }))
-    store.endpoints.insert(endpoint('ep_a', null), clock.now())
-    store.endpoints.insert(endpoint('ep_b', null), clock.now())
+    const active = { n: 0 }
+    await store.endpoints.insert(endpoint('ep_a', null), clock.now())
+    const out = await store.tx((s) => fanOut.storeMany(counting(s, active), [{ type: 'a', data: {} }, { type: 'b', data: {}, clientId: 'c1' }, { type: 'b', data: {}, clientId: 'c1' }]))
+    expect(out.map((o) => [o.deliveries, o.deduplicated])).toEqual([[1, false], [1, false], [1, true]])
+    expect(active.n).toBe(1)
+  })
+
+  it('forgets what a rolled-back transaction loaded', async () => {
+    const clock = new ManualClock()
+    const { store } = t
+    const fanOut = createFanOut({ store, config: testConfig(), clock })
+    await store.endpoints.insert(endpoint('ep_a', null), clock.now())
+    await store.endpoints.insert(endpoint('ep_b', null), clock.now())
     // A disable whose transaction fails after the fan-out already loaded the endpoints without it
     // (as when publishing postbox.endpoint.disabled hits a full disk).
-    expect(() =>
-      store.tx(() => {
-        store.endpoints.disable('ep_a', 'gone', clock.now())
-        send('postbox.endpoint.disabled')
+    await expect(
+      store.tx(async (s) => {
+        await s.endpoints.disable('ep_a', 'gone', clock.now())
+        await fanOut.store(s, { type: 'postbox.endpoint.disabled', data: {} })
         throw new Error('disk full')
       }),
-    ).toThrow('disk full')
-    expect(store.endpoints.get('ep_a')!.disabled).toBe(false)
-    expect(send('order.paid').deliveries).toBe(2)
+    ).rejects.toThrow('disk full')
+    expect((await store.endpoints.get('ep_a'))!.disabled).toBe(false)
+    expect((await store.tx((s) => fanOut.store(s, { type: 'order.paid', data: {} }))).deliveries).toBe(2)
   })
 })

@@ -39,14 +39,14 @@ export interface RequestService {
    * as the caller's scope decided it (the API's appForWrite); default the body's `app_id`, else
    * `default`. A repeat of `(app, dedup_key)` returns the original with `deduplicated: true`.
    */
-  create(input: unknown, opts?: { appId?: string }): RequestAcceptedOutput
-  list(f?: RequestListFilter): Page<RequestOutput>
+  create(input: unknown, opts?: { appId?: string }): Promise<RequestAcceptedOutput>
+  list(f?: RequestListFilter): Promise<Page<RequestOutput>>
   /** The request with every attempt; 404 when unknown. */
-  get(id: string): RequestOutput & { attempts: NonNullable<RequestOutput['attempts']> }
+  get(id: string): Promise<RequestOutput & { attempts: NonNullable<RequestOutput['attempts']> }>
   /** Sends a finished request again (attempts reset, history kept); 404, or 409 `not_eligible` while it is queued. */
-  redeliver(id: string): { id: string; status: 'pending' }
+  redeliver(id: string): Promise<{ id: string; status: 'pending' }>
   /** Cancels a pending request; 404, or 409 `not_eligible` once it is in flight or finished. */
-  cancel(id: string): RequestOutput
+  cancel(id: string): Promise<RequestOutput>
 }
 
 /** What a content-type value may hold (as custom header values). */
@@ -100,15 +100,15 @@ export function createRequestService(deps: { store: Store; config: Config; clock
   const { store, config, clock } = deps
   const policy = urlPolicy(config.allowNetworks)
 
-  const rowOr404 = (id: string): RequestRow => {
+  const rowOr404 = async (id: string, s: Store = store): Promise<RequestRow> => {
     const did = deliveryIdOf(id)
-    const row = did === null ? null : store.requests.get(did)
+    const row = did === null ? null : await s.requests.get(did)
     if (!row) throw errors.notFound('Request')
     return row
   }
 
   return {
-    create(input, opts = {}) {
+    async create(input, opts = {}) {
       const v = parseOrThrow(RequestInSchema, input)
       const url = checkUrl(v.url, policy)
       const method = v.method ?? 'POST'
@@ -153,8 +153,8 @@ export function createRequestService(deps: { store: Store; config: Config; clock
       const { at } = when as { at: number }
       if (body !== null && Buffer.byteLength(body) > config.maxBody) throw errors.payloadTooLarge(config.maxBody)
       const appId = opts.appId ?? v.app_id ?? 'default'
-      const { deliveryId, created } = store.tx(() =>
-        store.requests.create(
+      const { row, created } = await store.tx(async (s) => {
+        const r = await s.requests.create(
           {
             appId,
             method,
@@ -173,12 +173,13 @@ export function createRequestService(deps: { store: Store; config: Config; clock
             maxAttempts: maxAttemptsFor(schedule ?? config.retrySchedule),
           },
           now,
-        ),
-      )
-      return { ...requestOut(store.requests.get(deliveryId)!), deduplicated: !created }
+        )
+        return { row: (await s.requests.get(r.deliveryId))!, created: r.created }
+      })
+      return { ...requestOut(row), deduplicated: !created }
     },
-    list(f = {}) {
-      const page = store.requests.list({
+    async list(f = {}) {
+      const page = await store.requests.list({
         ...(f.status ? { status: f.status } : {}),
         ...(f.source !== undefined ? { source: f.source } : {}),
         ...(f.ref_id !== undefined ? { refId: f.ref_id } : {}),
@@ -188,23 +189,28 @@ export function createRequestService(deps: { store: Store; config: Config; clock
       })
       return { data: page.data.map((r) => requestOut(r)), next_cursor: page.next_cursor }
     },
-    get(id) {
-      const row = rowOr404(id)
-      return requestOut(row, store.deliveries.attempts(row.delivery.id)) as ReturnType<RequestService['get']>
+    async get(id) {
+      const row = await rowOr404(id)
+      return requestOut(row, await store.deliveries.attempts(row.delivery.id)) as Awaited<ReturnType<RequestService['get']>>
     },
-    redeliver(id) {
-      const row = rowOr404(id)
-      const r = store.tx(() => store.deliveries.redeliver(row.delivery.id, clock.now()))
+    async redeliver(id) {
+      const { row, r } = await store.tx(async (s) => {
+        const row = await rowOr404(id, s)
+        return { row, r: await s.deliveries.redeliver(row.delivery.id, clock.now()) }
+      })
       if (r === 'not_found') throw errors.notFound('Request')
       if (r !== 'ok') throw errors.notEligible('Only a request in success, dead or cancelled can be redelivered')
       return { id: row.id, status: 'pending' }
     },
-    cancel(id) {
-      const row = rowOr404(id)
-      const r = store.tx(() => store.requests.cancel(row.delivery.id, clock.now()))
-      if (r === 'not_found') throw errors.notFound('Request')
-      if (r === 'not_eligible') throw errors.notEligible('Only a pending request can be cancelled')
-      return requestOut(store.requests.get(row.delivery.id)!)
+    async cancel(id) {
+      const row = await store.tx(async (s) => {
+        const row = await rowOr404(id, s)
+        const r = await s.requests.cancel(row.delivery.id, clock.now())
+        if (r === 'not_found') throw errors.notFound('Request')
+        if (r === 'not_eligible') throw errors.notEligible('Only a pending request can be cancelled')
+        return (await s.requests.get(row.delivery.id))!
+      })
+      return requestOut(row)
     },
   }
 }

@@ -40,67 +40,71 @@ const toStore = (i: EventInput, appId: string, now: number, prefix = ''): EventT
 
 /**
  * Creates the webhook service (endpoints, events, deliveries). Every write is one transaction;
- * `events.sendMany` stores a whole batch in one, and `publish` joins the caller's transaction.
+ * `events.sendMany` stores a whole batch in one, and `publish` joins the caller's transaction
+ * when given its store. The catalog is refreshed once per call, before the transaction.
  */
 export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
   const { store, config, clock } = deps
   const fanOut = createFanOut({ store, config, clock })
   const catalog = createCatalog({ store, config, clock })
 
-  /** Parses, places and checks one event: the zod shape, its application, then the catalog. */
-  const prepare = (input: unknown, scope: AppScope, prefix = '', now = clock.now()): EventToStore => {
-    const i = parseOrThrow(EventIn, input, prefix)
-    const ev = toStore(i, appForWrite(store, scope, i.app_id), now, prefix)
-    catalog.check(ev.type, ev.data)
-    return ev
+  /** The zod shape of every input, then its application (one existence read per distinct one). */
+  const place = async (inputs: readonly unknown[], scope: AppScope, prefix: (n: number) => string, now: number): Promise<EventToStore[]> => {
+    const parsed = inputs.map((input, n) => parseOrThrow(EventIn, input, prefix(n)))
+    const apps = new Map<string | undefined, string>()
+    for (const i of parsed) if (!apps.has(i.app_id)) apps.set(i.app_id, await appForWrite(store, scope, i.app_id))
+    return parsed.map((i, n) => toStore(i, apps.get(i.app_id)!, now, prefix(n)))
   }
 
   return {
     endpoints: createEndpointService({ store, config, clock, fanOut, catalog }),
     eventTypes: catalog,
     events: {
-      send(input, scope) {
-        const ev = prepare(input, scope)
-        return store.tx(() => fanOut.store(ev))
+      async send(input, scope) {
+        const [ev] = await place([input], scope, () => '', clock.now())
+        await catalog.refresh()
+        catalog.checkLoaded(ev!.type, ev!.data)
+        return store.tx((s) => fanOut.store(s, ev!))
       },
-      sendMany(inputs, scope) {
-        const now = clock.now()
-        const evs = inputs.map((i, n) => prepare(i, scope, `events.${n}`, now))
-        return store.tx(() => evs.map((ev) => fanOut.store(ev)))
+      async sendMany(inputs, scope) {
+        const evs = await place(inputs, scope, (n) => `events.${n}`, clock.now())
+        await catalog.refresh()
+        for (const ev of evs) catalog.checkLoaded(ev.type, ev.data)
+        return store.tx((s) => fanOut.storeMany(s, evs))
       },
-      sendBatch(inputs, scope) {
+      async sendBatch(inputs, scope) {
         // The shape and the application of every item first: a malformed batch is refused whole.
-        const now = clock.now()
-        const parsed = inputs.map((i, n) => {
-          const e = parseOrThrow(EventIn, i, `events.${n}`)
-          return toStore(e, appForWrite(store, scope, e.app_id), now, `events.${n}`)
-        })
+        const parsed = await place(inputs, scope, (n) => `events.${n}`, clock.now())
+        await catalog.refresh()
         const checked = parsed.map((ev): EventToStore | EventItemError => {
           try {
-            catalog.check(ev.type, ev.data)
+            catalog.checkLoaded(ev.type, ev.data)
             return ev
           } catch (err) {
             if (!(err instanceof AppError)) throw err
             return { error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: itemDetails(err.details) } : {}) } }
           }
         })
-        return store.tx(() => checked.map((ev): EventAcceptedOutput | EventItemError => ('error' in ev ? ev : fanOut.store(ev))))
+        const good = checked.filter((ev): ev is EventToStore => !('error' in ev))
+        const stored = await store.tx((s) => fanOut.storeMany(s, good))
+        let k = 0
+        return checked.map((ev): EventAcceptedOutput | EventItemError => ('error' in ev ? ev : stored[k++]!))
       },
-      get(id, scope) {
-        const e = store.events.get(id) ?? store.events.byClientId(scope || DEFAULT_APP, id)
+      async get(id, scope) {
+        const e = (await store.events.get(id)) ?? (await store.events.byClientId(scope || DEFAULT_APP, id))
         if (!e || !visibleTo(scope, e.appId)) throw errors.notFound('Event')
-        return eventOut(e, store.deliveries.byEvent(e.id))
+        return eventOut(e, await store.deliveries.byEvent(e.id))
       },
-      list(f = {}, scope) {
-        const appId = appFilter(store, scope, f.app_id)
-        const page = store.events.list({ limit: pageSize(f.limit), cursor: f.cursor ?? null, ...(f.type ? { type: f.type } : {}), ...(appId !== undefined ? { appId } : {}) })
+      async list(f = {}, scope) {
+        const appId = await appFilter(store, scope, f.app_id)
+        const page = await store.events.list({ limit: pageSize(f.limit), cursor: f.cursor ?? null, ...(f.type ? { type: f.type } : {}), ...(appId !== undefined ? { appId } : {}) })
         return { data: page.data.map((e) => eventSummary(e)), next_cursor: page.next_cursor }
       },
     },
     deliveries: {
-      list(f = {}, scope) {
-        const appId = appFilter(store, scope, f.app_id)
-        const page = store.deliveries.list({
+      async list(f = {}, scope) {
+        const appId = await appFilter(store, scope, f.app_id)
+        const page = await store.deliveries.list({
           ...(appId !== undefined ? { appId } : {}),
           // One application's callers see its webhook deliveries only (docs/applications.md).
           ...(scope ? { channel: 'webhook' as const } : {}),
@@ -114,26 +118,29 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         })
         return { data: page.data.map((d) => deliveryOut(d)), next_cursor: page.next_cursor }
       },
-      get(id, scope) {
-        const d = store.deliveries.get(id)
+      async get(id, scope) {
+        const d = await store.deliveries.get(id)
         if (!d || !scopedVisible(scope, d)) throw errors.notFound('Delivery')
-        return deliveryOut(d, store.deliveries.attempts(id))
+        return deliveryOut(d, await store.deliveries.attempts(id))
       },
-      redeliver(id, scope) {
-        if (scope) {
-          const d = store.deliveries.get(id)
-          if (!d || !scopedVisible(scope, d)) throw errors.notFound('Delivery')
-        }
-        const r = store.tx(() => store.deliveries.redeliver(id, clock.now()))
+      async redeliver(id, scope) {
+        const r = await store.tx(async (s) => {
+          if (scope) {
+            const d = await s.deliveries.get(id)
+            if (!d || !scopedVisible(scope, d)) throw errors.notFound('Delivery')
+          }
+          return s.deliveries.redeliver(id, clock.now())
+        })
         if (r === 'not_found') throw errors.notFound('Delivery')
         if (r === 'not_eligible') throw errors.notEligible('Only a delivery in success, dead or cancelled can be redelivered')
-        if (r === 'endpoint_unavailable') throw endpointUnavailable(store, id)
+        if (r === 'endpoint_unavailable') throw await endpointUnavailable(store, id)
         return { id, status: 'pending' }
       },
     },
-    publish(type, data, opts = {}) {
+    async publish(type, data, opts = {}) {
       const t = parseOrThrow(PublishedEventType, type, 'type')
-      return store.tx(() => fanOut.store({ appId: opts.appId ?? DEFAULT_APP, type: t, data, clientId: opts.id ?? null, orderingKey: opts.orderingKey ?? null }))
+      const ev: EventToStore = { appId: opts.appId ?? DEFAULT_APP, type: t, data, clientId: opts.id ?? null, orderingKey: opts.orderingKey ?? null }
+      return opts.tx ? fanOut.store(opts.tx, ev) : store.tx((s) => fanOut.store(s, ev))
     },
   }
 }
@@ -149,9 +156,9 @@ function itemDetails(details: unknown): unknown {
 }
 
 /** The 409 for a delivery whose endpoint cannot take it: a deleted one never can, a disabled one after enable. */
-function endpointUnavailable(store: Store, deliveryId: string): Error {
-  const endpointId = store.deliveries.get(deliveryId)?.endpointId ?? null
-  const ep = endpointId === null ? null : store.endpoints.getAny(endpointId)
+async function endpointUnavailable(store: Store, deliveryId: string): Promise<Error> {
+  const endpointId = (await store.deliveries.get(deliveryId))?.endpointId ?? null
+  const ep = endpointId === null ? null : await store.endpoints.getAny(endpointId)
   if (ep === null || ep.deletedAt !== null) {
     return errors.notEligible(`Its endpoint${endpointId === null ? '' : ` ${endpointId}`} was deleted; a delivery to a deleted endpoint cannot be redelivered`)
   }

@@ -1,6 +1,7 @@
 import type { z } from '@hono/zod-openapi'
 import type { Page } from '../lib/cursor.js'
 import type { Catalog } from '../apps/catalog.js'
+import type { Store } from '../store/index.js'
 import type {
   DeliveryOut as DeliveryOutSchema,
   EndpointCreate as EndpointCreateSchema,
@@ -65,60 +66,60 @@ export type AppScope = string | null | undefined
 /**
  * The webhook service: endpoints, events and their deliveries. Every method validates its
  * input (throwing AppError validation_failed / destination_not_allowed / not_found /
- * not_eligible) and returns the API JSON representation. Synchronous: SQLite is.
+ * not_eligible) and resolves with the API JSON representation.
  */
 export interface WebhookService {
   endpoints: {
     /** Creates an endpoint in `input.app_id` (or the scope's application); the result includes its `secret`. */
-    create(input: EndpointCreateInput, scope?: AppScope): EndpointOutput
+    create(input: EndpointCreateInput, scope?: AppScope): Promise<EndpointOutput>
     /** Lists endpoints newest first, of one application with `app_id`. */
-    list(opts?: { limit?: number; cursor?: string | null; app_id?: string }, scope?: AppScope): Page<EndpointOutput>
+    list(opts?: { limit?: number; cursor?: string | null; app_id?: string }, scope?: AppScope): Promise<Page<EndpointOutput>>
     /** One endpoint with its health; 404 when unknown, deleted or of another application than the scope's. */
-    get(id: string, scope?: AppScope): EndpointOutput
+    get(id: string, scope?: AppScope): Promise<EndpointOutput>
     /** Applies a partial update. */
-    update(id: string, patch: EndpointUpdateInput, scope?: AppScope): EndpointOutput
+    update(id: string, patch: EndpointUpdateInput, scope?: AppScope): Promise<EndpointOutput>
     /** Soft-deletes the endpoint and cancels its pending deliveries. */
-    remove(id: string, scope?: AppScope): { deleted: true; cancelled: number }
+    remove(id: string, scope?: AppScope): Promise<{ deleted: true; cancelled: number }>
     /** The current signing secret. */
-    getSecret(id: string, scope?: AppScope): { secret: string }
+    getSecret(id: string, scope?: AppScope): Promise<{ secret: string }>
     /** Rotates the secret; the old one keeps being sent for the grace period. */
-    rotateSecret(id: string, input?: RotateSecretInput, scope?: AppScope): { secret: string }
+    rotateSecret(id: string, input?: RotateSecretInput, scope?: AppScope): Promise<{ secret: string }>
     /** Re-enables a disabled endpoint and resets its health. */
-    enable(id: string, scope?: AppScope): EndpointOutput
+    enable(id: string, scope?: AppScope): Promise<EndpointOutput>
     /** Sends the endpoint's dead deliveries created in `[since, until)` back to pending. */
-    recover(id: string, input: RecoverInput, scope?: AppScope): { queued: number }
+    recover(id: string, input: RecoverInput, scope?: AppScope): Promise<{ queued: number }>
     /** Sends a `postbox.ping` event (or the catalog example of `event_type`) to this endpoint only. */
-    test(id: string, input?: { event_type?: string }, scope?: AppScope): EventAcceptedOutput
+    test(id: string, input?: { event_type?: string }, scope?: AppScope): Promise<EventAcceptedOutput>
   }
   events: {
     /** Stores an event and its deliveries in one transaction. */
-    send(input: EventInput, scope?: AppScope): EventAcceptedOutput
+    send(input: EventInput, scope?: AppScope): Promise<EventAcceptedOutput>
     /** Stores many events in ONE transaction; results in input order (any refused event fails them all). */
-    sendMany(inputs: readonly EventInput[], scope?: AppScope): EventAcceptedOutput[]
+    sendMany(inputs: readonly EventInput[], scope?: AppScope): Promise<EventAcceptedOutput[]>
     /**
      * POST /v1/events/batch: one transaction; an item the catalog refuses (schema, archived,
      * unknown type) gets its own `{error}` result and the others are stored.
      */
-    sendBatch(inputs: readonly unknown[], scope?: AppScope): (EventAcceptedOutput | EventItemError)[]
+    sendBatch(inputs: readonly unknown[], scope?: AppScope): Promise<(EventAcceptedOutput | EventItemError)[]>
     /** The event with its deliveries; 404 when unknown. */
-    get(id: string, scope?: AppScope): EventOutput
+    get(id: string, scope?: AppScope): Promise<EventOutput>
     /** Events newest first, optionally of one type (indexed) or application, without their deliveries. */
-    list(filter?: EventListFilter, scope?: AppScope): Page<Omit<EventOutput, 'deliveries'>>
+    list(filter?: EventListFilter, scope?: AppScope): Promise<Page<Omit<EventOutput, 'deliveries'>>>
   }
   deliveries: {
     /** Lists deliveries newest first. */
-    list(filter?: DeliveryListFilter, scope?: AppScope): Page<DeliveryOutput>
+    list(filter?: DeliveryListFilter, scope?: AppScope): Promise<Page<DeliveryOutput>>
     /** One delivery with its attempts. */
-    get(id: string, scope?: AppScope): DeliveryOutput & { attempts: NonNullable<DeliveryOutput['attempts']> }
+    get(id: string, scope?: AppScope): Promise<DeliveryOutput & { attempts: NonNullable<DeliveryOutput['attempts']> }>
     /** Sends a terminal delivery again (attempts reset, history kept). */
-    redeliver(id: string, scope?: AppScope): { id: string; status: 'pending' }
+    redeliver(id: string, scope?: AppScope): Promise<{ id: string; status: 'pending' }>
   }
   /** The event-type catalog (docs/applications.md). */
   eventTypes: Catalog
   /**
    * Publishes an operational or notification event to every matching endpoint of `opts.appId`
-   * (default `default`), which the caller has checked exists. Joins the
-   * caller's transaction when called inside `store.tx`.
+   * (default `default`), which the caller has checked exists. With `opts.tx` (an open
+   * transaction's store) it joins that transaction; otherwise it runs in its own.
    */
-  publish(type: string, data: Record<string, unknown>, opts?: { orderingKey?: string | null; id?: string; appId?: string }): EventAcceptedOutput
+  publish(type: string, data: Record<string, unknown>, opts?: { orderingKey?: string | null; id?: string; appId?: string; tx?: Store }): Promise<EventAcceptedOutput>
 }
