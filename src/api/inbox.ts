@@ -194,6 +194,8 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
     // Live events are scoped (an asynchronous read for a scoped token) one after another, so they
     // reach the queue in the order the hub sent them: the seq comparison below relies on it.
     let scoping: Promise<void> = Promise.resolve()
+    // Events still being scoped count toward the limit: a burst is all waiting there at first.
+    let scopingCount = 0
     const notifyLoop = () => {
       const w = wake
       wake = null
@@ -208,9 +210,11 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
       (e) => {
         // A client too slow to take its events is cut off rather than buffered without bound; it
         // reconnects with Last-Event-ID and the durable log replays what it missed.
-        if (queue.length >= notify.streamMaxQueued) return end()
+        if (queue.length + scopingCount >= notify.streamMaxQueued) return end()
+        scopingCount++
         scoping = scoping.then(async () => {
           const scoped = await inbox.scope(e)
+          scopingCount--
           if (scoped === null || closed) return
           queue.push(scoped)
           notifyLoop()
