@@ -80,8 +80,8 @@ const cmd: fc.Arbitrary<Cmd> = fc.oneof(
 )
 
 let h: NotifyHarness | null = null
-afterEach(() => {
-  h?.cleanup()
+afterEach(async () => {
+  await h?.cleanup()
   h = null
 })
 
@@ -93,9 +93,9 @@ const matches = (m: Msg, f: Filter, scope: string | null): boolean =>
   (f.read === undefined || m.read === f.read) &&
   (f.tags === undefined || f.tags.length === 0 || m.tags.some((t) => f.tags!.includes(t)))
 
-function run(cmds: Cmd[]): void {
-  h?.cleanup()
-  h = notifyHarness()
+async function run(cmds: Cmd[]): Promise<void> {
+  await h?.cleanup()
+  h = await notifyHarness()
   const { notify, clock, store } = h
   const model: Msg[] = []
   const visible = (m: Msg) => !m.archived && m.snoozedUntil === null
@@ -115,7 +115,7 @@ function run(cmds: Cmd[]): void {
   }
   const inboxOf = (u: string, scoped: boolean) => notify.inbox(u, scoped ? 'a1' : null)
 
-  const check = (step: number) => {
+  const check = async (step: number) => {
     for (const u of USERS) {
       for (const scope of [null, 'a1'] as const) {
         const inbox = inboxOf(u, scope !== null)
@@ -127,34 +127,34 @@ function run(cmds: Cmd[]): void {
         })
         const byTag = (ms: Msg[]) => Object.fromEntries(TAGS.map((t) => [t, counts(ms.filter((m) => m.tags.includes(t)))]))
         const at = `step ${step}, ${u}, scope ${scope}`
-        expect(inbox.counts({ tags: [...TAGS] }), at).toEqual({ ...counts(mine), by_tag: byTag(mine) })
+        expect(await inbox.counts({ tags: [...TAGS] }), at).toEqual({ ...counts(mine), by_tag: byTag(mine) })
         for (const topic of TOPICS) {
           const of = mine.filter((m) => m.topic === topic)
-          expect(inbox.counts({ tags: [...TAGS], topic }), `${at}, ${topic}`).toEqual({ ...counts(of), by_tag: byTag(of) })
+          expect(await inbox.counts({ tags: [...TAGS], topic }), `${at}, ${topic}`).toEqual({ ...counts(of), by_tag: byTag(of) })
         }
-        expect(inbox.unreadCount(), at).toBe(counts(mine).unread_count)
+        expect(await inbox.unreadCount(), at).toBe(counts(mine).unread_count)
         const listed = (o: Parameters<typeof inbox.list>[0]) => inbox.list({ limit: 200, ...o })
         const shape = (m: Msg) => ({ id: m.id, read: m.read, seen: m.seen, archived: m.archived, clicked: m.clicked })
-        const got = (data: ReturnType<typeof inbox.list>['data']) =>
+        const got = (data: Awaited<ReturnType<typeof inbox.list>>['data']) =>
           data.map((d) => ({ id: d.id, read: d.read, seen: d.seen, archived: d.archived, clicked: d.clicked_at !== null }))
         const newest = [...mine].reverse()
-        expect(got(listed({}).data), `${at} list`).toEqual(newest.filter(visible).map(shape))
-        expect(got(listed({ archived: true }).data), `${at} archived`).toEqual(newest.filter((m) => m.archived && m.snoozedUntil === null).map(shape))
-        expect(got(listed({ snoozed: true }).data), `${at} snoozed`).toEqual(newest.filter((m) => !m.archived && m.snoozedUntil !== null).map(shape))
-        expect(got(listed({ status: 'unread', tags: ['billing', 'ops'] }).data), `${at} unread by tag`).toEqual(
+        expect(got((await listed({})).data), `${at} list`).toEqual(newest.filter(visible).map(shape))
+        expect(got((await listed({ archived: true })).data), `${at} archived`).toEqual(newest.filter((m) => m.archived && m.snoozedUntil === null).map(shape))
+        expect(got((await listed({ snoozed: true })).data), `${at} snoozed`).toEqual(newest.filter((m) => !m.archived && m.snoozedUntil !== null).map(shape))
+        expect(got((await listed({ status: 'unread', tags: ['billing', 'ops'] })).data), `${at} unread by tag`).toEqual(
           newest.filter((m) => visible(m) && !m.read && (m.tags.includes('billing') || m.tags.includes('ops'))).map(shape),
         )
-        expect(listed({}).unread_count, at).toBe(counts(mine).unread_count)
+        expect((await listed({})).unread_count, at).toBe(counts(mine).unread_count)
       }
     }
   }
 
-  cmds.forEach((c, step) => {
+  for (const [step, c] of cmds.entries()) {
     wake()
     switch (c.kind) {
       case 'notify': {
-        const r = notify.notifications.send({ topic: c.topic, recipients: c.users, app_id: c.app, tags: c.tags, title: 'hi' })
-        const rows = store.db.prepare(`SELECT id, user_id AS user FROM inbox_messages WHERE notification_id = ? ORDER BY rowid`).all(r.id) as { id: string; user: string }[]
+        const r = await notify.notifications.send({ topic: c.topic, recipients: c.users, app_id: c.app, tags: c.tags, title: 'hi' })
+        const rows = store.sqlite!.db.prepare(`SELECT id, user_id AS user FROM inbox_messages WHERE notification_id = ? ORDER BY rowid`).all(r.id) as { id: string; user: string }[]
         expect(rows.map((x) => x.user)).toEqual(c.users)
         for (const row of rows) {
           model.push({ id: row.id, user: row.user, app: c.app, topic: c.topic, tags: c.tags, createdAt: clock.now(), read: false, seen: false, clicked: false, archived: false, snoozedUntil: null })
@@ -174,7 +174,7 @@ function run(cmds: Cmd[]): void {
           unsnooze: (m) => m.snoozedUntil !== null && ((m.snoozedUntil = null), true),
         }
         const expected = mine.filter((m) => apply[c.change](m)).length
-        expect(inboxOf(c.user, c.scoped)[c.change](ids), `step ${step} ${c.change}`).toEqual({ updated: expected })
+        expect(await inboxOf(c.user, c.scoped)[c.change](ids), `step ${step} ${c.change}`).toEqual({ updated: expected })
         break
       }
       case 'snooze': {
@@ -182,14 +182,14 @@ function run(cmds: Cmd[]): void {
         if (ids.length === 0) break
         const until = clock.now() + c.forMs
         const expected = mine.filter((m) => m.snoozedUntil !== until && ((m.snoozedUntil = until), true)).length
-        expect(inboxOf(c.user, c.scoped).snooze(ids, until), `step ${step} snooze`).toEqual({ updated: expected })
+        expect(await inboxOf(c.user, c.scoped).snooze(ids, until), `step ${step} snooze`).toEqual({ updated: expected })
         break
       }
       case 'bulk': {
         const scope = c.scoped ? 'a1' : null
         if (scope !== null && c.filter.app_id !== undefined && c.filter.app_id !== scope) {
           // Another application than the token's is 404, as if it did not exist.
-          expect(() => inboxOf(c.user, true)[c.bulk](c.filter)).toThrow(/Application not found/)
+          await expect(inboxOf(c.user, true)[c.bulk](c.filter)).rejects.toThrow(/Application not found/)
           break
         }
         const hit = model.filter((m) => m.user === c.user && m.snoozedUntil === null && matches(m, c.filter, scope))
@@ -199,7 +199,7 @@ function run(cmds: Cmd[]): void {
           archiveAll: (m) => !m.archived && (m.archived = true),
         }
         const expected = hit.filter((m) => apply[c.bulk](m)).length
-        expect(inboxOf(c.user, c.scoped)[c.bulk](c.filter), `step ${step} ${c.bulk}`).toEqual({ updated: expected })
+        expect(await inboxOf(c.user, c.scoped)[c.bulk](c.filter), `step ${step} ${c.bulk}`).toEqual({ updated: expected })
         break
       }
       case 'advance':
@@ -207,27 +207,27 @@ function run(cmds: Cmd[]): void {
         break
       case 'retention': {
         const before = clock.now() - RETENTION_MS
-        sweepRetention(store, { now: clock.now(), successMs: 86_400_000, deadMs: 86_400_000, inboxMs: RETENTION_MS, eventsMs: 86_400_000 })
+        sweepRetention(store.sqlite!, { now: clock.now(), successMs: 86_400_000, deadMs: 86_400_000, inboxMs: RETENTION_MS, eventsMs: 86_400_000 })
         for (let i = model.length - 1; i >= 0; i--) if (model[i]!.createdAt < before) model.splice(i, 1)
         break
       }
     }
     wake()
-    check(step)
-  })
+    await check(step)
+  }
   // The counter rows agree with a recount from scratch too.
-  const recount = store.db
+  const recount = store.sqlite!.db
     .prepare(
       `SELECT user_id, sum(archived = 0 AND snoozed_until IS NULL AND read = 0) AS unread FROM inbox_messages GROUP BY user_id`,
     )
     .all() as { user_id: string; unread: number }[]
-  for (const r of recount) expect(store.inbox.unreadCount(r.user_id)).toBe(r.unread)
+  for (const r of recount) expect(await store.inbox.unreadCount(r.user_id)).toBe(r.unread)
 }
 
 describe('inbox model', () => {
-  it('lists and counts match a plain model after every step', () => {
-    fc.assert(
-      fc.property(fc.array(cmd, { minLength: 5, maxLength: 40 }), (cmds) => run(cmds)),
+  it('lists and counts match a plain model after every step', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(cmd, { minLength: 5, maxLength: 40 }), (cmds) => run(cmds)),
       { numRuns: 60 },
     )
   }, 120_000)

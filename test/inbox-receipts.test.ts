@@ -33,15 +33,15 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((resolve) => smtp.close(() => resolve())))
 
 let h: NotifyHarness
-afterEach(() => {
-  h?.cleanup()
+afterEach(async () => {
+  await h?.cleanup()
   raws.length = 0
 })
 
-function setup(overrides: Partial<Config> = {}) {
-  h = notifyHarness(overrides)
+async function setup(overrides: Partial<Config> = {}) {
+  h = await notifyHarness(overrides)
   const app = createApp({ store: h.store, config: h.config, log: silentLogger(), clock: h.clock, webhooks: {} as WebhookService, notify: h.notify })
-  const admin = createApiKey(h.store, { name: 'a', role: 'admin' }, h.clock.now()).key
+  const admin = (await createApiKey(h.store, { name: 'a', role: 'admin' }, h.clock.now())).key
   const call = async (method: string, path: string, token: string | null, body?: unknown) => {
     const headers: Record<string, string> = {}
     if (token) headers.authorization = `Bearer ${token}`
@@ -59,7 +59,7 @@ const receiptOf = (receipts: { recipient: string; channel: string }[], recipient
 
 describe('inbox routes: tags, counts, snooze and bulk changes', () => {
   it('filters by tags and app, counts tabs exactly, and snoozes until a time', async () => {
-    const { admin, call, tokenFor } = setup()
+    const { admin, call, tokenFor } = await setup()
     const send = (body: Record<string, unknown>) => call('POST', '/v1/notifications', admin, { topic: 'acct', recipients: ['ann'], ...body })
     await send({ title: 'invoice', tags: ['billing'], data: { amount: 3 } })
     await send({ title: 'like', tags: ['social'] })
@@ -120,7 +120,7 @@ describe('inbox routes: tags, counts, snooze and bulk changes', () => {
   })
 
   it('confines an app-limited token to its application, and user A to their own messages', async () => {
-    const { admin, call, tokenFor } = setup()
+    const { admin, call, tokenFor } = await setup()
     await call('POST', '/v1/notifications', admin, { topic: 'x', recipients: ['ann', 'bob'], title: 'default app' })
     await call('POST', '/v1/notifications', admin, { topic: 'x', recipients: ['ann', 'bob'], title: 'app one', app_id: 'a1' })
     expect((await call('POST', '/v1/notifications', admin, { topic: 'x', app_id: 'bad app!' })).status).toBe(400)
@@ -158,7 +158,7 @@ describe('inbox routes: tags, counts, snooze and bulk changes', () => {
 
 describe("the operator's view", () => {
   it('lists every recipient with its status, reason and engagement times as they happen', async () => {
-    const { admin, call, tokenFor } = setup({ smtpUrl })
+    const { admin, call, tokenFor } = await setup({ smtpUrl })
     await call('PUT', '/v1/users/ann', admin, { email: 'ann@example.com', name: 'Ann Lee', roles: ['ops'] })
     await call('PUT', '/v1/users/bob', admin, { email: 'bob@example.com', roles: ['ops'] })
     await call('PUT', '/v1/users/cy', admin, { roles: ['ops'], teams: ['red'] })
@@ -192,13 +192,13 @@ describe("the operator's view", () => {
     expect([after.seen_at, after.read_at, after.clicked_at, after.archived_at].map((t) => Date.parse(t!) - t0)).toEqual([1000, 2000, 2000, 3000])
 
     // Without SMTP configured, an email names that reason.
-    const none = notifyHarness()
+    const none = await notifyHarness()
     try {
-      none.notify.users.put('ann', { email: 'ann@example.com' })
-      const n = none.notify.notifications.send({ topic: 'x', recipients: ['ann'], channels: ['email'] })
-      expect(none.notify.notifications.get(n.id).receipts).toMatchObject([{ recipient: 'ann', channel: 'email', status: 'suppressed', reason: 'channel_not_configured' }])
+      await none.notify.users.put('ann', { email: 'ann@example.com' })
+      const n = await none.notify.notifications.send({ topic: 'x', recipients: ['ann'], channels: ['email'] })
+      expect((await none.notify.notifications.get(n.id)).receipts).toMatchObject([{ recipient: 'ann', channel: 'email', status: 'suppressed', reason: 'channel_not_configured' }])
     } finally {
-      none.cleanup()
+      await none.cleanup()
     }
 
     // The list: newest first, by topic, app, recipient and time, with a cursor.
@@ -231,7 +231,7 @@ describe("the operator's view", () => {
 
 describe('click tracking', () => {
   it('rewrites email links, records the click and redirects only for a good link', async () => {
-    const { app, admin, call } = setup({ smtpUrl, trackClicks: true, publicUrl: 'http://pb.test' })
+    const { app, admin, call } = await setup({ smtpUrl, trackClicks: true, publicUrl: 'http://pb.test' })
     await call('PUT', '/v1/users/ann', admin, { email: 'ann@example.com' })
     await call('PUT', '/v1/users/bob', admin, { email: 'bob@example.com' })
     const target = 'https://app.example.com/invoices/7?x=1&y=2'
@@ -272,7 +272,7 @@ describe('click tracking', () => {
   })
 
   it('redirects to the URL as parsed: non-ASCII and control characters are percent-encoded, never a 500', async () => {
-    const { app, admin, call } = setup({ smtpUrl, trackClicks: true, publicUrl: 'http://pb.test' })
+    const { app, admin, call } = await setup({ smtpUrl, trackClicks: true, publicUrl: 'http://pb.test' })
     await call('PUT', '/v1/users/ann', admin, { email: 'ann@example.com' })
     const target = 'https://app.example.com/caf\u00e9/\u2603\u0001?q=\u00ff'
     const sent = await call('POST', '/v1/notifications', admin, { topic: 'inv', recipients: ['ann'], channels: ['email'], title: 'x', action_url: target })
@@ -285,7 +285,7 @@ describe('click tracking', () => {
   })
 
   it('leaves links alone when tracking is off (the default)', async () => {
-    const { admin, call } = setup({ smtpUrl })
+    const { admin, call } = await setup({ smtpUrl })
     await call('PUT', '/v1/users/ann', admin, { email: 'ann@example.com' })
     await call('POST', '/v1/notifications', admin, { topic: 'inv', recipients: ['ann'], channels: ['email'], title: 'x', body: 'Open https://app.example.com/a', action_url: 'https://app.example.com/a' })
     await h.drain()

@@ -14,11 +14,11 @@ afterEach(async () => {
   for (const a of aborts.splice(0)) a.abort()
   if (server) await new Promise<void>((resolve) => server!.close(() => resolve()))
   server = null
-  h?.cleanup()
+  await h?.cleanup()
 })
 
 async function setup() {
-  h = notifyHarness({}, { streamKeepaliveMs: 60_000 })
+  h = await notifyHarness({}, { streamKeepaliveMs: 60_000 })
   const app = createApp({ store: h.store, config: h.config, log: silentLogger(), clock: h.clock, webhooks: {} as WebhookService, notify: h.notify })
   server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' })
   await new Promise<void>((resolve) => server!.once('listening', () => resolve()))
@@ -41,16 +41,16 @@ const json = (m: SseMessage) => JSON.parse(m.data!) as Record<string, unknown>
 describe('inbox stream: snooze wake-ups and bulk changes', () => {
   it('pushes a woken message and a bulk change to every open tab, and replays both after Last-Event-ID', async () => {
     const { open, post } = await setup()
-    const token = h.notify.tokens.issue('ann').token
-    h.notify.notifications.send({ topic: 'chat', recipients: ['ann'], title: 'first', tags: ['social'] })
-    h.notify.notifications.send({ topic: 'chat', recipients: ['ann'], title: 'second', tags: ['billing'] })
-    const [first] = h.notify.inbox('ann').list({ tags: ['social'] }).data
+    const token = (await h.notify.tokens.issue('ann')).token
+    await h.notify.notifications.send({ topic: 'chat', recipients: ['ann'], title: 'first', tags: ['social'] })
+    await h.notify.notifications.send({ topic: 'chat', recipients: ['ann'], title: 'second', tags: ['billing'] })
+    const [first] = (await h.notify.inbox('ann').list({ tags: ['social'] })).data
     const tab1 = await open(token)
     const tab2 = await open(token)
     // Both tabs are subscribed once each has its `connected` comment.
     await tab1.next((m) => m.comment === 'connected')
     await tab2.next((m) => m.comment === 'connected')
-    const before = h.notify.inbox('ann').lastSeq()
+    const before = await h.notify.inbox('ann').lastSeq()
 
     // Snooze for 100 ms of the (manual) clock and move it on: the wake-up timer fires in real
     // time and finds the message due; nothing polls every row.
@@ -93,11 +93,11 @@ describe('inbox stream: snooze wake-ups and bulk changes', () => {
 
   it('an app-limited stream carries only its application, with its own unread count', async () => {
     const { open } = await setup()
-    const scoped = h.notify.tokens.issue('ann', undefined, 'a1').token
+    const scoped = (await h.notify.tokens.issue('ann', undefined, 'a1')).token
     const tab = await open(scoped)
     await tab.next((m) => m.comment === 'connected')
-    h.notify.notifications.send({ topic: 'chat', recipients: ['ann'], title: 'other app' })
-    h.notify.notifications.send({ topic: 'chat', recipients: ['ann'], title: 'mine', app_id: 'a1' })
+    await h.notify.notifications.send({ topic: 'chat', recipients: ['ann'], title: 'other app' })
+    await h.notify.notifications.send({ topic: 'chat', recipients: ['ann'], title: 'mine', app_id: 'a1' })
     const n = await tab.next((m) => m.event === 'notification')
     expect(json(n)).toMatchObject({ title: 'mine', app_id: 'a1' })
     expect(json(await tab.next((m) => m.event === 'unread_count'))).toEqual({ unread_count: 1 })

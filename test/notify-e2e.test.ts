@@ -16,18 +16,18 @@ describe('notifications through the library facade and the real dispatcher', () 
     const t = tempDir()
     cleanup = t.cleanup
     pb = await Postbox.open({ db: join(t.dir, 'postbox.db'), bootstrapAdminKey: false })
-    pb.users.put('u_1', { roles: ['staff'] })
+    await pb.users.put('u_1', { roles: ['staff'] })
     pb.start()
-    const r = pb.notifications.send({ topic: 'comment.created', recipients: ['role:staff'], title: 'New comment', channels: ['inbox', 'webhook'] })
+    const r = await pb.notifications.send({ topic: 'comment.created', recipients: ['role:staff'], title: 'New comment', channels: ['inbox', 'webhook'] })
     expect(r).toMatchObject({ recipients: 1, deliveries: 2 })
-    for (let i = 0; i < 200 && pb.inbox('u_1').unreadCount() === 0; i++) await new Promise((res) => setTimeout(res, 5))
-    expect(pb.inbox('u_1').list()).toMatchObject({ unread_count: 1, data: [{ title: 'New comment', topic: 'comment.created' }] })
+    for (let i = 0; i < 200 && await pb.inbox('u_1').unreadCount() === 0; i++) await new Promise((res) => setTimeout(res, 5))
+    expect(await pb.inbox('u_1').list()).toMatchObject({ unread_count: 1, data: [{ title: 'New comment', topic: 'comment.created' }] })
     for (let i = 0; i < 200; i++) {
-      const states = (pb.notifications.get(r.id) as { deliveries: { status: string }[] }).deliveries.map((d) => d.status)
+      const states = (await pb.notifications.get(r.id) as { deliveries: { status: string }[] }).deliveries.map((d) => d.status)
       if (states.every((s) => s === 'success')) break
       await new Promise((res) => setTimeout(res, 5))
     }
-    expect((pb.notifications.get(r.id) as { deliveries: { channel: string; status: string }[] }).deliveries.map((d) => [d.channel, d.status])).toEqual([
+    expect((await pb.notifications.get(r.id) as { deliveries: { channel: string; status: string }[] }).deliveries.map((d) => [d.channel, d.status])).toEqual([
       ['inbox', 'success'],
       ['notify-webhook', 'success'],
     ])
@@ -39,10 +39,10 @@ describe('notifications through the library facade and the real dispatcher', () 
     pb = await Postbox.open({ db: join(t.dir, 'postbox.db'), bootstrapAdminKey: false })
     pb.start()
     const topic = 'a'.repeat(200)
-    const r = pb.notifications.send({ topic, recipients: ['u_1'], title: 'Long', channels: ['webhook'] })
+    const r = await pb.notifications.send({ topic, recipients: ['u_1'], title: 'Long', channels: ['webhook'] })
     let states: string[] = []
     for (let i = 0; i < 200; i++) {
-      states = (pb.notifications.get(r.id) as { deliveries: { status: string }[] }).deliveries.map((d) => d.status)
+      states = (await pb.notifications.get(r.id) as { deliveries: { status: string }[] }).deliveries.map((d) => d.status)
       if (states.every((s) => s !== 'pending' && s !== 'in_flight')) break
       await new Promise((res) => setTimeout(res, 5))
     }

@@ -28,7 +28,7 @@ async function closedPort(): Promise<number> {
 
 let h: NotifyHarness | undefined
 afterEach(async () => {
-  h?.cleanup()
+  await h?.cleanup()
   h = undefined
   for (const s of sockets) s.destroy()
   sockets.clear()
@@ -74,7 +74,7 @@ describe('the transport\'s own message is kept in the attempt\'s response_body',
   it('tells a wrong port (plain SMTP behind smtps://) from a certificate the client refuses', async () => {
     const plain = await tcpServer((s) => s.write('220 plain.example ESMTP\r\n'))
     const wrongPort = await attemptOf(`smtps://127.0.0.1:${plain}`)
-    h?.cleanup()
+    await h?.cleanup()
     // smtp-server's built-in certificate is one no client accepts (self-signed, and expired).
     const tls = new SMTPServer({ secure: true, authOptional: true, logger: false })
     tls.on('error', () => {})

@@ -39,7 +39,7 @@ afterEach(async () => {
   channel = null
   await sink?.close()
   sink = null
-  h?.cleanup()
+  await h?.cleanup()
 })
 
 /** The email channel over `smtpUrl` on the harness's store, with test limits. */

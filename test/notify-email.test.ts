@@ -85,8 +85,8 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
 
 let h: NotifyHarness
-afterEach(() => {
-  h?.cleanup()
+afterEach(async () => {
+  await h?.cleanup()
   mails.length = 0
 })
 

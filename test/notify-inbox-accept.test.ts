@@ -37,9 +37,9 @@ async function openStream(base: string, token: string) {
   return sseReader(res)
 }
 
-const waitFor = async (what: string, cond: () => boolean): Promise<void> => {
-  for (let i = 0; i < 400 && !cond(); i++) await new Promise((r) => setTimeout(r, 5))
-  if (!cond()) throw new Error(`timed out waiting for ${what}`)
+const waitFor = async (what: string, cond: () => boolean | Promise<boolean>): Promise<void> => {
+  for (let i = 0; i < 400 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 5))
+  if (!(await cond())) throw new Error(`timed out waiting for ${what}`)
 }
 
 const inboxMetric = async (fx: ApiFixture): Promise<number> => {
@@ -67,14 +67,14 @@ describe('inbox written by the accept transaction (real SQLite, real HTTP)', () 
     const one = (await f.json('GET', `/v1/deliveries/${view.deliveries[0].id}`, { key: f.keys.viewer })).body
     expect(one).toMatchObject({ status: 'success', attempt_count: 1, last_status_code: null, completed_at: expect.any(String) })
     expect(one.attempts).toMatchObject([{ attempt: 1, outcome: 'success', status_code: null, error: null, response_body: null }])
-    expect(f.pb.store.deliveries.queueDepth()).toEqual({ pending: 0, in_flight: 0 })
+    expect(await f.pb.store.deliveries.queueDepth()).toEqual({ pending: 0, in_flight: 0 })
 
     // The messages exist, each tied to its delivery, and the unread counts are exact.
     for (const [i, u] of ['ann', 'bob', 'zed'].entries()) {
       const token = (await f.json('POST', `/v1/users/${u}/tokens`, { body: {} })).body.token as string
       const inbox = (await f.json('GET', '/v1/inbox', { key: token })).body
       expect(inbox).toMatchObject({ unread_count: 1, data: [{ topic: 'deploy.done', title: 'Deployed', body: 'v2', read: false }] })
-      const stored = f.pb.store.inbox.list(u, { status: 'all', archived: false, limit: 10 }).data
+      const stored = (await f.pb.store.inbox.list(u, { status: 'all', archived: false, limit: 10 })).data
       expect(stored.map((m) => [m.deliveryId, m.notificationId])).toEqual([[view.deliveries[i].id, sent.body.id]])
     }
     // Counted in the same metric the dispatcher's attempts use.
@@ -84,7 +84,7 @@ describe('inbox written by the accept transaction (real SQLite, real HTTP)', () 
   it('pushes the messages to live SSE streams after commit; a dedup repeat writes and pushes nothing', async () => {
     f = await apiFixture()
     const base = await listen(f)
-    const token = f.pb.tokens.issue('alice').token
+    const token = (await f.pb.tokens.issue('alice')).token
     const stream = await openStream(base, token)
     await waitFor('the stream to subscribe', () => f!.pb.notify.stream.count('alice') === 1)
     const post = (body: Record<string, unknown>) =>
@@ -102,8 +102,8 @@ describe('inbox written by the accept transaction (real SQLite, real HTTP)', () 
     // The next event ids follow on from 2: the repeat took none and pushed none.
     expect(await stream.next()).toMatchObject({ id: '3', event: 'notification', data: expect.stringContaining('"title":"second"') })
     expect(await stream.next()).toMatchObject({ id: '4', event: 'unread_count', data: JSON.stringify({ unread_count: 2 }) })
-    expect(f.pb.inbox('alice').list().data.map((m) => m.title)).toEqual(['second', 'hello'])
-    expect(f.pb.inbox('alice').unreadCount()).toBe(2)
+    expect((await f.pb.inbox('alice').list()).data.map((m) => m.title)).toEqual(['second', 'hello'])
+    expect(await f.pb.inbox('alice').unreadCount()).toBe(2)
     expect(await inboxMetric(f)).toBe(2)
   })
 
@@ -112,31 +112,28 @@ describe('inbox written by the accept transaction (real SQLite, real HTTP)', () 
     const pushed: unknown[] = []
     f.pb.notify.stream.subscribe('u1', (e) => pushed.push(e))
     // The last write of the transaction fails, after the messages and attempts were written.
-    const notifications = f.pb.store.notifications as { insert: (...args: never[]) => unknown }
-    const real = notifications.insert
-    notifications.insert = () => {
-      throw new Error('disk trouble')
-    }
+    const db = f.pb.store.sqlite!.db
+    db.exec(`CREATE TEMP TRIGGER fail_notification BEFORE INSERT ON notifications BEGIN SELECT RAISE(ABORT, 'disk trouble'); END`)
     const failed = await f.call('POST', '/v1/notifications', { body: { topic: 't', recipients: ['u1', 'u2'], dedup_key: 'd' } })
     expect(failed.status).toBe(500)
-    notifications.insert = real
-    expect(f.pb.inbox('u1').list()).toMatchObject({ unread_count: 0, data: [] })
-    expect(f.pb.inbox('u1').lastSeq()).toBe(0)
-    expect(f.pb.store.deliveries.countByStatus()).toEqual({ pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 })
-    expect(f.pb.store.notifications.byDedupKey('d')).toBeNull()
+    db.exec('DROP TRIGGER fail_notification')
+    expect(await f.pb.inbox('u1').list()).toMatchObject({ unread_count: 0, data: [] })
+    expect(await f.pb.inbox('u1').lastSeq()).toBe(0)
+    expect(await f.pb.store.deliveries.countByStatus()).toEqual({ pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 })
+    expect(await f.pb.store.notifications.byDedupKey('d')).toBeNull()
     expect(pushed).toEqual([])
     expect(await inboxMetric(f)).toBe(0)
     const ok = await f.json('POST', '/v1/notifications', { body: { topic: 't', recipients: ['u1', 'u2'], dedup_key: 'd' } })
     expect(ok.body).toMatchObject({ deduplicated: false, deliveries: 2 })
     expect(pushed).toHaveLength(2)
-    expect([f.pb.inbox('u1').unreadCount(), f.pb.inbox('u2').unreadCount()]).toEqual([1, 1])
+    expect([await f.pb.inbox('u1').unreadCount(), await f.pb.inbox('u2').unreadCount()]).toEqual([1, 1])
   })
 
   it('library mode: send() returns with the inbox written and the view delivered', async () => {
     f = await apiFixture()
-    const r = f.pb.notifications.send({ topic: 'comment.created', recipients: ['user:u_1'], title: 'New comment' })
-    expect(f.pb.inbox('u_1').list()).toMatchObject({ unread_count: 1, data: [{ title: 'New comment' }] })
-    const view = f.pb.notifications.get(r.id) as { deliveries: { status: string; attempts: number }[] }
+    const r = await f.pb.notifications.send({ topic: 'comment.created', recipients: ['user:u_1'], title: 'New comment' })
+    expect(await f.pb.inbox('u_1').list()).toMatchObject({ unread_count: 1, data: [{ title: 'New comment' }] })
+    const view = await f.pb.notifications.get(r.id) as { deliveries: { status: string; attempts: number }[] }
     expect(view.deliveries).toMatchObject([{ status: 'success', attempts: 1 }])
   })
 })
@@ -144,33 +141,33 @@ describe('inbox written by the accept transaction (real SQLite, real HTTP)', () 
 describe('inbox rows the dispatcher still sends (same write function)', () => {
   it('a redelivered inbox delivery writes no second message and leaves the unread count and stream ids alone', async () => {
     f = await apiFixture()
-    const sent = f.pb.notifications.send({ topic: 't', recipients: ['u1'], title: 'once' })
-    const [d] = f.pb.store.deliveries.byNotification(sent.id)
+    const sent = await f.pb.notifications.send({ topic: 't', recipients: ['u1'], title: 'once' })
+    const [d] = await f.pb.store.deliveries.byNotification(sent.id)
     expect((await f.call('POST', `/v1/deliveries/${d!.id}/redeliver`)).status).toBe(202)
-    expect(f.pb.store.deliveries.get(d!.id)).toMatchObject({ status: 'pending', attempts: 0 })
+    expect(await f.pb.store.deliveries.get(d!.id)).toMatchObject({ status: 'pending', attempts: 0 })
     f.pb.start()
-    await waitFor('the redelivery to settle', () => f!.pb.store.deliveries.get(d!.id)!.status === 'success')
-    expect(f.pb.store.deliveries.attempts(d!.id).map((a) => [a.attempt, a.outcome])).toEqual([
+    await waitFor('the redelivery to settle', async () => (await f!.pb.store.deliveries.get(d!.id))!.status === 'success')
+    expect((await f.pb.store.deliveries.attempts(d!.id)).map((a) => [a.attempt, a.outcome])).toEqual([
       [1, 'success'],
       [1, 'success'],
     ])
-    expect(f.pb.inbox('u1').list()).toMatchObject({ unread_count: 1, data: [{ title: 'once' }] })
-    expect(f.pb.inbox('u1').list().data).toHaveLength(1)
-    expect(f.pb.inbox('u1').lastSeq()).toBe(2)
+    expect(await f.pb.inbox('u1').list()).toMatchObject({ unread_count: 1, data: [{ title: 'once' }] })
+    expect((await f.pb.inbox('u1').list()).data).toHaveLength(1)
+    expect(await f.pb.inbox('u1').lastSeq()).toBe(2)
     expect(await inboxMetric(f)).toBe(2) // the accept's attempt and the redelivery's
   })
 
   it('a pending inbox row of an older version is written by the sender exactly as the accept transaction writes one', async () => {
     f = await apiFixture()
     const base = await listen(f)
-    const stream = await openStream(base, f.pb.tokens.issue('old').token)
+    const stream = await openStream(base, (await f.pb.tokens.issue('old')).token)
     await waitFor('the stream to subscribe', () => f!.pb.notify.stream.count('old') === 1)
     const content = { title: 'Hi', body: 'b', severity: 'warning' as const, action_url: '/x', payload: { n: 1 } }
     // As versions before this one enqueued it: pending, for the dispatcher.
     const ntf = newId('ntf')
     const now = Date.now()
-    const legacy = f.pb.store.tx(() =>
-      f!.pb.store.deliveries.enqueue(
+    const legacy = await f.pb.store.tx((s) =>
+      s.deliveries.enqueue(
         {
           channel: 'inbox', notificationId: ntf, recipient: 'old', eventType: 'legacy.topic', maxAttempts: 6, nextAttemptAt: now,
           payload: encodePayload({ ...content, format: 'text', recipient: { email: null, name: null, locale: null, external: false } }),
@@ -181,55 +178,55 @@ describe('inbox rows the dispatcher still sends (same write function)', () => {
     f.pb.start()
     const n = await stream.next()
     expect(n).toMatchObject({ id: '1', event: 'notification', data: expect.stringContaining('"title":"Hi"') })
-    await waitFor('the legacy row to settle', () => f!.pb.store.deliveries.get(legacy.id)!.status === 'success')
+    await waitFor('the legacy row to settle', async () => (await f!.pb.store.deliveries.get(legacy.id))!.status === 'success')
     // The same notification content sent now: written at accept.
-    const sent = f.pb.notifications.send({ topic: 'legacy.topic', recipients: ['old'], ...content })
-    const fresh = f.pb.store.deliveries.byNotification(sent.id)[0]!
-    const [a, b] = [f.pb.store.deliveries.get(legacy.id)!, f.pb.store.deliveries.get(fresh.id)!]
+    const sent = await f.pb.notifications.send({ topic: 'legacy.topic', recipients: ['old'], ...content })
+    const fresh = (await f.pb.store.deliveries.byNotification(sent.id))[0]!
+    const [a, b] = [(await f.pb.store.deliveries.get(legacy.id))!, (await f.pb.store.deliveries.get(fresh.id))!]
     const shape = (d: typeof a) => [d.channel, d.status, d.attempts, d.claimToken, d.leaseUntil, d.lastStatusCode, d.lastError, d.completedAt !== null, d.payload]
     expect(shape(b)).toEqual(shape(a))
-    const attempt = (id: string) => f!.pb.store.deliveries.attempts(id).map((x) => [x.attempt, x.outcome, x.statusCode, x.error, x.responseBody])
-    expect(attempt(fresh.id)).toEqual(attempt(legacy.id))
-    const messages = f.pb.store.inbox.list('old', { status: 'all', archived: false, limit: 10 }).data
+    const attempt = async (id: string) => (await f!.pb.store.deliveries.attempts(id)).map((x) => [x.attempt, x.outcome, x.statusCode, x.error, x.responseBody])
+    expect(await attempt(fresh.id)).toEqual(await attempt(legacy.id))
+    const messages = (await f.pb.store.inbox.list('old', { status: 'all', archived: false, limit: 10 })).data
     const content2 = (m: (typeof messages)[number]) => [m.topic, m.title, m.body, m.severity, m.actionUrl, m.payload, m.read, m.seen]
     expect(messages.map((m) => m.deliveryId)).toEqual([fresh.id, legacy.id])
     expect(content2(messages[0]!)).toEqual(content2(messages[1]!))
-    expect(f.pb.inbox('old').unreadCount()).toBe(2)
+    expect(await f.pb.inbox('old').unreadCount()).toBe(2)
   })
 })
 
 describe('pipeline rules with the inbox written at accept (manual clock)', () => {
   let h: NotifyHarness | undefined
-  afterEach(() => {
-    h?.cleanup()
+  afterEach(async () => {
+    await h?.cleanup()
     h = undefined
   })
-  const rows = (hh: NotifyHarness, id: string) =>
-    hh.store.deliveries.byNotification(id).map((d) => [d.recipient, d.channel, d.status, d.attempts, d.nextAttemptAt])
+  const rows = async (hh: NotifyHarness, id: string) =>
+    (await hh.store.deliveries.byNotification(id)).map((d) => [d.recipient, d.channel, d.status, d.attempts, d.nextAttemptAt])
 
-  it('preferences that mute the inbox create no row, message, counter or attempt; mandatory topics still write it', () => {
-    h = notifyHarness({ mandatoryTopics: ['security.'] })
-    h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: 'inbox', enabled: false })
-    const muted = h.notify.notifications.send({ topic: 'billing.paid', recipients: ['u1', 'u2'] })
+  it('preferences that mute the inbox create no row, message, counter or attempt; mandatory topics still write it', async () => {
+    h = await notifyHarness({ mandatoryTopics: ['security.'] })
+    await h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: 'inbox', enabled: false })
+    const muted = await h.notify.notifications.send({ topic: 'billing.paid', recipients: ['u1', 'u2'] })
     expect(muted.deliveries).toBe(1)
-    expect(rows(h, muted.id).map((r) => r[0])).toEqual(['u2'])
-    expect(h.notify.inbox('u1').list()).toMatchObject({ unread_count: 0, data: [] })
-    expect(h.notify.inbox('u1').lastSeq()).toBe(0)
+    expect((await rows(h, muted.id)).map((r) => r[0])).toEqual(['u2'])
+    expect(await h.notify.inbox('u1').list()).toMatchObject({ unread_count: 0, data: [] })
+    expect(await h.notify.inbox('u1').lastSeq()).toBe(0)
     const now = h.clock.now()
-    const forced = h.notify.notifications.send({ topic: 'security.login', recipients: ['u1'] })
-    expect(rows(h, forced.id)).toEqual([['u1', 'inbox', 'success', 1, now]])
-    expect(h.notify.inbox('u1').list()).toMatchObject({ unread_count: 1, data: [{ topic: 'security.login' }] })
+    const forced = await h.notify.notifications.send({ topic: 'security.login', recipients: ['u1'] })
+    expect(await rows(h, forced.id)).toEqual([['u1', 'inbox', 'success', 1, now]])
+    expect(await h.notify.inbox('u1').list()).toMatchObject({ unread_count: 1, data: [{ topic: 'security.login' }] })
   })
 
-  it('quiet hours hold email and webhook but not the inbox, which is delivered at once; views stay in recipient order', () => {
-    h = notifyHarness()
+  it('quiet hours hold email and webhook but not the inbox, which is delivered at once; views stay in recipient order', async () => {
+    h = await notifyHarness()
     h.clock.set(Date.parse('2026-01-15T22:30:00Z')) // 23:30 in Paris
-    h.notify.users.put('u1', { email: 'u1@example.com' })
-    h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: '*', quiet_hours: { tz: 'Europe/Paris', start: '22:00', end: '07:00' } })
+    await h.notify.users.put('u1', { email: 'u1@example.com' })
+    await h.notify.preferences.put({ user_id: 'u1', topic: '*', channel: '*', quiet_hours: { tz: 'Europe/Paris', start: '22:00', end: '07:00' } })
     const now = h.clock.now()
     const end = Date.parse('2026-01-16T06:00:00Z')
-    const r = h.notify.notifications.send({ topic: 't', recipients: ['u1', 'u2', 'ext@example.org'], channels: ['inbox', 'email', 'webhook'] })
-    expect(rows(h, r.id)).toEqual([
+    const r = await h.notify.notifications.send({ topic: 't', recipients: ['u1', 'u2', 'ext@example.org'], channels: ['inbox', 'email', 'webhook'] })
+    expect(await rows(h, r.id)).toEqual([
       ['u1', 'inbox', 'success', 1, now],
       ['u1', 'email', 'pending', 0, end],
       ['u1', 'notify-webhook', 'pending', 0, end],
@@ -239,17 +236,17 @@ describe('pipeline rules with the inbox written at accept (manual clock)', () =>
       ['ext@example.org', 'email', 'pending', 0, now],
     ])
     expect(r.deliveries).toBe(7)
-    expect(h.notify.inbox('u1').unreadCount()).toBe(1)
-    expect(h.notify.inbox('ext@example.org').list().data).toEqual([])
-    const view = h.notify.notifications.get(r.id) as { delivery_counts: Record<string, number> }
+    expect(await h.notify.inbox('u1').unreadCount()).toBe(1)
+    expect((await h.notify.inbox('ext@example.org').list()).data).toEqual([])
+    const view = await h.notify.notifications.get(r.id) as { delivery_counts: Record<string, number> }
     expect(view.delivery_counts).toMatchObject({ success: 2, pending: 5 })
   })
 
-  it('counts one observed attempt per inbox row written at accept, none for a dedup repeat', () => {
+  it('counts one observed attempt per inbox row written at accept, none for a dedup repeat', async () => {
     const seen: [string, string][] = []
-    h = notifyHarness({}, { observer: { attempt: (channel, outcome) => void seen.push([channel, outcome]) } })
-    h.notify.notifications.send({ topic: 't', recipients: ['a', 'b'], channels: ['inbox', 'email'], dedup_key: 'x' })
-    h.notify.notifications.send({ topic: 't', recipients: ['a', 'b'], dedup_key: 'x' })
+    h = await notifyHarness({}, { observer: { attempt: (channel, outcome) => void seen.push([channel, outcome]) } })
+    await h.notify.notifications.send({ topic: 't', recipients: ['a', 'b'], channels: ['inbox', 'email'], dedup_key: 'x' })
+    await h.notify.notifications.send({ topic: 't', recipients: ['a', 'b'], dedup_key: 'x' })
     expect(seen).toEqual([
       ['inbox', 'success'],
       ['inbox', 'success'],

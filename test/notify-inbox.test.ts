@@ -9,12 +9,12 @@ let h: NotifyHarness
 afterEach(() => h?.cleanup())
 
 /** The real app over the harness (webhooks are not used by these routes). */
-function setup() {
-  h = notifyHarness()
+async function setup() {
+  h = await notifyHarness()
   const app = createApp({ store: h.store, config: h.config, log: silentLogger(), clock: h.clock, webhooks: {} as WebhookService, notify: h.notify })
-  const admin = createApiKey(h.store, { name: 'a', role: 'admin' }, h.clock.now()).key
-  const viewer = createApiKey(h.store, { name: 'v', role: 'viewer' }, h.clock.now()).key
-  const publisher = createApiKey(h.store, { name: 'p', role: 'publisher' }, h.clock.now()).key
+  const admin = (await createApiKey(h.store, { name: 'a', role: 'admin' }, h.clock.now())).key
+  const viewer = (await createApiKey(h.store, { name: 'v', role: 'viewer' }, h.clock.now())).key
+  const publisher = (await createApiKey(h.store, { name: 'p', role: 'publisher' }, h.clock.now())).key
   const call = async (method: string, path: string, token: string | null, body?: unknown) => {
     const headers: Record<string, string> = {}
     if (token) headers.authorization = `Bearer ${token}`
@@ -28,7 +28,7 @@ function setup() {
 
 describe('directory and notification routes', () => {
   it('enforces roles and validates input', async () => {
-    const { admin, viewer, publisher, call } = setup()
+    const { admin, viewer, publisher, call } = await setup()
     expect((await call('PUT', '/v1/users/u1', admin, { email: 'ann@example.com', roles: ['ops'], timezone: 'Europe/Paris' })).status).toBe(201)
     expect((await call('PUT', '/v1/users/u1', admin, { name: 'Ann' })).body).toMatchObject({ id: 'u1', name: 'Ann', email: 'ann@example.com', roles: ['ops'] })
     expect((await call('PUT', '/v1/users/u2', viewer, {})).status).toBe(403)
@@ -57,9 +57,9 @@ describe('directory and notification routes', () => {
 
 describe('end-user inbox', () => {
   it('needs a valid user token, and never shows or changes another user’s messages', async () => {
-    const { call, tokenFor, admin } = setup()
-    h.notify.notifications.send({ topic: 'a', recipients: ['alice'], title: 'for alice' })
-    h.notify.notifications.send({ topic: 'b', recipients: ['bob'], title: 'for bob' })
+    const { call, tokenFor, admin } = await setup()
+    await h.notify.notifications.send({ topic: 'a', recipients: ['alice'], title: 'for alice' })
+    await h.notify.notifications.send({ topic: 'b', recipients: ['bob'], title: 'for bob' })
     await h.drain()
     const alice = await tokenFor('alice')
     const bob = await tokenFor('bob')
@@ -85,8 +85,8 @@ describe('end-user inbox', () => {
   })
 
   it('keeps unread_count exact across read, unread, archive and read-all over several pages', async () => {
-    const { call, tokenFor } = setup()
-    for (let i = 0; i < 25; i++) h.notify.notifications.send({ topic: i % 2 ? 'odd' : 'even', recipients: ['u1'], title: `m${i}` })
+    const { call, tokenFor } = await setup()
+    for (let i = 0; i < 25; i++) await h.notify.notifications.send({ topic: i % 2 ? 'odd' : 'even', recipients: ['u1'], title: `m${i}` })
     await h.drain()
     const t = await tokenFor('u1')
     const pages: Record<string, any>[] = [] // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -13,8 +13,8 @@ describe('GET /v1/notifications/:id', () => {
     f = await apiFixture()
     const users = NOTIFICATION_DELIVERIES_SHOWN + 5
     const pb = f.pb
-    pb.store.tx(() => {
-      for (let i = 0; i < users; i++) pb.store.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
+    await pb.store.tx(async (s) => {
+      for (let i = 0; i < users; i++) await s.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
     })
     const sent = await f.json('POST', '/v1/notifications', { body: { topic: 'big', recipients: ['role:everyone'], title: 't' } })
     expect(sent.status).toBe(202)
@@ -37,11 +37,11 @@ describe('GET /v1/notifications/:id', () => {
 describe('library lists take any limit', () => {
   it('clamps it to 1–200 as the HTTP API does, instead of throwing on 0', async () => {
     f = await apiFixture()
-    f.pb.subscriptions.put({ topic: 'a', principal: 'user:x' })
-    f.pb.subscriptions.put({ topic: 'b', principal: 'user:y' })
-    const one = f.pb.subscriptions.list(undefined, { limit: 0 })
+    await f.pb.subscriptions.put({ topic: 'a', principal: 'user:x' })
+    await f.pb.subscriptions.put({ topic: 'b', principal: 'user:y' })
+    const one = await f.pb.subscriptions.list(undefined, { limit: 0 })
     expect(one.data).toHaveLength(1)
     expect(one.next_cursor).not.toBeNull()
-    expect(f.pb.subscriptions.list(undefined, { limit: 1000 }).data).toHaveLength(2)
+    expect((await f.pb.subscriptions.list(undefined, { limit: 1000 })).data).toHaveLength(2)
   })
 })
