@@ -4,9 +4,9 @@ import { startReceiver, type Receiver } from './support/receiver.js'
 import { apiClient, ensureBuilt, killAllChildren, newAdminKey, runCli, serverEnv, startServer, type ServerProcess } from './support/server-process.js'
 
 /**
- * An overlapping deploy: two real servers on one data directory. One claims deliveries (the
- * file's dispatcher lock), so an endpoint's max_concurrency holds across both; the other accepts
- * API requests and takes over when the first stops.
+ * An overlapping deploy: two real servers on one data directory. The one holding the file's
+ * delivery lease claims, so an endpoint's max_concurrency holds across both; the other serves the
+ * API, stands by, and takes over when the first stops cleanly (docs/operations.md).
  */
 describe('two servers on one file', () => {
   const key = newAdminKey()
@@ -24,7 +24,7 @@ describe('two servers on one file', () => {
   })
   afterAll(async () => killAllChildren())
 
-  it('deliver each event once, never more than max_concurrency at a time, and hand over at SIGTERM', async () => {
+  it('deliver each event once, never more than max_concurrency at a time; the second stands by and takes over at SIGTERM', async () => {
     const t = tempDir('postbox-two-')
     cleanup = t.cleanup
     let inFlight = 0
@@ -58,6 +58,7 @@ describe('two servers on one file', () => {
     expect(JSON.parse(stats.output).dispatcher).toMatchObject({ pid: first.child.pid })
     expect(second.output()).toContain('stands by')
 
+    // A clean stop drains, then releases the lease: the standby takes it at its next check (1 s).
     expect(await first.stop()).toBe(0)
     servers.shift()
     const last = await viaSecond('POST', '/v1/events', { type: 'order.paid', data: { i: 12 } })
@@ -67,5 +68,6 @@ describe('two servers on one file', () => {
     expect(receiver.requests).toHaveLength(13)
     const after = await runCli(['stats'], env)
     expect(JSON.parse(after.output).dispatcher).toMatchObject({ pid: second.child.pid })
-  })
+    expect(second.output()).toContain('released by its holder and taken')
+  }, 60_000)
 })

@@ -98,15 +98,15 @@ describe('repairFutureTimes', () => {
 
   const NOW = Date.UTC(2026, 10, 30, 12)
   const YEAR = 365 * DAY
-  const enqueue = (key: string, at: number, channel: 'webhook' | 'inbox', endpointId: string | null, writtenAt = NOW): string => {
-    const { id } = t.store.deliveries.enqueue({ channel, endpointId, notificationId: 'ntf_1', recipient: key, eventType: 't', maxAttempts: 8, nextAttemptAt: at }, writtenAt)
+  const enqueue = async (key: string, at: number, channel: 'webhook' | 'inbox', endpointId: string | null, writtenAt = NOW): Promise<string> => {
+    const { id } = await t.store.deliveries.enqueue({ channel, endpointId, notificationId: 'ntf_1', recipient: key, eventType: 't', maxAttempts: 8, nextAttemptAt: at }, writtenAt)
     return id
   }
 
-  it('makes far-future rows and pauses due now, keeps the rest, and warns only when it changed something', () => {
+  it('makes far-future rows and pauses due now, keeps the rest, and warns only when it changed something', async () => {
     const log = silentLogger()
     const warn = vi.spyOn(log, 'warn')
-    t.store.endpoints.insert(
+    await t.store.endpoints.insert(
       {
         id: 'ep_1', url: 'https://example.com/h', description: '', eventTypes: null, headers: {}, method: 'POST', timeoutMs: 15_000,
         maxConcurrency: 16, rateLimit: null, ordered: false, retrySchedule: [1000, 7 * DAY], signature: 'standard', metadata: {},
@@ -115,20 +115,21 @@ describe('repairFutureTimes', () => {
       NOW,
     )
     // Written while the clock read 2031: a pause and the retries deferred to its end.
-    t.store.endpoints.pause('ep_1', NOW + 5 * YEAR)
-    const deferred = enqueue('a', NOW + 5 * YEAR, 'webhook', 'ep_1')
-    const weekRetry = enqueue('b', NOW + 8 * DAY, 'webhook', 'ep_1')
-    const inbox = enqueue('c', NOW + 5 * YEAR, 'inbox', null, NOW + 5 * YEAR)
-    const version = t.store.endpoints.version()
+    await t.store.endpoints.pause('ep_1', NOW + 5 * YEAR)
+    const deferred = await enqueue('a', NOW + 5 * YEAR, 'webhook', 'ep_1')
+    const weekRetry = await enqueue('b', NOW + 8 * DAY, 'webhook', 'ep_1')
+    const inbox = await enqueue('c', NOW + 5 * YEAR, 'inbox', null, NOW + 5 * YEAR)
+    const version = await t.store.endpoints.version()
 
-    expect(repairFutureTimes(t.store, schedules, NOW, log)).toEqual({ webhookRows: 1, notificationRows: 1, pausedEndpoints: 1, furthest: NOW + 5 * YEAR })
-    expect([deferred, weekRetry, inbox].map((id) => t.store.deliveries.get(id)!.nextAttemptAt)).toEqual([NOW, NOW + 8 * DAY, NOW])
-    expect(t.store.endpoints.get('ep_1')!.pausedUntil).toBe(NOW)
-    expect(t.store.endpoints.version()).not.toBe(version)
+    expect(await repairFutureTimes(t.store, schedules, NOW, log)).toEqual({ webhookRows: 1, notificationRows: 1, pausedEndpoints: 1, furthest: NOW + 5 * YEAR })
+    const after = await Promise.all([deferred, weekRetry, inbox].map((id) => t.store.deliveries.get(id)))
+    expect(after.map((d) => d!.nextAttemptAt)).toEqual([NOW, NOW + 8 * DAY, NOW])
+    expect((await t.store.endpoints.get('ep_1'))!.pausedUntil).toBe(NOW)
+    expect(await t.store.endpoints.version()).not.toBe(version)
     expect(warn).toHaveBeenCalledTimes(1)
     expect(warn.mock.calls[0]![0]).toEqual({ webhookRows: 1, notificationRows: 1, pausedEndpoints: 1, furthest: new Date(NOW + 5 * YEAR).toISOString() })
 
-    expect(repairFutureTimes(t.store, schedules, NOW + MIN, log)).toMatchObject({ webhookRows: 0, notificationRows: 0, pausedEndpoints: 0 })
+    expect(await repairFutureTimes(t.store, schedules, NOW + MIN, log)).toMatchObject({ webhookRows: 0, notificationRows: 0, pausedEndpoints: 0 })
     expect(warn).toHaveBeenCalledTimes(1)
   })
 })

@@ -82,13 +82,13 @@ export function futureTimeLimits(
  * email). Due now costs at most one early attempt: a receiver still failing gets its next retry
  * on the correct clock, and a pause ended early is followed by one half-open probe.
  */
-export function repairFutureTimes(store: Store, schedules: RetrySchedules, now: number, log: Log): ClockRepairCounts {
-  const limits = futureTimeLimits(now, schedules, store.clockRepair.customRetrySchedules())
-  const counts = store.clockRepair.clampFutureTimes(limits)
+export async function repairFutureTimes(store: Store, schedules: RetrySchedules, now: number, log: Log): Promise<ClockRepairCounts> {
+  const limits = futureTimeLimits(now, schedules, await store.clockRepair.customRetrySchedules())
+  const counts = await store.clockRepair.clampFutureTimes(limits)
   const { webhookRows, notificationRows, pausedEndpoints, furthest } = counts
   if (webhookRows + notificationRows + pausedEndpoints > 0) {
     // Endpoint caches hold the pauses just ended.
-    if (pausedEndpoints > 0) store.endpoints.invalidate()
+    if (pausedEndpoints > 0) await store.endpoints.invalidate()
     log.warn(
       { webhookRows, notificationRows, pausedEndpoints, furthest: toIso(furthest) },
       'times beyond any legitimate schedule (the clock was ahead when they were written) made due now',

@@ -6,11 +6,8 @@ import type { ClaimedDelivery, SettleInput, SettleResult } from '../store/delive
 import type { AttemptHook, ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
 import { reportAttempts } from './attempt-hook.js'
 import { createEndpointLimits } from './endpoint-limits.js'
-import type { Lock } from './lock.js'
-import { CLAIM_OWNER } from './claim-owner.js'
-import { createForeignCounts, repairOnTakeover } from './takeover.js'
 import { channelKey, dueKey } from '../store/delivery-claim.js'
-import { createStoreLock } from './store-lock.js'
+import { createStoreLease, DELIVERY_LEASE, LEASE_RENEW_MS, LEASE_STANDBY_CHECK_MS, type Lease } from './lease.js'
 
 /** What `createDispatcher` needs. */
 export interface DispatcherDeps {
@@ -20,10 +17,12 @@ export interface DispatcherDeps {
   rng: Rng
   log: Log
   channels: ChannelRegistry
-  /** Who may claim; default the file's dispatcher lock (one claiming process per file). */
-  lock?: Lock
-  /** The prefix of this dispatcher's claim tokens; default this process's (tests name another). */
-  claimOwner?: string
+  /**
+   * Who may claim. Default on SQLite: the file's delivery lease (one claiming process per file,
+   * lease.ts); on PostgreSQL none (every node claims; limits are held in the database). `null`:
+   * no lease, claim at once (tests, a store only this dispatcher uses).
+   */
+  lease?: Lease | null
   observer?: DispatchObserver
   /** Called after every settled attempt, outside any transaction (the library's `onAttempt`). */
   onAttempt?: AttemptHook
@@ -50,8 +49,8 @@ const CLAIM_BATCH = 128
 const RESERVE_SHARE = 1 / 8
 /** An endpoint with fewer requests than this in flight is quiet and may use the reserve. */
 const QUIET_IN_FLIGHT = 4
-/** The name of the lock a dispatcher holds while it claims (the `locks` row `postbox stats` shows). */
-export const DISPATCHER_LOCK = 'deliveries'
+/** The name of the lease a dispatcher holds while it claims (the `locks` row `postbox stats` shows). */
+export const DISPATCHER_LOCK = DELIVERY_LEASE
 /** Outcomes gathered at most this long before one settle transaction (see scheduleFlush). */
 const SETTLE_WINDOW_MS = 2
 /** A settle batch this large is written at once. */
@@ -62,30 +61,29 @@ const SETTLE_BATCH = 128
  * the event loop (each such claim costs up to ~0.7 ms).
  */
 const CUT_SHORT_RETRY_MS = 5
-/** A standby asks for the lock, and the holder renews it, this often (well within LOCK_BEAT_MS). */
-const LOCK_CHECK_MS = 1_000
 /** After aborting at the deadline, how long stop() waits for senders to report. */
 const ABORT_GRACE_MS = 1000
 /** A settle that failed (disk full, database locked past busy_timeout) is tried again this often. */
 const SETTLE_RETRY_MS = 1000
 
+
 /**
- * Creates the dispatcher. Claims happen in one synchronous statement, sends run outside any
- * transaction, and outcomes of one event-loop turn are settled in one transaction. A row is only
- * claimed when a slot is free for it (global cap, endpoint concurrency, rate tokens, half-open
- * probe), so nothing claimed waits in memory and a saturated endpoint never blocks the others.
+ * Creates the dispatcher. Claims happen in one statement per batch, sends run outside any
+ * transaction, and outcomes gathered over a short window are settled in one transaction with the
+ * next claim. A row is only claimed when a slot is free for it (global cap, endpoint concurrency,
+ * rate tokens, half-open probe), so nothing claimed waits in memory and a saturated endpoint never
+ * blocks the others. Claims and settles run one at a time (the `lane`): each reads the free slots
+ * and writes the rows it took before the next one starts.
  */
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { store, config, clock, log, channels, observer } = deps
-  const lock = deps.lock ?? createStoreLock(store, { clock, log })
-  const owner = deps.claimOwner ?? CLAIM_OWNER
+  const lease = deps.lease === undefined ? (store.backend === 'sqlite' ? createStoreLease(store, { log }) : null) : deps.lease
   const targeted = [...channels.values()].find((c) => c.slotsFor !== undefined)
   const limits = createEndpointLimits(
     store,
     new Map([...channels].map(([name, sender]) => [channelKey(name), sender.maxInFlight ?? Infinity])),
     targeted ? (key, now) => targeted.slotsFor!(key, now) : undefined,
   )
-  const foreign = createForeignCounts({ store, limits, owner, clock, log })
   const running = new Set<string>()
   // Only shutdown aborts sends, and it aborts all of them: one controller per run, not per send.
   let abortAll = new AbortController()
@@ -93,14 +91,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const finished: ClaimedDelivery[] = []
   let started = false
   let stopping = false
-  let haveLock = false
-  let acquiring = false
-  // Refused until the next lock check: a standby process asks once a check, not on every enqueue.
-  let refused = false
+  // Without a lease there is nothing to take: this dispatcher claims from the start.
+  let haveLease = lease === null
+  let asking = false
   let wakeScheduled = false
+  let claimQueued = false
   let flushScheduled = false
+  // Endpoints were loaded after a claim met them uncached: claim again once a claim goes round
+  // every endpoint (not cut short), since the passes between may already have gone past them.
+  let reloaded = false
+  let cutShort = false
+  // Every claim and settle, in turn (see the doc comment above).
+  let lane: Promise<void> = Promise.resolve()
   let timer: NodeJS.Timeout | null = null
-  let lockTimer: NodeJS.Timeout | null = null
+  let leaseTimer: NodeJS.Timeout | null = null
   let refillTimer: NodeJS.Timeout | null = null
   let cutShortTimer: NodeJS.Timeout | null = null
   let unsubscribe: (() => void) | null = null
@@ -108,6 +112,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let settleRetryTimer: NodeJS.Timeout | null = null
   const reserve = Math.floor(config.concurrency * RESERVE_SHARE)
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
+
+  /** Runs `job` after every claim and settle queued before it; what it throws is logged. */
+  const inLane = (job: () => Promise<void>, what: string): Promise<void> =>
+    (lane = lane.then(job).catch((err: unknown) => log.error({ err }, `${what} failed`)))
 
   const wake = (): void => {
     if (!started || stopping || wakeScheduled) return
@@ -117,81 +125,90 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   function pump(): void {
     wakeScheduled = false
-    if (!started || stopping) return
-    if (!haveLock) {
-      if (refused) return
-      void askLock().then((ok) => {
-        // Without the lock the next lock check asks again; rows enqueued here go to the holder.
-        if (ok === false) refused = true
-        if (ok !== true) return
-        haveLock = true
-        repairOnTakeover(store, clock, log)
-        foreign.count()
-        wake()
-      })
-      return
-    }
+    // A standby does not claim; its lease check asks again (rows enqueued here go to the holder).
+    if (!started || stopping || !haveLease || claimQueued) return
+    claimQueued = true
+    void inLane(claimJob, 'claim')
+  }
+
+  async function claimJob(): Promise<void> {
+    claimQueued = false
+    if (!started || stopping || !haveLease) return
+    await limits.refresh()
     const now = clock.now()
     const claimed: ClaimedDelivery[] = []
+    const again = reloaded
+    cutShort = false
     try {
-      claimRound(now, claimed)
+      await claimRound(store, now, claimed)
     } catch (err) {
       log.error({ err }, 'claim failed')
     }
     // Outside a transaction every claim statement commits on its own: the rows of those that
     // did are in flight even when a later one failed, so they are sent, not stranded.
     for (const d of claimed) launch(d, now)
+    await afterClaim(again)
+  }
+
+  /**
+   * Loads endpoints a claim met before they were cached (and claims again), then arms the refill
+   * timer. `again`: endpoints were loaded before this claim started.
+   */
+  async function afterClaim(again: boolean): Promise<void> {
+    if (again && !cutShort) {
+      reloaded = false
+      wake()
+    }
+    if (await limits.loadMissing()) {
+      reloaded = true
+      wake()
+    }
     scheduleRefill()
   }
 
   /**
-   * Asks for the lock, one request at a time: true when held, false when another process holds
-   * it, null for no answer (a request already out, an error, or the dispatcher stopped meanwhile;
-   * a lock granted then is handed back unless this dispatcher held it already).
+   * Takes or renews the lease (one request at a time). A standby that gets it takes over: it
+   * repairs what a holder may have left and starts claiming. A holder that lost it (another
+   * process took it after it expired: this one hung, or could not write for a whole lease)
+   * stops claiming; its rows in flight settle by their claim tokens.
    */
-  async function askLock(): Promise<boolean | null> {
-    if (acquiring) return null
-    acquiring = true
+  async function checkLease(): Promise<void> {
+    if (lease === null || asking || !started || stopping) return
+    asking = true
     try {
-      const ok = await lock.acquire(DISPATCHER_LOCK)
-      if (!started || stopping) {
-        if (ok && !haveLock) await lock.release(DISPATCHER_LOCK)
-        return null
+      const ok = await lease.acquire()
+      if (!started || stopping) return
+      if (ok && !haveLease) {
+        haveLease = true
+        await repairAtStart()
+        wake()
+      } else if (!ok && haveLease) {
+        haveLease = false
       }
-      return ok
     } catch (err) {
-      log.error({ err }, 'taking the dispatcher lock failed')
-      return null
+      log.error({ err }, 'taking or renewing the delivery lease failed')
     } finally {
-      acquiring = false
+      asking = false
     }
   }
 
-  // Every LOCK_CHECK_MS (or poll, if sooner): a standby asks again, and the holder checks that the
-  // lock is still its own (which is its heartbeat): if another process took it over (it judged
-  // this one gone), that one claims from now on and this one stops claiming.
-  function checkLock(): void {
-    refused = false
-    if (haveLock && foreign.active) foreign.count()
-    if (haveLock) {
-      void askLock().then((ok) => {
-        if (ok !== false || !haveLock) return
-        haveLock = false
-        // Only a process that judged this one gone takes a held lock (this one hung, or its
-        // heartbeat could not be written for 30 s).
-        log.error({ lock: DISPATCHER_LOCK }, 'another process took the dispatcher lock (it judged this one gone: hung for 30 s, or a PID it could not see); no longer claiming')
-      })
+  /** A row waiting for its ordering key's turn with nothing older left becomes due (the trigger should leave none). */
+  async function repairAtStart(): Promise<void> {
+    try {
+      const woken = await store.deliveries.releaseWaitingInOrder(clock.now())
+      if (woken > 0) log.warn({ woken }, 'released deliveries left waiting for their ordering key')
+    } catch (err) {
+      log.error({ err }, 'releasing waiting deliveries failed')
     }
-    wake()
   }
 
   /**
-   * Claims as many due rows as there are free slots, counts them as running and appends them
-   * to `out` as each statement returns (so a caller still holds them if a later one throws);
-   * the caller starts their sends (after the commit, when this runs inside the settle
-   * transaction).
+   * Claims as many due rows as there are free slots through `s` (the store, or the settle's
+   * transaction), counts them as running and appends them to `out` as each statement returns
+   * (so a caller still holds them if a later one throws); the caller starts their sends (after
+   * the commit, when this runs inside the settle transaction).
    */
-  function claimRound(now: number, out: ClaimedDelivery[]): void {
+  async function claimRound(s: Store, now: number, out: ClaimedDelivery[]): Promise<void> {
     for (;;) {
       const free = config.concurrency - running.size
       if (free <= 0) return
@@ -200,12 +217,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       // all and stall every other endpoint until their timeouts (docs/delivery.md isolation).
       const general = free - reserve
       const limit = Math.min(general > 0 ? general : free, CLAIM_BATCH)
-      const rows = store.deliveries.claimDue({
+      const rows = await s.deliveries.claimDue({
         limit,
         now,
         defaultTimeoutMs,
         onCutShort,
-        owner,
         ...(general > 0
           ? { capacity: (key: string) => limits.capacity(key, now), excludeEndpoints: limits.saturated(now) }
           : {
@@ -247,6 +263,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function onCutShort(): void {
+    cutShort = true
     if (cutShortTimer !== null) return
     cutShortTimer = setTimeout(() => {
       cutShortTimer = null
@@ -303,29 +320,38 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (!flushScheduled && flushTimer === null) flushTimer = setTimeout(flush, SETTLE_WINDOW_MS)
   }
 
-  function flush(): void {
+  function flush(): Promise<void> {
     flushScheduled = false
     if (flushTimer) clearTimeout(flushTimer)
     flushTimer = null
+    return inLane(settleJob, 'settle')
+  }
+
+  async function settleJob(): Promise<void> {
     if (results.length === 0) return
     const batch = results.splice(0)
     const rows = finished.splice(0)
+    const claiming = started && !stopping && haveLease
+    // Before the transaction: it may not use the outer store, and the claim's capacity is synchronous.
+    if (claiming) await limits.refresh().catch((err: unknown) => log.warn({ err }, 'endpoint settings not refreshed'))
     const now = clock.now()
     const claimed: ClaimedDelivery[] = []
+    const again = reloaded
+    cutShort = false
     let claimedInTx = false
     let settled: SettleResult[] | null = null
     // The settle and the next claim share one transaction: one commit instead of two, and the
     // freed slots are refilled at once.
     try {
-      store.tx(() => {
-        const out = store.deliveries.settle(batch, now)
+      await store.tx(async (s) => {
+        const out = await s.deliveries.settle(batch, now)
         settled = out
         out.forEach((r, i) => {
           if (r.result === 'missed') observer?.attempt(rows[i]!.channel, 'missed', 0)
         })
         for (const d of rows) untrack(d)
-        if (started && !stopping && haveLock) {
-          claimRound(now, claimed)
+        if (claiming && started && !stopping && haveLease) {
+          await claimRound(s, now, claimed)
           claimedInTx = true
         }
       })
@@ -334,6 +360,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       // shortly: dropping them would leave requests that did happen in flight until their leases
       // expire, and then send them a second time. Their tokens still guard every row.
       log.error({ err, count: batch.length }, 'settle failed; retrying')
+      settled = null
       for (const d of rows) untrack(d)
       // The claims rolled back with the settle: their rows are pending again, not ours.
       for (const d of claimed) untrack(d)
@@ -341,20 +368,21 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       claimedInTx = false
       results.unshift(...batch)
       finished.unshift(...rows)
-      if (started && !stopping && settleRetryTimer === null) {
+      if (!stopping && started && settleRetryTimer === null) {
         settleRetryTimer = setTimeout(() => {
           settleRetryTimer = null
-          flush()
+          void flush()
         }, SETTLE_RETRY_MS)
         settleRetryTimer.unref()
       }
+      return
     }
     for (const d of claimed) launch(d, now)
     if (settled !== null && deps.onAttempt) reportAttempts(deps.onAttempt, batch, rows, settled, log)
     for (const r of batch) if (r.outcome.kind === 'retry' || r.outcome.kind === 'snooze') wakeAt(r.outcome.at, now)
     if (running.size === 0 && drained) drained()
     // The claim inside the transaction already saw every row this settle made due.
-    if (claimedInTx) scheduleRefill()
+    if (claimedInTx) await afterClaim(again)
     else wake()
   }
 
@@ -367,8 +395,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       unsubscribe = store.onDue(wake)
       timer = setInterval(wake, config.pollIntervalMs)
       timer.unref()
-      lockTimer = setInterval(checkLock, Math.min(config.pollIntervalMs, LOCK_CHECK_MS))
-      lockTimer.unref()
+      if (lease !== null) {
+        // A standby checks often (a read); the holder's lease only writes every LEASE_RENEW_MS.
+        leaseTimer = setInterval(() => void checkLease(), Math.min(LEASE_STANDBY_CHECK_MS, LEASE_RENEW_MS))
+        leaseTimer.unref()
+        void checkLease()
+      } else {
+        void repairAtStart().then(wake)
+      }
       wake()
     },
     wake,
@@ -377,19 +411,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       stopping = true
       unsubscribe?.()
       if (timer) clearInterval(timer)
-      if (lockTimer) clearInterval(lockTimer)
-      lockTimer = null
+      if (leaseTimer) clearInterval(leaseTimer)
       if (refillTimer) clearTimeout(refillTimer)
       if (soonTimer) clearTimeout(soonTimer)
       if (cutShortTimer) clearTimeout(cutShortTimer)
-      timer = refillTimer = soonTimer = cutShortTimer = null
+      timer = leaseTimer = refillTimer = soonTimer = cutShortTimer = null
       soonAt = Infinity
-      // Another process may claim from now on: this one only finishes what it has in flight, and
-      // the next holder counts those rows against their endpoints' limits until they settle.
-      if (haveLock) {
-        haveLock = false
-        await lock.release(DISPATCHER_LOCK).catch((err: unknown) => log.error({ err }, 'releasing the dispatcher lock failed'))
-      }
+      // No claim from now on; one already running finishes first (its rows are then in `running`).
+      await lane
       if (running.size > 0) {
         let expire: NodeJS.Timeout | undefined
         await Promise.race([
@@ -409,11 +438,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         }
         drained = null
       }
-      flush()
-      // One last attempt above; outcomes still unwritten are lost with the process, and the next
-      // start re-offers their rows (releaseOrphanedClaims).
       if (settleRetryTimer) clearTimeout(settleRetryTimer)
       settleRetryTimer = null
+      // One last attempt; outcomes still unwritten are lost with the process, and their rows are
+      // offered again when their claim leases expire.
+      await flush()
+      // Released only now, after the drain: a standby that took over earlier would claim next to
+      // this process's requests still in flight, and an endpoint's max_concurrency would not hold.
+      if (lease !== null && haveLease) {
+        await lease.release().catch((err: unknown) => log.error({ err }, 'releasing the delivery lease failed'))
+      }
+      haveLease = lease === null
       started = false
     },
     inFlight: () => running.size,

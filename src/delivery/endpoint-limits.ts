@@ -2,11 +2,14 @@ import type { Store } from '../store/index.js'
 import { circuitState } from './breaker.js'
 import { TokenBucket } from './rate-limit.js'
 import { createEndpointCache } from './endpoint-cache.js'
+import type { EndpointRow } from '../store/endpoints.js'
 
 /**
  * The dispatcher's per-endpoint flow control (docs/delivery.md): requests in flight against
  * `max_concurrency`, a token bucket for `rate_limit`, and a single probe while the breaker is
- * half-open. Endpoint settings are cached and reloaded when the endpoints store's version moves.
+ * half-open. Endpoint settings are cached and reloaded when the endpoints store's version moves:
+ * `refresh()` before each claim keeps `capacity` synchronous; an endpoint not loaded yet has no
+ * slot in that claim, and `loadMissing()` after it loads it for the next one.
  * Rows without an endpoint are counted under `#<channel>` (the claim's DUE_KEY), each against
  * its channel's limit in `channelLimits` (none when absent); requests under their origin key
  * (`@<origin>`) against `targetSlots`.
@@ -18,12 +21,17 @@ export function createEndpointLimits(
   targetSlots: (key: string, now: number) => number = () => 0,
 ) {
   const inflight = new Map<string, number>()
-  // Rows another process still has in flight (the previous lock holder draining): they use
-  // their endpoints' slots too until they settle.
-  let foreign: ReadonlyMap<string, number> = new Map()
-  const used = (id: string): number => (inflight.get(id) ?? 0) + (foreign.get(id) ?? 0)
+  const used = (id: string): number => inflight.get(id) ?? 0
   const buckets = new Map<string, TokenBucket>()
-  const info = createEndpointCache(store)
+  const cache = createEndpointCache(store)
+  // Endpoints a claim asked about before they were loaded.
+  const missing = new Set<string>()
+  const info = (id: string): EndpointRow | null => {
+    const row = cache.peek(id)
+    if (row !== undefined) return row
+    missing.add(id)
+    return null
+  }
 
   const bucketFor = (id: string, rate: number, now: number): TokenBucket => {
     let b = buckets.get(id)
@@ -45,21 +53,27 @@ export function createEndpointLimits(
   }
 
   return {
-    /** Slots the endpoint has free now. */
-    capacity,
-    /** Requests in flight to the endpoint (another process's counted by setForeign included). */
-    inFlight: used,
-    /** Replaces the counts of rows another process has in flight, by key. */
-    setForeign(counts: ReadonlyMap<string, number>): void {
-      foreign = counts
+    /** Reloads changed endpoint settings (one version check when nothing changed); before a claim. */
+    refresh: (): Promise<void> => cache.refresh(),
+    /** Loads the endpoints the last claims met before they were cached; true when there were any (claim again). */
+    async loadMissing(): Promise<boolean> {
+      if (missing.size === 0) return false
+      const ids = [...missing]
+      missing.clear()
+      await cache.load(ids)
+      return true
     },
+    /** Slots the endpoint has free now (none for an endpoint not loaded yet). */
+    capacity,
+    /** Requests this dispatcher has in flight to the endpoint. */
+    inFlight: used,
     /**
      * Endpoints the claim skips entirely: those with no free slot, and (with `atMost`) those
      * already holding `atMost` requests or more.
      */
     saturated(now: number, atMost = Infinity): string[] {
       const out: string[] = []
-      for (const id of new Set([...inflight.keys(), ...buckets.keys(), ...foreign.keys()])) {
+      for (const id of new Set([...inflight.keys(), ...buckets.keys()])) {
         if (used(id) >= atMost || capacity(id, now) === 0) out.push(id)
       }
       return out

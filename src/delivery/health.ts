@@ -8,8 +8,11 @@ import { pauseAfterFailure, shouldAutoDisable, type BreakerPolicy } from './brea
 /** Why an endpoint was disabled automatically. */
 export type DisableReason = 'gone' | 'failing'
 
-/** Called inside the disabling transaction; publishes `postbox.endpoint.disabled`. */
-export type EndpointDisabledHandler = (endpoint: { id: string; url: string; appId?: string }, reason: DisableReason) => void
+/**
+ * Called inside the disabling transaction with that transaction's store `s` (use `s` only);
+ * publishes `postbox.endpoint.disabled`. Throwing or rejecting rolls the disable back.
+ */
+export type EndpointDisabledHandler = (s: Store, endpoint: { id: string; url: string; appId?: string }, reason: DisableReason) => void | Promise<void>
 
 /** Error recorded on deliveries killed by a disable. */
 export const ENDPOINT_DISABLED = 'endpoint_disabled'
@@ -45,12 +48,12 @@ export function createHealthRecorder(deps: {
   // costs one write per second per endpoint instead of one per delivery.
   const healthySince = new Map<string, number>()
 
-  const disable = (ep: EndpointRow, reason: DisableReason, now: number): boolean => {
+  const disable = async (ep: EndpointRow, reason: DisableReason, now: number): Promise<boolean> => {
     try {
-      return store.tx(() => {
-        if (!store.endpoints.disable(ep.id, reason, now)) return false
-        const killed = store.deliveries.killPendingForEndpoint(ep.id, ENDPOINT_DISABLED, now)
-        deps.onEndpointDisabled?.({ id: ep.id, url: ep.url, appId: ep.appId }, reason)
+      return await store.tx(async (s) => {
+        if (!(await s.endpoints.disable(ep.id, reason, now))) return false
+        const killed = await s.deliveries.killPendingForEndpoint(ep.id, ENDPOINT_DISABLED, now)
+        await deps.onEndpointDisabled?.(s, { id: ep.id, url: ep.url, appId: ep.appId }, reason)
         log.warn({ endpoint: ep.id, reason, killed }, 'endpoint disabled')
         return true
       })
@@ -65,14 +68,14 @@ export function createHealthRecorder(deps: {
      * Records the attempt; `disabled` is true when this attempt disabled the endpoint, and
      * `pausedUntil` is set while its breaker is open (a retry should not be due before then).
      */
-    record(ep: EndpointRow, cls: Classification, now: number): { disabled: boolean; pausedUntil?: number } {
+    async record(ep: EndpointRow, cls: Classification, now: number): Promise<{ disabled: boolean; pausedUntil?: number }> {
       if (cls.kind === 'success') {
         const last = healthySince.get(ep.id)
         if (last === undefined || now - last >= SUCCESS_WRITE_INTERVAL_MS || now < last) {
-          const r = store.tx(() => {
-            const r = store.endpoints.recordSuccess(ep.id, now)
+          const r = await store.tx(async (s) => {
+            const r = await s.endpoints.recordSuccess(ep.id, now)
             // One truth: the breaker is closed, so nothing may stay parked behind its pause.
-            const released = r.pausedUntil === null ? 0 : store.deliveries.releaseHeldForEndpoint(ep.id, r.pausedUntil, now)
+            const released = r.pausedUntil === null ? 0 : await s.deliveries.releaseHeldForEndpoint(ep.id, r.pausedUntil, now)
             return { ...r, released }
           })
           if (r.steady) healthySince.set(ep.id, now)
@@ -84,18 +87,18 @@ export function createHealthRecorder(deps: {
       if (cls.kind === 'dead' && cls.error === 'destination_not_allowed') return { disabled: false }
       healthySince.delete(ep.id)
       const breakerFailure = cls.kind === 'retry' && cls.breakerFailure
-      const h = store.endpoints.recordFailure(ep.id, breakerFailure, now)
+      const h = await store.endpoints.recordFailure(ep.id, breakerFailure, now)
       if (h === null) return { disabled: false }
-      if (cls.kind === 'dead' && cls.disable === 'gone') return { disabled: disable(ep, 'gone', now) }
-      if (shouldAutoDisable(h, now, config.disableAfterMs)) return { disabled: disable(ep, 'failing', now) }
+      if (cls.kind === 'dead' && cls.disable === 'gone') return { disabled: await disable(ep, 'gone', now) }
+      if (shouldAutoDisable(h, now, config.disableAfterMs)) return { disabled: await disable(ep, 'failing', now) }
       if (breakerFailure) {
         const until = pauseAfterFailure(h, now, breakerPolicy(h, config))
         if (until === null) return h.pausedUntil !== null && h.pausedUntil > now ? { disabled: false, pausedUntil: h.pausedUntil } : { disabled: false }
         // Its queued rows wait with it: otherwise every claim during the pause would read past
         // all of them (an outage does not burn attempts, nor slow other endpoints).
-        const deferred = store.tx(() => {
-          store.endpoints.pause(ep.id, until)
-          return store.deliveries.deferPendingForEndpoint(ep.id, until, now)
+        const deferred = await store.tx(async (s) => {
+          await s.endpoints.pause(ep.id, until)
+          return s.deliveries.deferPendingForEndpoint(ep.id, until, now)
         })
         log.warn({ endpoint: ep.id, until: new Date(until).toISOString(), deferred }, 'endpoint circuit opened')
         return { disabled: false, pausedUntil: until }

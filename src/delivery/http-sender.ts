@@ -28,8 +28,9 @@ export interface WebhookSenderDeps {
   log: Log
   /**
    * Called INSIDE the transaction that disabled an endpoint (410 → `gone`, or auto-disable →
-   * `failing`), after its pending deliveries were killed. Publish `postbox.endpoint.disabled`
-   * here; throwing rolls the disable back (it is retried on the next failure).
+   * `failing`), after its pending deliveries were killed, with that transaction's store (use it
+   * only). Publish `postbox.endpoint.disabled` here; throwing rolls the disable back (it is
+   * retried on the next failure).
    */
   onEndpointDisabled?: EndpointDisabledHandler
   /** Version for `user-agent: Postbox/<version>`; defaults to package.json's. */
@@ -77,7 +78,9 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   async function send(d: ClaimedDelivery, signal: AbortSignal): Promise<ChannelResult> {
     if (signal.aborted) return { outcome: { kind: 'release' } }
     const startedAt = clock.now()
-    const ep = d.endpointId === null ? null : endpoint(d.endpointId)
+    // One version check per send, so a changed URL, secret or pause is seen at once.
+    await endpoint.refresh()
+    const ep = d.endpointId === null ? null : await endpoint.get(d.endpointId)
     const body = d.eventBody
     if (ep === null || ep.deletedAt !== null || ep.disabled || body === null) {
       const error = ep?.disabled ? 'endpoint_disabled' : body === null && ep ? 'event_missing' : 'endpoint_deleted'
@@ -118,7 +121,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     // happened and its outcome stands; turning a 200 into a failure would send it again.
     let h: { disabled: boolean; pausedUntil?: number } = { disabled: false }
     try {
-      h = health.record(ep, cls, now)
+      h = await health.record(ep, cls, now)
     } catch (err) {
       log.warn({ err, endpoint: ep.id }, 'endpoint health not recorded')
     }

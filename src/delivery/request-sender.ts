@@ -52,7 +52,7 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
   const inFlight = createInFlightExchanges()
 
   /** Applies the attempt to the origin's breaker; the time its requests wait until, if paused. */
-  const recordHealth = (key: string, cls: Classification, now: number): number | null => {
+  const recordHealth = async (key: string, cls: Classification, now: number): Promise<number | null> => {
     if (cls.kind === 'success') {
       origins.recordSuccess(key)
       return null
@@ -61,7 +61,8 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
     const r = origins.recordFailure(key, cls.kind === 'retry' && cls.breakerFailure, now)
     if (r.opened && r.pausedUntil !== null) {
       // Its queued rows wait with it, so claims do not read past them during the pause.
-      const deferred = store.tx(() => store.deliveries.deferPendingForEndpoint(key, r.pausedUntil!, now))
+      const until = r.pausedUntil
+      const deferred = await store.tx((s) => s.deliveries.deferPendingForEndpoint(key, until, now))
       log.warn({ origin: key.slice(1), until: new Date(r.pausedUntil).toISOString(), deferred }, 'request origin circuit opened')
     }
     return r.pausedUntil
@@ -70,7 +71,7 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
   async function send(d: ClaimedDelivery, signal: AbortSignal): Promise<ChannelResult> {
     if (signal.aborted) return { outcome: { kind: 'release' } }
     const startedAt = clock.now()
-    const t = store.requests.target(d.id)
+    const t = await store.requests.target(d.id)
     if (t === null) return { outcome: { kind: 'dead' }, attempt: { startedAt, durationMs: 0, error: 'request_missing' } }
     const t0 = performance.now()
     const url = new URL(t.url)
@@ -101,7 +102,7 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
     let pausedUntil: number | null = null
     const key = d.targetKey ?? `@${url.origin}`
     try {
-      pausedUntil = recordHealth(key, cls, now)
+      pausedUntil = await recordHealth(key, cls, now)
     } catch (err) {
       log.warn({ err, origin: url.origin }, 'request origin health not recorded')
     }

@@ -143,58 +143,10 @@ describe('claimDue', () => {
     expect(ok).toEqual([{ result: 'settled', status: 'success', attempts: 2 }])
   })
 
-  it('releaseOrphanedClaims returns every in-flight row at once, attempt kept', () => {
-    const a = enqueue('a')
-    const last = enqueue('last', { maxAttempts: 1 })
-    const rows = claim()
-    expect(rows).toHaveLength(2)
-    const wakes = q.due.count
-    expect(q.deliveries.releaseOrphanedClaims(NOW + 1)).toBe(2)
-    expect(q.due.count).toBe(wakes + 1)
-    expect(q.deliveries.get(a)).toMatchObject({ status: 'pending', attempts: 1, claimToken: null, nextAttemptAt: NOW + 1 })
-    expect(q.deliveries.get(last)).toMatchObject({ status: 'dead', lastError: 'lease_expired' })
-    expect(q.deliveries.settle([{ id: a, claimToken: rows[0]!.claimToken, outcome: { kind: 'success' } }], NOW + 1)).toEqual([{ result: 'missed' }])
-    expect(claim(NOW + 1)).toMatchObject([{ id: a, attempts: 2 }])
-    expect(q.deliveries.releaseOrphanedClaims(NOW + 2)).toBe(1)
-    expect(q.deliveries.releaseOrphanedClaims(NOW + 2)).toBe(0)
-  })
-
-  it('releaseOrphanedClaims reads and releases in one transaction: no other process re-claims in between', () => {
-    const id = enqueue('r')
-    claim(NOW, { limit: 1, owner: 'dead.' })
-    const other = openDatabase(q.path)
-    try {
-      other.pragma('busy_timeout = 0')
-      let blocked = false
-      const released = q.deliveries.releaseOrphanedClaims(NOW + 1, () => {
-        try {
-          other.prepare(`UPDATE deliveries SET claim_token = 'fresh' WHERE id = ?`).run(id)
-        } catch (err) {
-          blocked = (err as { code?: string }).code === 'SQLITE_BUSY'
-        }
-        return true
-      })
-      expect(blocked).toBe(true)
-      expect(released).toBe(1)
-    } finally {
-      other.close()
-    }
-  })
-
   it('lists no pending row for a #<channel> key given as an endpoint id', () => {
     enqueue('mail', { channel: 'email' })
     expect(q.deliveries.list({ status: 'pending', endpointId: '#email', limit: 10 }).data).toEqual([])
     expect(q.deliveries.list({ status: 'pending', limit: 10 }).data).toHaveLength(1)
-  })
-
-  it('releaseOrphanedClaims with an owner test releases only the claims it names, by their token', () => {
-    const [mine, gone] = [enqueue('mine'), enqueue('gone')]
-    claim(NOW, { limit: 1, owner: 'live.' })
-    claim(NOW, { limit: 1, owner: 'dead.' })
-    expect(q.deliveries.get(mine)!.claimToken).toMatch(/^live\.[0-9a-f]{24}$/)
-    expect(q.deliveries.releaseOrphanedClaims(NOW + 1, (token) => token.startsWith('dead.'))).toBe(1)
-    expect(q.deliveries.get(mine)).toMatchObject({ status: 'in_flight' })
-    expect(q.deliveries.get(gone)).toMatchObject({ status: 'pending', attempts: 1 })
   })
 
   it('moves exhausted rows to dead instead of claiming them', () => {

@@ -323,8 +323,6 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       if (ids.length > 0) s.logDelivered.run(attempt.startedAt, Math.max(0, Math.round(attempt.durationMs)), JSON.stringify(ids))
     },
     claimDue: claimer.claimDue,
-    releaseOrphanedClaims: claimer.releaseOrphanedClaims,
-    inFlightByOthers: claimer.inFlightByOthers,
     releaseWaitingInOrder: claimer.releaseWaitingInOrder,
     settle: (results, now) => (results.length === 0 ? [] : settleTx.immediate(results, now)),
     get: (id) => (s.get.get(id) as Delivery | undefined) ?? null,

@@ -287,20 +287,3 @@ describe('claim query plans', () => {
     expect(plans.find(([n]) => n === 'dueEndpoints')![1]).toMatch(/deliveries_endpoint_due/)
   })
 })
-
-describe('rows other processes have in flight', () => {
-  it('are counted by claim key, leaving out this owner\'s rows and rows whose lease ran out', () => {
-    insertEndpoint(q.db, { id: 'ep_a' })
-    for (let i = 0; i < 3; i++) enqueue(`a${i}`, { endpointId: 'ep_a' })
-    for (let i = 0; i < 2; i++) enqueue(`m${i}`, { channel: 'email' })
-    enqueue('mine', { endpointId: 'ep_a' })
-    claim({ limit: 2, owner: '7.1.n1.', capacity: (key) => (key === 'ep_a' ? 2 : 0) })
-    claim({ limit: 2, owner: '7.1.n1.', capacity: (key) => (key === '#email' ? 2 : 0) })
-    claim({ limit: 1, owner: '8.1.n1.', defaultTimeoutMs: 15_000 })
-    claim({ limit: 1, owner: '9.1.n1.', capacity: (key) => (key === 'ep_a' ? 1 : 0) })
-    expect(Object.fromEntries(q.deliveries.inFlightByOthers('8.1.n1.', NOW))).toEqual({ ep_a: 3, '#email': 2 })
-    expect(Object.fromEntries(q.deliveries.inFlightByOthers('7.1.n1.', NOW))).toEqual({ ep_a: 2 })
-    // Past every lease (timeout + margin), nothing is held any more.
-    expect(q.deliveries.inFlightByOthers('8.1.n1.', NOW + 3_600_000).size).toBe(0)
-  })
-})

@@ -172,10 +172,6 @@ export const CLAIM_SQL = {
   hasWork: `SELECT EXISTS (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_attempt_at <= @now)
       OR EXISTS (SELECT 1 FROM deliveries WHERE status = 'in_flight' AND lease_until <= @now)`,
   expireLeases: `${EXPIRE_CLAIM} WHERE status = 'in_flight' AND lease_until <= @now`,
-  inFlightClaims: `SELECT id, claim_token FROM deliveries INDEXED BY deliveries_leases WHERE status = 'in_flight'`,
-  inFlightByOthers: `SELECT ${DUE_KEY()} AS key, count(*) AS n FROM deliveries INDEXED BY deliveries_leases
-    WHERE status = 'in_flight' AND lease_until > @now AND substr(claim_token, 1, length(@owner)) <> @owner GROUP BY key`,
-  releaseClaims: `${EXPIRE_CLAIM} WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'in_flight'`,
   // A waiting row with no older unfinished row of its key left, or of an endpoint no longer
   // ordered, is due now; the trigger deliveries_next_in_order should leave none (a repair).
   releaseWaiting: `UPDATE deliveries SET next_attempt_at = @now
@@ -219,7 +215,7 @@ interface Picked {
 export const QUIET_MS = 100
 
 /** The claim functions of the delivery store over `db`, and `noteDue` for the writes that make rows due. */
-export interface Claimer extends Pick<DeliveriesStore, 'claimDue' | 'releaseOrphanedClaims' | 'releaseWaitingInOrder' | 'inFlightByOthers'> {
+export interface Claimer extends Pick<DeliveriesStore, 'claimDue' | 'releaseWaitingInOrder'> {
   /** Tells the claimer a row of `key` (an endpoint or `#<channel>`, see DUE_KEY; undefined: of any) became due. */
   noteDue(key?: string): void
 }
@@ -230,7 +226,6 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
   const claimRaw = s.claim.raw()
   const hasWork = s.hasWork.pluck()
   const dueEndpoints = s.dueEndpoints.raw()
-  const inFlightClaims = s.inFlightClaims.raw()
   // Where the per-endpoint path stopped last time, so successive claims take turns (round robin).
   let lastServed = ''
   // Why a second path may be skipped: while the head of the queue belongs to one saturated
@@ -384,11 +379,6 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     return rows.map((r) => toClaimed(r, now)).sort(byDueThenId)
   })
 
-  const releaseOrphansTx = db.transaction((now: number, orphaned: (token: string) => boolean): number => {
-    const ids = (inFlightClaims.all() as [string, string][]).filter(([, token]) => orphaned(token)).map(([id]) => id)
-    return ids.length === 0 ? 0 : s.releaseClaims.run({ ids: JSON.stringify(ids), now }).changes
-  })
-
   /** Reports `n` rows made due by a repair; returns `n`. */
   const madeDue = (n: number): number => {
     if (n > 0) {
@@ -401,11 +391,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
   return {
     // Inside a transaction the lock is already held, and the caller usually just freed slots.
     claimDue: (opts) => (db.inTransaction || hasWork.get({ now: opts.now }) === 1 ? claimTx.immediate(opts) : []),
-    // One IMMEDIATE transaction: another process cannot re-claim a row between the read and the
-    // release (its fresh claim would be released).
-    releaseOrphanedClaims: (now, orphaned = () => true) => madeDue(releaseOrphansTx.immediate(now, orphaned)),
     releaseWaitingInOrder: (now) => madeDue(s.releaseWaiting.run({ now }).changes),
-    inFlightByOthers: (owner, now) => new Map((s.inFlightByOthers.all({ owner, now }) as { key: string; n: number }[]).map((r) => [r.key, r.n])),
     noteDue(key) {
       if (key !== undefined && key === stoppedBy) uncounted = key
       else generation++

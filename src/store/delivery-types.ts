@@ -138,7 +138,7 @@ export interface ClaimOptions {
    * soon, and the next claim goes on from there.
    */
   onCutShort?: () => void
-  /** Written before each claim token, naming the claiming process (see delivery/claim-owner.ts). */
+  /** Written before each claim token (a prefix naming the claimer, for logs and tests); default none. */
   owner?: string
 }
 
@@ -170,19 +170,6 @@ export interface DeliveriesStore {
   /** Logs the one success attempt (attempt 1, no status code) of rows inserted by `insertDelivered`, in one statement. */
   logDelivered(ids: readonly string[], attempt: AttemptRecord): void
   claimDue(opts: ClaimOptions): ClaimedDelivery[]
-  /**
-   * Treats the in-flight rows whose claim token `orphaned` says belongs to a process that is
-   * gone (default: every one) as expired leases (pending again with the attempt spent, or dead
-   * when none is left) and returns how many: a dispatcher starting after a crash need not wait
-   * out their leases (timeout + 30 s).
-   */
-  releaseOrphanedClaims(now: number, orphaned?: (claimToken: string) => boolean): number
-  /**
-   * Rows in flight under a lease still running at `now` whose claim token does not start with
-   * `owner` (another process's, or from before owners were recorded), counted by claim key (an
-   * endpoint id or `#<channel>`). Rows whose lease ran out are claimable again, so not counted.
-   */
-  inFlightByOthers(owner: string, now: number): Map<string, number>
   /**
    * Makes due every row waiting for its ordering key's turn (WAITING_IN_ORDER) that no longer
    * has an older unfinished row, or whose endpoint is no longer ordered; returns how many. A

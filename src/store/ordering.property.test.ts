@@ -3,7 +3,7 @@
  * notification rows without an endpoint (inbox, email, notify-webhook: their key is `#<channel>`,
  * see DUE_KEY), driven through random enqueues, claims (per-key capacities, `#<channel>` keys too,
  * some full so the claim hands over to its per-key path, some excluded, two claim owners),
- * settles of every outcome (logged or not), lease expiries, orphaned-claim releases, stale
+ * settles of every outcome (logged or not), lease expiries, stale
  * settles, redeliveries, recoveries, kills, pauses, disables, deletes and `ordered` toggles.
  * After every step: (1) at most one row per key of an ordered endpoint is in flight, (2) the
  * oldest unfinished row of a key never waits, (3) only keyed rows of ordered endpoints wait,
@@ -70,7 +70,6 @@ type Op =
   | ({ t: 'claim'; limit: number; advance: number } & Required<ClaimShape>)
   | { t: 'settle'; picks: { pick: number; outcome: Finish; delay: number; log: boolean }[] }
   | { t: 'expire'; all: boolean; limit: number }
-  | { t: 'orphans'; owner: number }
   | { t: 'stale'; pick: number }
   | { t: 'redeliver'; pick: number; busy: boolean }
   | { t: 'recover'; ep: number }
@@ -130,8 +129,6 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('expire' as const), all: fc.boolean(), limit: fc.integer({ min: 1, max: 4 }) }) },
-  // A restarted dispatcher re-offers the claims of a process that is gone (by token owner).
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('orphans' as const), owner: fc.constantFrom(0, 1) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('stale' as const), pick: fc.nat({ max: 7 }) }) },
   // `busy` picks a row whose key still has unfinished rows: it comes back behind or ahead of them.
   { weight: 3, arbitrary: fc.record({ t: fc.constant('redeliver' as const), pick: fc.nat({ max: 15 }), busy: fc.boolean() }) },
@@ -307,19 +304,6 @@ class Run {
         if (leases.length > 0) this.now = Math.max(this.now, op.all ? Math.max(...leases) : Math.min(...leases))
         this.now += 1
         this.claim(op.limit)
-        break
-      }
-      case 'orphans': {
-        // Released as an expired lease: the attempt stays spent, and a row with none left is dead.
-        const owner = OWNERS[op.owner]!
-        const mine = this.rows().filter((r) => r.status === 'in_flight' && r.claimToken!.startsWith(owner))
-        expect(d.releaseOrphanedClaims(this.now, (token) => token.startsWith(owner))).toBe(mine.length)
-        for (const r of mine) {
-          const after = d.get(r.id)!
-          const status = r.attempts >= r.maxAttempts ? 'dead' : 'pending'
-          const error = status === 'dead' ? 'lease_expired' : r.lastError
-          expect({ id: r.id, status: after.status, error: after.lastError, at: after.nextAttemptAt }).toEqual({ id: r.id, status, error, at: this.now })
-        }
         break
       }
       case 'settle': {
