@@ -73,7 +73,9 @@ describe('hostile receivers, at the sender (in process)', () => {
   async function claimFor(url: string, timeoutMs = 1000): Promise<ClaimedDelivery> {
     const n = ++seq
     const t = now()
-    await store.tx(async (s) => {
+    // Stored and claimed in one transaction: with several of these at once, the only due row
+    // the claim can see is its own.
+    const d = await store.tx(async (s) => {
       await s.endpoints.insert(
         {
           id: `ep_fault_${n}`, url, description: '', eventTypes: null, headers: {}, method: 'POST', timeoutMs, maxConcurrency: 16,
@@ -84,8 +86,9 @@ describe('hostile receivers, at the sender (in process)', () => {
       )
       await s.events.insert({ id: `evt_fault_${n}`, clientId: null, type: 'fault', orderingKey: null, body: '{"data":{}}', createdAt: t })
       await s.deliveries.enqueue({ channel: 'webhook', eventId: `evt_fault_${n}`, endpointId: `ep_fault_${n}`, eventType: 'fault', maxAttempts: 3, nextAttemptAt: t }, t)
+      const [claimed] = await s.deliveries.claimDue({ limit: 1, now: now(), defaultTimeoutMs: 15_000 })
+      return claimed
     })
-    const [d] = await store.deliveries.claimDue({ limit: 1, now: now(), defaultTimeoutMs: 15_000 })
     expect(d?.endpointId).toBe(`ep_fault_${n}`)
     return d!
   }
