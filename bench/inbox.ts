@@ -35,13 +35,13 @@ const stats = (xs: number[]) => {
 const ms = (x: number) => `${x.toFixed(2)} ms`
 
 function service(store: Store, dir: string): NotifyService {
-  return createNotifyService({ store, config: testConfig({ dataDir: dir }), clock: systemClock, rng: Math.random, log: silentLogger(), tokenKey: 'k'.repeat(32), publishEvent: () => {} })
+  return createNotifyService({ store, config: testConfig({ dataDir: dir }), clock: systemClock, rng: Math.random, log: silentLogger(), tokenKey: 'k'.repeat(32), publishEvent: async () => {} })
 }
 
 /** 10,000 messages for `userId`: each with one or two of the 5 tags, two topics, two apps. */
-function fill(store: Store, userId: string, tagged: (i: number) => string[]): void {
+async function fill(store: Store, userId: string, tagged: (i: number) => string[]): Promise<void> {
   const now = Date.now()
-  store.tx(() => {
+  await store.tx(async (s) => {
     const batch = []
     for (let i = 0; i < MESSAGES; i++) {
       batch.push({
@@ -49,18 +49,18 @@ function fill(store: Store, userId: string, tagged: (i: number) => string[]): vo
         title: `m${i}`, body: 'x', severity: 'info', actionUrl: null, payload: null, tags: tagged(i),
       })
     }
-    store.inbox.insertMessages(batch, now)
+    await s.inbox.insertMessages(batch, now)
   })
 }
 
 async function reads(dir: string) {
   const store = openStore(join(dir, 'read.db'))
   const notify = service(store, dir)
-  fill(store, 'heavy', (i) => (i % 7 === 0 ? [TAGS[i % 5]!, TAGS[(i + 1) % 5]!] : [TAGS[i % 5]!]))
-  const first = notify.inbox('heavy').list({ limit: 200 }).data.map((m) => m.id)
-  notify.inbox('heavy').read(first.slice(0, 100))
+  await fill(store, 'heavy', (i) => (i % 7 === 0 ? [TAGS[i % 5]!, TAGS[(i + 1) % 5]!] : [TAGS[i % 5]!]))
+  const first = (await notify.inbox('heavy').list({ limit: 200 })).data.map((m) => m.id)
+  await notify.inbox('heavy').read(first.slice(0, 100))
   const app = createApp({ store, config: testConfig({ dataDir: dir }), log: silentLogger(), clock: systemClock, webhooks: {} as WebhookService, notify })
-  const token = notify.tokens.issue('heavy').token
+  const token = (await notify.tokens.issue('heavy')).token
   const headers = { authorization: `Bearer ${token}` }
   const get = async (path: string) => {
     const res = await app.request(path, { headers })
@@ -99,26 +99,26 @@ async function reads(dir: string) {
 
   const readAll: number[] = []
   for (let run = 0; run < READ_ALL_RUNS; run++) {
-    fill(store, `bulk${run}`, (i) => (i % 2 ? ['billing'] : ['social']))
+    await fill(store, `bulk${run}`, (i) => (i % 2 ? ['billing'] : ['social']))
     const inbox = notify.inbox(`bulk${run}`)
     const t = performance.now()
-    const r = inbox.readAll({ tags: ['billing'] })
+    const r = await inbox.readAll({ tags: ['billing'] })
     readAll.push(performance.now() - t)
     if (r.updated !== MESSAGES / 2) throw new Error(`read-all updated ${r.updated}`)
   }
   notify.close()
-  store.close()
+  await store.close()
   return { ours, tab, raw, readAll, cpuPerRead }
 }
 
-function fanout(dir: string) {
+async function fanout(dir: string) {
   const store = openStore(join(dir, 'fanout.db'))
   const notify = service(store, dir)
-  store.apps.insert({ id: 'a1', name: 'a1', metadata: {} }, Date.now())
-  store.tx(() => {
-    for (let i = 0; i < USERS; i++) store.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
+  await store.apps.insert({ id: 'a1', name: 'a1', metadata: {} }, Date.now())
+  await store.tx(async (s) => {
+    for (let i = 0; i < USERS; i++) await s.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
     for (let i = 0; i < USERS; i += 10) {
-      store.directory.putPreference({ userId: `u${i}`, topic: 'bench.fanout', channel: 'inbox', enabled: false, digest: 'none', quietHours: null, updatedAt: Date.now() })
+      await s.directory.putPreference({ userId: `u${i}`, topic: 'bench.fanout', channel: 'inbox', enabled: false, digest: 'none', quietHours: null, updatedAt: Date.now() })
     }
   })
   const times: number[] = []
@@ -127,18 +127,18 @@ function fanout(dir: string) {
   for (let run = 0; run < FANOUT_RUNS; run++) {
     const c = process.cpuUsage()
     const t = performance.now()
-    const sent = notify.notifications.send({ topic: 'bench.fanout', recipients: ['role:everyone'], title: `run ${run}`, tags: ['ops', 'deploy'], app_id: 'a1' })
+    const sent = await notify.notifications.send({ topic: 'bench.fanout', recipients: ['role:everyone'], title: `run ${run}`, tags: ['ops', 'deploy'], app_id: 'a1' })
     times.push(performance.now() - t)
     const used = process.cpuUsage(c)
     cpu.push((used.user + used.system) / 1000)
     if (sent.deliveries !== USERS - USERS / 10) throw new Error(`run ${run}: ${sent.deliveries} deliveries`)
     const t2 = performance.now()
-    const n = notify.notifications.get(sent.id)
+    const n = await notify.notifications.get(sent.id)
     view.push(performance.now() - t2)
     if (n.receipts.filter((r) => r.status === 'suppressed').length !== USERS / 10) throw new Error('suppressions missing')
   }
   notify.close()
-  store.close()
+  await store.close()
   const db = openDatabase(join(dir, 'bare.db'))
   const insert = db.prepare(`INSERT INTO inbox_messages (id, user_id, notification_id, delivery_id, topic, title, body, severity, created_at)
     VALUES (?, ?, 'ntf_x', ?, 'bench.fanout', 'title', '', 'info', ?)`)
@@ -169,7 +169,7 @@ export async function run(): Promise<void> {
     console.log(`  a tab, GET /v1/inbox?tags=ops (50): median ${ms(tab.median)}, p95 ${ms(tab.p95)}`)
     const ra = stats(r.readAll)
     console.log(`POST /v1/inbox/read-all {tags} over ${MESSAGES} messages (${MESSAGES / 2} match): median ${ms(ra.median)} of ${READ_ALL_RUNS} runs`)
-    const f = fanout(dir)
+    const f = await fanout(dir)
     const fan = stats(f.times)
     const bare = stats(f.bare)
     const view = stats(f.view)

@@ -54,10 +54,10 @@ async function fanout(dir: string): Promise<FanoutFigures> {
   const log = silentLogger()
   const metrics = createMetrics(store, systemClock)
   const notify = createNotifyService({
-    store, config, clock: systemClock, rng: Math.random, log, tokenKey: 'k', publishEvent: () => {}, observer: metrics,
+    store, config, clock: systemClock, rng: Math.random, log, tokenKey: 'k', publishEvent: async () => {}, observer: metrics,
   })
-  store.tx(() => {
-    for (let i = 0; i < USERS; i++) store.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
+  await store.tx(async (s) => {
+    for (let i = 0; i < USERS; i++) await s.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
   })
   let done = 0
   let target = 0
@@ -75,7 +75,7 @@ async function fanout(dir: string): Promise<FanoutFigures> {
   const stack = createDeliveryStack({ ...deps, webhooks: createWebhookService(deps), notify, observer: metrics, channels: new Map<Channel, ChannelSender>([['inbox', counting]]) })
   const dispatcher = stack.dispatcher
   // As in the server (Postbox.start): WAL checkpoints run on a background connection.
-  const checkpointer = startCheckpointer(store, log)
+  const checkpointer = startCheckpointer(store.sqlite!, log)
   dispatcher.start()
   const check = openDatabase(store.path, { readonly: true })
   const messagesOf = check.prepare(`SELECT count(*) FROM inbox_messages WHERE notification_id = ?`).pluck()
@@ -84,7 +84,7 @@ async function fanout(dir: string): Promise<FanoutFigures> {
   for (let run = 0; run < FANOUT_RUNS; run++) {
     const c = process.cpuUsage()
     const t = performance.now()
-    const sent = notify.notifications.send({ topic: 'bench.fanout', recipients: ['role:everyone'], title: `run ${run}` })
+    const sent = await notify.notifications.send({ topic: 'bench.fanout', recipients: ['role:everyone'], title: `run ${run}` })
     times.push(performance.now() - t)
     const used = process.cpuUsage(c)
     cpu.push((used.user + used.system) / 1000)
@@ -97,10 +97,10 @@ async function fanout(dir: string): Promise<FanoutFigures> {
     target = USERS
     const all = new Promise<void>((resolve) => (finished = resolve))
     const ntf = newId('ntf')
-    store.tx(() => {
+    await store.tx(async (s) => {
       const now = Date.now()
       for (let i = 0; i < USERS; i++) {
-        store.deliveries.enqueue(
+        await s.deliveries.enqueue(
           { channel: 'inbox', notificationId: ntf, recipient: `u${i}`, eventType: 'bench.sender', payload: `{"title":"pending ${run}"}`, maxAttempts: 6, nextAttemptAt: now },
           now,
         )
@@ -116,7 +116,7 @@ async function fanout(dir: string): Promise<FanoutFigures> {
   await stack.stop(1000)
   await checkpointer.stop()
   notify.close()
-  store.close()
+  await store.close()
   return { total: times, cpu, sender }
 }
 
@@ -137,27 +137,27 @@ function bareInsert(dir: string): number[] {
   return times
 }
 
-function inboxRead(dir: string): { ours: number[]; raw: number[] } {
+async function inboxRead(dir: string): Promise<{ ours: number[]; raw: number[] }> {
   const store = openStore(join(dir, 'read.db'))
   const now = Date.now()
-  store.tx(() => {
+  await store.tx(async (s) => {
     for (let i = 0; i < MESSAGES; i++) {
-      store.inbox.insertMessage(
+      await s.inbox.insertMessage(
         { userId: 'heavy', notificationId: null, deliveryId: `d${i}`, topic: i % 3 ? 'a' : 'b', title: `m${i}`, body: 'x', severity: 'info', actionUrl: null, payload: null },
         now + i,
       )
     }
-    for (let i = 0; i < 500; i++) store.inbox.insertMessage({ userId: 'other', notificationId: null, deliveryId: `o${i}`, topic: 'a', title: 'o', body: '', severity: 'info', actionUrl: null, payload: null }, now)
+    for (let i = 0; i < 500; i++) await s.inbox.insertMessage({ userId: 'other', notificationId: null, deliveryId: `o${i}`, topic: 'a', title: 'o', body: '', severity: 'info', actionUrl: null, payload: null }, now)
   })
-  const read = store.inbox.list('heavy', { status: 'all', archived: false, limit: 5000 }).data.slice(0, 4000).map((m) => m.id)
-  store.inbox.changeState('heavy', null, read, 'read', now)
-  const notify = createNotifyService({ store, config: testConfig({ dataDir: dir }), clock: systemClock, rng: Math.random, log: silentLogger(), tokenKey: 'k', publishEvent: () => {} })
+  const read = (await store.inbox.list('heavy', { status: 'all', archived: false, limit: 5000 })).data.slice(0, 4000).map((m) => m.id)
+  await store.inbox.changeState('heavy', null, read, 'read', now)
+  const notify = createNotifyService({ store, config: testConfig({ dataDir: dir }), clock: systemClock, rng: Math.random, log: silentLogger(), tokenKey: 'k', publishEvent: async () => {} })
   const inbox = notify.inbox('heavy')
   const ours: number[] = []
   for (let i = 0; i < READ_RUNS; i++) {
     const t = performance.now()
-    const page = inbox.list({ limit: 50 })
-    const n = inbox.unreadCount()
+    const page = await inbox.list({ limit: 50 })
+    const n = await inbox.unreadCount()
     ours.push(performance.now() - t)
     if (page.data.length !== 50 || n !== 6000 || page.unread_count !== 6000) throw new Error(`unexpected page ${page.data.length} / ${n}`)
   }
@@ -173,7 +173,7 @@ function inboxRead(dir: string): { ours: number[]; raw: number[] } {
   }
   db.close()
   notify.close()
-  store.close()
+  await store.close()
   return { ours, raw }
 }
 
@@ -191,7 +191,7 @@ export async function run(): Promise<Figure[]> {
     console.log(`  CPU time of this process for it (user + system; independent of other load): median ${ms(cpu.median)}`)
     console.log(`  dispatcher path (${USERS} pending inbox rows: redeliver, older versions' rows), commit until written: median ${ms(sender.median)}`)
     console.log(`  baseline bare INSERT of ${USERS} inbox rows in one tx: median ${ms(bare.median)}; ratio ${(fan.median / bare.median).toFixed(1)}x`)
-    const { ours, raw } = inboxRead(dir)
+    const { ours, raw } = await inboxRead(dir)
     const o = stats(ours)
     const r = stats(raw)
     console.log(`inbox list (50) + unread count, user with ${MESSAGES} messages: median ${ms(o.median)}, p95 ${ms(o.p95)} (target <= 5 ms)`)
