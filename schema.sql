@@ -285,10 +285,11 @@ CREATE TABLE inbox_stream (
 ) WITHOUT ROWID;
 
 -- ───────────────────────── locks ─────────────────────────
--- v8: who may claim deliveries from this file. One dispatcher at a time, so per-endpoint limits,
--- ordering and breaker state are one process's; another process on the file serves the API and
--- takes over when the holder stops or its process is gone (owner = `<pid>.<process start>.n<pid
--- namespace>.`; a holder in another PID namespace is judged by its heartbeat, seen_at).
+-- v8: who may claim deliveries from this file, as a lease (src/delivery/lease.ts). One process at
+-- a time, so per-endpoint limits, ordering and breaker state are one process's; another process
+-- on the file serves the API and takes over when the holder releases the lease at a clean stop or
+-- the lease expires. seen_at is the lease's expiry (the holder renews it); owner is a random id
+-- per process (`<pid>.<random>@<host>`, the PID and host only for people to read).
 CREATE TABLE locks (
   name         TEXT PRIMARY KEY,
   owner        TEXT NOT NULL,

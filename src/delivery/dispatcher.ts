@@ -177,7 +177,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     asking = true
     try {
       const ok = await lease.acquire()
-      if (!started || stopping) return
+      // Stopped meanwhile: a lease just taken is handed back at once (a standby need not wait out its expiry).
+      if (!started || stopping) {
+        if (ok && !haveLease) await lease.release()
+        return
+      }
       if (ok && !haveLease) {
         haveLease = true
         await repairAtStart()
