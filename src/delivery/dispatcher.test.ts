@@ -9,6 +9,7 @@ import { insertEndpoint } from '../../test/queue-helpers.js'
 import { PASS_ENDPOINTS } from '../store/delivery-claim.js'
 import type { ChannelResult, ChannelSender } from './channel.js'
 import { createDispatcher, type Dispatcher } from './dispatcher.js'
+import { createStoreLease } from './lease.js'
 
 let cleanup: (() => Promise<void>) | undefined
 let dispatcher: Dispatcher | undefined
@@ -208,5 +209,48 @@ describe('dispatcher', () => {
     await waitFor(async () => (await t.store.deliveries.get(left!.id))!.status === 'success')
     // The attempt the dead process spent stays spent.
     expect((await t.store.deliveries.get(left!.id))!.attempts).toBe(2)
+  })
+
+  it('sees an endpoint setting changed meanwhile at the next claim (the cache refreshes before it)', async () => {
+    const hang: ChannelSender = {
+      send: (_row, signal) => new Promise<ChannelResult>((resolve) => signal.addEventListener('abort', () => resolve({ outcome: { kind: 'release' } }))),
+    }
+    const { store, d } = setup(hang, 16)
+    const sync = store.sqlite!
+    insertEndpoint(sync.db, { id: 'ep_1' })
+    sync.db.prepare(`UPDATE endpoints SET max_concurrency = 1 WHERE id = 'ep_1'`).run()
+    for (let i = 0; i < 4; i++) {
+      await store.deliveries.enqueue({ channel: 'webhook', endpointId: 'ep_1', notificationId: 'ntf_x', recipient: `r${i}`, eventType: 't', maxAttempts: 3, nextAttemptAt: Date.now() }, Date.now())
+    }
+    d.start()
+    await waitFor(() => d.inFlight() === 1)
+    await new Promise((r) => setTimeout(r, 60))
+    expect(d.inFlight()).toBe(1)
+    sync.db.prepare(`UPDATE endpoints SET max_concurrency = 3 WHERE id = 'ep_1'`).run()
+    await store.endpoints.invalidate()
+    d.wake()
+    await waitFor(() => d.inFlight() === 3)
+  })
+
+  it('stops claiming when another process took its lease (it could not renew in time)', async () => {
+    const sent: string[] = []
+    const t = tempStore()
+    cleanup = t.cleanup
+    const d = createDispatcher({
+      store: t.store, config: testConfig({ concurrency: 8, pollIntervalMs: 20 }), clock: systemClock, rng: () => 0.5, log: silentLogger(),
+      channels: new Map([['inbox', { send: async (row: ClaimedDelivery) => (sent.push(row.id), { outcome: { kind: 'success' } }) }]]),
+      lease: createStoreLease(t.store, { owner: 'me', renewMs: 20 }),
+    })
+    dispatcher = d
+    d.start()
+    await enqueue(t.store, 1)
+    await waitFor(() => sent.length === 1)
+    // Another process judged the lease expired and took it.
+    t.store.sqlite!.db.prepare(`UPDATE locks SET owner = 'other', seen_at = ? WHERE name = 'deliveries'`).run(Date.now() + 60_000)
+    await new Promise((r) => setTimeout(r, 1200))
+    await t.store.deliveries.enqueue({ channel: 'inbox', notificationId: 'ntf_late', recipient: 'u', eventType: 't', maxAttempts: 3, nextAttemptAt: Date.now() }, Date.now())
+    await new Promise((r) => setTimeout(r, 100))
+    expect(sent).toHaveLength(1)
+    expect((await t.store.deliveries.countByStatus()).pending).toBe(1)
   })
 })
