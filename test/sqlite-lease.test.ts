@@ -4,9 +4,9 @@ import { startReceiver, type Receiver } from './support/receiver.js'
 import { apiClient, ensureBuilt, killAllChildren, newAdminKey, runCli, serverEnv, startServer, type ServerProcess } from './support/server-process.js'
 
 /**
- * SPEC §14 on SQLite: one serving process per file, decided by a lease with an expiry
- * (src/delivery/lease.ts: 15 s, renewed every 5 s). The first server is killed with SIGKILL under
- * load; the standby takes over once the lease has expired, and the rows the first had in flight
+ * One serving process per SQLite file, decided by a lease with an expiry (docs/operations.md,
+ * "Two servers on one file"; src/delivery/lease.ts: 15 s, renewed every 5 s). The first server
+ * is killed with SIGKILL under load; the standby takes over once the lease has expired, and the rows the first had in flight
  * are sent again once their own claim leases (request timeout + 30 s) have run out. Nothing is
  * lost; the only duplicates are those rows.
  */
