@@ -6,9 +6,9 @@ import { apiClient, ensureBuilt, killAllChildren, newAdminKey, runCli, serverEnv
 /**
  * One serving process per SQLite file, decided by a lease with an expiry (docs/operations.md,
  * "Two servers on one file"; src/delivery/lease.ts: 15 s, renewed every 5 s). The first server
- * is killed with SIGKILL under load; the standby takes over once the lease has expired, and the rows the first had in flight
- * are sent again once their own claim leases (request timeout + 30 s) have run out. Nothing is
- * lost; the only duplicates are those rows.
+ * is killed with SIGKILL under load; the standby takes over once the lease has expired, and the
+ * rows the first had in flight are sent again once their own claim leases (request timeout +
+ * 30 s) have run out. Nothing is lost; the only duplicates are those rows.
  */
 describe('the SQLite delivery lease', () => {
   const key = newAdminKey()
