@@ -14,9 +14,9 @@ describe('console support API', () => {
   const T0 = Math.ceil(Date.now() / 60_000) * 60_000 + 60_000
 
   /** Claims every due delivery at `at` and settles each with `outcome`, logging an attempt of `ms`. */
-  const attemptAll = (at: number, outcome: 'success' | 'retry' | 'dead', ms: number): number => {
-    const claimed = f.pb.store.deliveries.claimDue({ limit: 100, now: at, defaultTimeoutMs: 15_000 })
-    f.pb.store.deliveries.settle(
+  const attemptAll = async (at: number, outcome: 'success' | 'retry' | 'dead', ms: number): Promise<number> => {
+    const claimed = await f.pb.store.deliveries.claimDue({ limit: 100, now: at, defaultTimeoutMs: 15_000 })
+    await f.pb.store.deliveries.settle(
       claimed.map((c) => ({
         id: c.id,
         claimToken: c.claimToken,
@@ -50,8 +50,8 @@ describe('console support API', () => {
     await f.json('POST', '/v1/events', { body: { type: 'x', data: {} } })
     await f.json('POST', '/v1/events', { body: { type: 'x', data: {} } })
     // Minute 0: two failures, retried; minute 2: both succeed.
-    expect(attemptAll(T0 + 5_000, 'retry', 100)).toBe(2)
-    expect(attemptAll(T0 + 120_000, 'success', 50)).toBe(2)
+    expect(await attemptAll(T0 + 5_000, 'retry', 100)).toBe(2)
+    expect(await attemptAll(T0 + 120_000, 'success', 50)).toBe(2)
     const since = new Date(T0).toISOString()
     const until = new Date(T0 + 4 * 60_000).toISOString()
     const res = await f.json('GET', `/v1/stats/timeseries?since=${since}&until=${until}&bucket=1m`, { key: f.keys.viewer })
@@ -101,7 +101,7 @@ describe('console support API', () => {
     const none = await f.json('POST', '/v1/templates/preview', { body: { topic: 'other', channel: 'inbox', title: 'Hi', body: 'there' } })
     expect(none.body).toMatchObject({ title: 'Hi', body: 'there', format: 'text', template: null })
     // Nothing was sent or stored.
-    expect(Object.values(f.pb.store.deliveries.countByStatus()).every((n) => n === 0)).toBe(true)
+    expect(Object.values(await f.pb.store.deliveries.countByStatus()).every((n) => n === 0)).toBe(true)
 
     const bad = await f.json('POST', '/v1/templates/preview', { body: { topic: 'x', channel: 'inbox', template: { body: '{% if %}' } } })
     expect(bad).toMatchObject({ status: 400, body: { error: { code: 'validation_failed', details: [expect.objectContaining({ field: 'template.body' })] } } })

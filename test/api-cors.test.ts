@@ -259,7 +259,7 @@ describe.each([
     },
   )
 
-  it('accepts exact origins and *, from the variable, the flag and library options', () => {
+  it('accepts exact origins and *, from the variable, the flag and library options', async () => {
     expect(loadConfig({ [variable]: ' https://App.example.com/ , http://localhost:5173,https://a.test:443' })[option]).toEqual([
       'https://app.example.com',
       'http://localhost:5173',

@@ -137,8 +137,8 @@ describe('/v1/deliveries', () => {
     expect(one.status).toBe(200)
     expect(one.body.attempts).toEqual([])
     // make it terminal through the store (the dispatcher is not running), then redeliver
-    const [claimed] = f.pb.store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 1000 })
-    f.pb.store.deliveries.settle([{ id: claimed!.id, claimToken: claimed!.claimToken, outcome: { kind: 'dead' }, attempt: { startedAt: Date.now(), durationMs: 5, statusCode: 400 } }], Date.now())
+    const [claimed] = await f.pb.store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 1000 })
+    await f.pb.store.deliveries.settle([{ id: claimed!.id, claimToken: claimed!.claimToken, outcome: { kind: 'dead' }, attempt: { startedAt: Date.now(), durationMs: 5, statusCode: 400 } }], Date.now())
     const red = await f.json('POST', `/v1/deliveries/${claimed!.id}/redeliver`)
     expect(red).toEqual({ status: 202, body: { id: claimed!.id, status: 'pending' } })
     const after = await f.json('GET', `/v1/deliveries/${claimed!.id}`)

@@ -154,7 +154,7 @@ describe('error catalogue (docs/api.md)', () => {
   })
 
   it('unavailable: a full database → 503 and nothing accepted', async () => {
-    const db = f.pb.store.db
+    const db = f.pb.store.sqlite!.db
     const pages = db.pragma('page_count', { simple: true }) as number
     db.pragma(`max_page_count = ${pages}`)
     let res: Awaited<ReturnType<ApiFixture['json']>> = { status: 0, body: null }
@@ -164,7 +164,7 @@ describe('error catalogue (docs/api.md)', () => {
     expect(res).toMatchObject({ status: 503, body: { error: { code: 'unavailable' } } })
     const single = await f.json('POST', '/v1/events', { body: { type: 'fill.single', data: { pad: 'z'.repeat(50_000) } } })
     expect(single).toMatchObject({ status: 503, body: { error: { code: 'unavailable' } } })
-    expect(f.pb.store.events.list({ limit: 10, type: 'fill.single' }).data).toEqual([])
+    expect((await f.pb.store.events.list({ limit: 10, type: 'fill.single' })).data).toEqual([])
     db.pragma('max_page_count = 1073741823')
     expect((await f.json('POST', '/v1/events', { body: { type: 'ok.again', data: {} } })).status).toBe(202)
   })

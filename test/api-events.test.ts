@@ -61,8 +61,8 @@ describe('POST /v1/events', () => {
     const ids = new Set(results.map((r) => r.body.id))
     expect(ids.size).toBe(n)
     // every answered id is committed and visible
-    for (const id of ids) expect(f.pb.store.events.get(id as string)).not.toBeNull()
-    const counts = f.pb.store.deliveries.countByStatus()
+    for (const id of ids) expect(await f.pb.store.events.get(id as string)).not.toBeNull()
+    const counts = await f.pb.store.deliveries.countByStatus()
     expect(counts.pending + counts.in_flight + counts.success + counts.dead).toBe(n)
     // far fewer transactions than requests
     expect(spy.mock.calls.length).toBeGreaterThan(0)
@@ -102,7 +102,7 @@ describe('POST /v1/events/batch', () => {
   it('is all or nothing: one invalid event rejects the whole batch', async () => {
     const res = await f.json('POST', '/v1/events/batch', { body: { events: [{ type: 'ok', data: {} }, { type: 'ok', data: 'no' }] } })
     expect(res.status).toBe(400)
-    expect(f.pb.store.events.list({ limit: 5 }).data).toHaveLength(0)
+    expect((await f.pb.store.events.list({ limit: 5 })).data).toHaveLength(0)
   })
 })
 
@@ -110,12 +110,12 @@ describe('createGroupCommit', () => {
   it('isolates a failing input: the others still commit, the bad one gets its own error', async () => {
     const committed: number[] = []
     const gc = createGroupCommit<number, number>({
-      runMany: (xs) => {
+      runMany: async (xs) => {
         if (xs.includes(3)) throw new Error('bad input 3')
         committed.push(...xs)
         return xs.map((x) => x * 10)
       },
-      runOne: (x) => {
+      runOne: async (x) => {
         if (x === 3) throw new Error('bad input 3')
         committed.push(x)
         return x * 10
@@ -127,9 +127,9 @@ describe('createGroupCommit', () => {
   })
 
   it('fails the whole group on a storage error without retrying one by one', async () => {
-    const runOne = vi.fn((x: number) => x)
+    const runOne = vi.fn(async (x: number) => x)
     const gc = createGroupCommit<number, number>({
-      runMany: () => {
+      runMany: async () => {
         throw Object.assign(new Error('disk full'), { code: 'SQLITE_FULL' })
       },
       runOne,
@@ -142,11 +142,34 @@ describe('createGroupCommit', () => {
   it('splits queues larger than maxBatch', async () => {
     const sizes: number[] = []
     const gc = createGroupCommit<number, number>({
-      runMany: (xs) => (sizes.push(xs.length), xs),
-      runOne: (x) => x,
+      runMany: async (xs) => (sizes.push(xs.length), xs),
+      runOne: async (x) => x,
       maxBatch: 4,
     })
     await Promise.all(Array.from({ length: 10 }, (_, i) => gc.submit(i)))
     expect(sizes).toEqual([4, 4, 2])
+  })
+
+  it('takes what arrives while a flush is open into the next round, one batch', async () => {
+    const batches: number[][] = []
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    const gc = createGroupCommit<number, number>({
+      runMany: async (xs) => {
+        batches.push(xs)
+        if (batches.length === 1) await held
+        return xs
+      },
+      runOne: async (x) => x,
+    })
+    const first = gc.submit(0)
+    await new Promise((r) => setImmediate(r))
+    const later = [1, 2, 3].map((x) => gc.submit(x))
+    await new Promise((r) => setImmediate(r))
+    expect(batches).toEqual([[0]])
+    expect(gc.queued).toBe(3)
+    release()
+    expect(await Promise.all([first, ...later])).toEqual([0, 1, 2, 3])
+    expect(batches).toEqual([[0], [1, 2, 3]])
   })
 })

@@ -26,7 +26,7 @@ describe('POST /v1/notifications honours Idempotency-Key as POST /v1/events does
     expect(again).toEqual({ status: 202, body: { ...first.body, deduplicated: true } })
     const stored = await f.json('GET', `/v1/notifications/${first.body.id}`)
     expect(stored.body).toMatchObject({ dedup_key: 'ship-1' })
-    expect(f.pb.inbox('u1').list().data.map((m) => m.title)).toEqual(['Shipped'])
+    expect((await f.pb.inbox('u1').list()).data.map((m) => m.title)).toEqual(['Shipped'])
     // The header and the body field name the same key.
     expect(await send(note({ dedup_key: 'ship-1' }))).toMatchObject({ status: 202, body: { id: first.body.id, deduplicated: true } })
   })
@@ -44,7 +44,7 @@ describe('POST /v1/notifications honours Idempotency-Key as POST /v1/events does
     expect((await f.json('GET', `/v1/notifications/${both.body.id}`)).body.dedup_key).toBe('k-1')
     const clash = await send(note({ dedup_key: 'k-2' }), 'k-3')
     expect(clash).toMatchObject({ status: 400, body: { error: { code: 'validation_failed', details: [{ field: 'dedup_key', in: 'body' }] } } })
-    expect(f.pb.inbox('u1').list().data).toHaveLength(1)
+    expect((await f.pb.inbox('u1').list()).data).toHaveLength(1)
   })
 
   it('an Idempotency-Key that is not printable ASCII is 400 naming the header', async () => {

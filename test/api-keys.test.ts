@@ -75,7 +75,7 @@ describe('keys', () => {
     expect(created.body).toMatchObject({ name: 'ci', role: 'publisher', revoked: false })
     expect(created.body.key).toMatch(/^pbk_[A-Za-z0-9_-]{43}$/)
     expect(created.body.id).toMatch(/^key_/)
-    const row = f.pb.store.keys.get(created.body.id)!
+    const row = (await f.pb.store.keys.get(created.body.id))!
     expect(row.hash).toBe(hashKey(created.body.key))
     expect(JSON.stringify(row)).not.toContain(created.body.key)
     const list = await f.json('GET', '/v1/keys')
@@ -112,7 +112,7 @@ describe('keys', () => {
 
   describe('revoke rules (docs/api.md)', () => {
     it('own key → 403 self_revoke_forbidden', async () => {
-      const own = f.pb.store.keys.byHash(hashKey(ADMIN_KEY))!
+      const own = (await f.pb.store.keys.byHash(hashKey(ADMIN_KEY)))!
       const res = await f.json('DELETE', `/v1/keys/${own.id}`)
       expect(res).toMatchObject({ status: 403, body: { error: { code: 'self_revoke_forbidden' } } })
     })
@@ -137,17 +137,17 @@ describe('keys', () => {
     })
     it('the last active admin key → 409 last_admin (caller revoked concurrently, after authenticating)', async () => {
       const second = (await f.json('POST', '/v1/keys', { body: { role: 'admin' } })).body
-      const first = f.pb.store.keys.byHash(hashKey(ADMIN_KEY))!
-      f.pb.store.keys.revoke(first.id, Date.now())
+      const first = (await f.pb.store.keys.byHash(hashKey(ADMIN_KEY)))!
+      await f.pb.store.keys.revoke(first.id, Date.now())
       // The race: the caller's key was valid when it authenticated and is revoked by the time
       // the revoke runs, so `second` is the last active admin.
       const store = f.pb.store
-      const racing = { ...store, keys: { ...store.keys, byHash: (h: string) => ({ ...store.keys.byHash(h)!, revokedAt: null }) } }
+      const racing = { ...store, keys: { ...store.keys, byHash: async (h: string) => ({ ...(await store.keys.byHash(h))!, revokedAt: null }) } }
       const app = createApp({ store: racing, config: f.pb.config, log: f.pb.log, clock: f.pb.clock, webhooks: f.pb.webhooks })
       const res = await app.request(`/v1/keys/${second.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_KEY}` } })
       expect(res.status).toBe(409)
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('last_admin')
-      expect(store.keys.countActiveAdmins()).toBe(1)
+      expect(await store.keys.countActiveAdmins()).toBe(1)
     })
   })
 })

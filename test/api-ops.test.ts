@@ -16,7 +16,7 @@ describe('operations routes', () => {
     })
 
     it('GET /readyz is 503 unavailable when the database cannot take writes', async () => {
-      f.pb.store.close()
+      await f.pb.store.close()
       const res = await f.json('GET', '/readyz', { key: null })
       expect(res).toMatchObject({ status: 503, body: { error: { code: 'unavailable' } } })
     })
@@ -47,7 +47,7 @@ describe('operations routes', () => {
       // Failures without a pause yet (4xx count only towards auto-disable); a pause; after it.
       for (const [failures, pauses, pausedFor] of [[7, 0, null], [5, 1, 60_000], [5, 1, -1_000]] as const) {
         const pausedUntil = pausedFor === null ? null : Date.now() + pausedFor
-        f.pb.store.db.prepare(`UPDATE endpoints SET consecutive_failures = ?, failures_since_success = ?, pause_count = ?, paused_until = ? WHERE id = ?`)
+        f.pb.store.sqlite!.db.prepare(`UPDATE endpoints SET consecutive_failures = ?, failures_since_success = ?, pause_count = ?, paused_until = ? WHERE id = ?`)
           .run(failures, failures, pauses, pausedUntil, ep.id)
         const api = (await f.json('GET', `/v1/endpoints/${ep.id}`)).body as { circuit: string }
         // The metrics read endpoint states once per event-loop turn.

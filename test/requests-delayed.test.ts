@@ -81,16 +81,16 @@ describe('the onAttempt hook', () => {
     let statusAtCall: string | null = null
     f = await apiFixture({
       pollIntervalMs: 20,
-      onAttempt: (a) => {
+      onAttempt: async (a) => {
+        if (a.channel === 'request') statusAtCall = (await f!.pb.store.deliveries.get(a.delivery_id))!.status
         seen.push(a)
-        if (a.channel === 'request') statusAtCall = f!.pb.store.deliveries.get(a.delivery_id)!.status
       },
     })
     f.pb.start()
     await f.json('POST', '/v1/endpoints', { body: { url: `${rx.url}/hook` } })
     await f.json('POST', '/v1/events', { body: { type: 'a', data: {} } })
     await until(() => seen.length === 2)
-    const r = f.pb.requests.create({ url: `${rx.url}/req`, retry_schedule: ['10ms'] })
+    const r = await f.pb.requests.create({ url: `${rx.url}/req`, retry_schedule: ['10ms'] })
     await until(() => seen.length === 3)
     expect(seen.map((a) => [a.channel, a.outcome, a.status_code, a.attempt])).toEqual([
       ['webhook', 'retry', 500, 1],
@@ -115,14 +115,16 @@ describe('the onAttempt hook', () => {
       },
     })
     f.pb.start()
-    const ids = [0, 1, 2].map((i) => f!.pb.requests.create({ url: `${rx.url}/${i}`, retry_schedule: ['10ms'] }).id)
-    await until(() => ids.every((id) => f!.pb.requests.get(id).status !== 'pending' && f!.pb.requests.get(id).status !== 'in_flight'))
+    const ids: string[] = []
+    for (const i of [0, 1, 2]) ids.push((await f.pb.requests.create({ url: `${rx.url}/${i}`, retry_schedule: ['10ms'] })).id)
+    const finished = async (id: string) => !['pending', 'in_flight'].includes((await f!.pb.requests.get(id)).status)
+    await until(async () => (await Promise.all(ids.map(finished))).every(Boolean))
     for (const id of ids) {
-      const g = f.pb.requests.get(id)
+      const g = await f.pb.requests.get(id)
       expect(g.attempts.length).toBeGreaterThanOrEqual(1)
       expect(g.status === 'success' || g.status === 'dead').toBe(true)
     }
     expect(calls).toBe(rx.requests.length)
-    expect(ids.map((id) => f!.pb.requests.get(id).status)).toContain('success')
+    expect((await Promise.all(ids.map((id) => f!.pb.requests.get(id)))).map((g) => g.status)).toContain('success')
   })
 })

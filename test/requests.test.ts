@@ -343,14 +343,14 @@ describe('isolation per origin', () => {
     const healthy = await receiver({ status: 200 })
     f = await apiFixture({ pollIntervalMs: 20, shutdownTimeoutMs: 100 })
     f.pb.start()
-    for (let i = 0; i < 200; i++) f.pb.requests.create({ url: `${dead.url}/d${i}`, timeout_ms: 60_000 })
-    for (let i = 0; i < 200; i++) f.pb.requests.create({ url: `${healthy.url}/h${i}` })
+    for (let i = 0; i < 200; i++) await f.pb.requests.create({ url: `${dead.url}/d${i}`, timeout_ms: 60_000 })
+    for (let i = 0; i < 200; i++) await f.pb.requests.create({ url: `${healthy.url}/h${i}` })
     await healthy.waitFor(200, 20_000)
-    await until(() => f!.pb.requests.list({ status: 'success', limit: 200 }).data.length === 200, 20_000, 'all healthy requests settled')
+    await until(async () => (await f!.pb.requests.list({ status: 'success', limit: 200 })).data.length === 200, 20_000, 'all healthy requests settled')
     // The dead host holds at most its origin's 16 slots; the rest of its requests wait, pending.
     expect(dead.requests.length).toBeGreaterThan(0)
     expect(dead.requests.length).toBeLessThanOrEqual(16)
-    expect(f.pb.requests.list({ status: 'pending', limit: 200 }).data.length).toBeGreaterThanOrEqual(184)
+    expect((await f.pb.requests.list({ status: 'pending', limit: 200 })).data.length).toBeGreaterThanOrEqual(184)
   })
 
   it('a failing origin opens its own breaker and defers only its own requests', async () => {
@@ -358,16 +358,16 @@ describe('isolation per origin', () => {
     const healthy = await receiver({ status: 200 })
     f = await apiFixture({ pollIntervalMs: 20 })
     f.pb.start()
-    for (let i = 0; i < 20; i++) f.pb.requests.create({ url: `${failing.url}/f${i}`, retry_schedule: ['10ms', '10ms', '10ms', '10ms', '10ms', '10ms', '10ms'] })
-    await until(() => f!.pb.requests.list({ status: 'pending', limit: 200 }).data.some((r) => r.next_attempt_at !== null && Date.parse(r.next_attempt_at) > Date.now() + 20_000), 10_000, 'breaker pause')
-    for (let i = 0; i < 20; i++) f.pb.requests.create({ url: `${healthy.url}/h${i}` })
+    for (let i = 0; i < 20; i++) await f.pb.requests.create({ url: `${failing.url}/f${i}`, retry_schedule: ['10ms', '10ms', '10ms', '10ms', '10ms', '10ms', '10ms'] })
+    await until(async () => (await f!.pb.requests.list({ status: 'pending', limit: 200 })).data.some((r) => r.next_attempt_at !== null && Date.parse(r.next_attempt_at) > Date.now() + 20_000), 10_000, 'breaker pause')
+    for (let i = 0; i < 20; i++) await f.pb.requests.create({ url: `${healthy.url}/h${i}` })
     await healthy.waitFor(20)
-    await until(() => f!.pb.requests.list({ status: 'success', limit: 200 }).data.length === 20)
+    await until(async () => (await f!.pb.requests.list({ status: 'success', limit: 200 })).data.length === 20)
     await ticks()
     // Paused (30 s): each failing request went out once (those claimed before the breaker
     // opened), none a second time although its schedule says 10 ms; nothing was lost.
     expect(failing.requests.length).toBeLessThanOrEqual(20)
-    const waiting = f.pb.requests.list({ status: 'pending', limit: 200 }).data
+    const waiting = (await f.pb.requests.list({ status: 'pending', limit: 200 })).data
     expect(waiting).toHaveLength(20)
     for (const r of waiting) expect(r.attempt_count).toBeLessThanOrEqual(1)
     // The rows still queued when it opened wait for the pause's end.

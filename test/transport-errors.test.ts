@@ -171,7 +171,7 @@ describe('listen failures exit 2 naming the setting', () => {
     }
   })
 
-  it('maps each listen error code to the setting that fixes it', () => {
+  it('maps each listen error code to the setting that fixes it', async () => {
     const cases: [string, string | null][] = [
       ['EADDRINUSE', 'POSTBOX_PORT'],
       ['EACCES', 'POSTBOX_PORT'],
@@ -192,7 +192,7 @@ describe('listen failures exit 2 naming the setting', () => {
     }
   })
 
-  it('the configuration refuses what could never be bound', () => {
+  it('the configuration refuses what could never be bound', async () => {
     expect(() => loadConfig({ POSTBOX_HOST: '999.1.1.1' })).toThrow(/^POSTBOX_HOST:/)
   })
 })

@@ -15,12 +15,12 @@ afterEach(async () => {
 async function firstAttempt(reply: Reply, endpoint: Record<string, unknown> = {}) {
   rx = await startReceiver(reply)
   h = webhookHarness()
-  const ep = h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['1h'], ...endpoint })
-  h.webhooks.events.send({ type: 'a', data: {} })
+  const ep = await h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['1h'], ...endpoint })
+  await h.webhooks.events.send({ type: 'a', data: {} })
   const t0 = Date.now()
   h.dispatcher.start()
-  const d = await until(() => h.webhooks.deliveries.list().data.find((r) => r.attempt_count === 1 && r.status !== 'in_flight'))
-  return { ep, d: h.webhooks.deliveries.get(d.id), t0 }
+  const d = await until(async () => (await h.webhooks.deliveries.list()).data.find((r) => r.attempt_count === 1 && r.status !== 'in_flight'))
+  return { ep, d: await h.webhooks.deliveries.get(d.id), t0 }
 }
 
 describe('response classification (docs/delivery.md)', () => {
@@ -59,17 +59,17 @@ describe('response classification (docs/delivery.md)', () => {
   it('410 Gone is dead and disables the endpoint with reason gone, killing its pending deliveries', async () => {
     rx = await startReceiver({ status: 410 })
     h = webhookHarness()
-    const ep = h.webhooks.endpoints.create({ url: rx.url, max_concurrency: 1 })
-    h.webhooks.events.send({ type: 'a', data: {} })
-    h.webhooks.events.send({ type: 'a', data: {} })
+    const ep = await h.webhooks.endpoints.create({ url: rx.url, max_concurrency: 1 })
+    await h.webhooks.events.send({ type: 'a', data: {} })
+    await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
-    await until(() => h.webhooks.endpoints.get(ep.id).disabled)
-    expect(h.webhooks.endpoints.get(ep.id)).toMatchObject({ disabled: true, disabled_reason: 'gone' })
-    const [second, first] = h.webhooks.deliveries.list({ endpoint_id: ep.id }).data
+    await until(async () => (await h.webhooks.endpoints.get(ep.id)).disabled)
+    expect(await h.webhooks.endpoints.get(ep.id)).toMatchObject({ disabled: true, disabled_reason: 'gone' })
+    const [second, first] = (await h.webhooks.deliveries.list({ endpoint_id: ep.id })).data
     expect(first).toMatchObject({ status: 'dead', last_error: 'gone', last_status_code: 410 })
     expect(second).toMatchObject({ status: 'dead', last_error: 'endpoint_disabled', attempt_count: 0 })
     expect(rx.requests).toHaveLength(1)
-    expect(h.webhooks.events.send({ type: 'a', data: {} }).deliveries).toBe(0)
+    expect((await h.webhooks.events.send({ type: 'a', data: {} })).deliveries).toBe(0)
   })
 
   it('3xx is dead and the redirect is not followed', async () => {
@@ -97,11 +97,11 @@ describe('response classification (docs/delivery.md)', () => {
     const url = tmp.url
     await tmp.close()
     h = webhookHarness()
-    h.webhooks.endpoints.create({ url, retry_schedule: ['1h'] })
-    h.webhooks.events.send({ type: 'a', data: {} })
+    await h.webhooks.endpoints.create({ url, retry_schedule: ['1h'] })
+    await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
-    const d = await until(() => h.webhooks.deliveries.list().data.find((x) => x.attempt_count === 1 && x.status === 'pending'))
-    expect(h.webhooks.deliveries.get(d.id).attempts).toMatchObject([{ outcome: 'retry', status_code: null, error: 'connection_refused' }])
+    const d = await until(async () => (await h.webhooks.deliveries.list()).data.find((x) => x.attempt_count === 1 && x.status === 'pending'))
+    expect((await h.webhooks.deliveries.get(d.id)).attempts).toMatchObject([{ outcome: 'retry', status_code: null, error: 'connection_refused' }])
   })
 
   it('a receiver slower than timeout_ms is cut off and retried with error timeout', async () => {

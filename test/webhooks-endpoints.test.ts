@@ -7,9 +7,9 @@ afterEach(async () => {
   await h?.close()
 })
 
-const invalid = (fn: () => unknown, path: string): void => {
+const invalid = async (fn: () => Promise<unknown>, path: string): Promise<void> => {
   try {
-    fn()
+    await fn()
   } catch (err) {
     expect(err).toMatchObject({ code: 'validation_failed', status: 400 })
     expect((err as { details: { path: string }[] }).details.map((d) => d.path)).toContain(path)
@@ -19,10 +19,10 @@ const invalid = (fn: () => unknown, path: string): void => {
 }
 
 describe('endpoints', () => {
-  it('creates with defaults, never shows the secret in get/list, and lists newest first', () => {
+  it('creates with defaults, never shows the secret in get/list, and lists newest first', async () => {
     h = webhookHarness()
-    const a = h.webhooks.endpoints.create({ url: 'https://a.example.com/hook' })
-    const b = h.webhooks.endpoints.create({ url: 'https://b.example.com/hook', retry_schedule: ['500ms', 2000, '1m'], rate_limit: 5 })
+    const a = await h.webhooks.endpoints.create({ url: 'https://a.example.com/hook' })
+    const b = await h.webhooks.endpoints.create({ url: 'https://b.example.com/hook', retry_schedule: ['500ms', 2000, '1m'], rate_limit: 5 })
     expect(a).toMatchObject({
       url: 'https://a.example.com/hook', description: '', event_types: null, headers: {}, method: 'POST', timeout_ms: 15000,
       max_concurrency: 16, rate_limit: null, ordered: false, retry_schedule: null, signature: 'standard', metadata: {},
@@ -30,128 +30,128 @@ describe('endpoints', () => {
     })
     expect(Buffer.from(a.secret!.slice(6), 'base64')).toHaveLength(32)
     expect(b.retry_schedule).toEqual([500, 2000, 60000])
-    expect(h.webhooks.endpoints.get(a.id)).not.toHaveProperty('secret')
-    const page = h.webhooks.endpoints.list({ limit: 1 })
+    expect(await h.webhooks.endpoints.get(a.id)).not.toHaveProperty('secret')
+    const page = await h.webhooks.endpoints.list({ limit: 1 })
     expect(page.data.map((e) => e.id)).toEqual([b.id])
     expect(page.data[0]).not.toHaveProperty('secret')
-    expect(h.webhooks.endpoints.list({ limit: 1, cursor: page.next_cursor }).data.map((e) => e.id)).toEqual([a.id])
+    expect((await h.webhooks.endpoints.list({ limit: 1, cursor: page.next_cursor })).data.map((e) => e.id)).toEqual([a.id])
   })
 
-  it('validates fields with details', () => {
+  it('validates fields with details', async () => {
     h = webhookHarness()
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', timeout_ms: 500 }), 'timeout_ms')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', timeout_ms: 61_000 }), 'timeout_ms')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', event_types: ['bad type'] }), 'event_types.0')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', retry_schedule: ['soon'] }), 'retry_schedule.0')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', retry_schedule: ['25h'] }), 'retry_schedule.0')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', method: 'GET' as never }), 'method')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'bad name': 'v' } }), 'headers.bad name')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'X-A': 'a\r\nInjected: 1' } }), 'headers.X-A')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', timeout_ms: 500 }), 'timeout_ms')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', timeout_ms: 61_000 }), 'timeout_ms')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', event_types: ['bad type'] }), 'event_types.0')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', retry_schedule: ['soon'] }), 'retry_schedule.0')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', retry_schedule: ['25h'] }), 'retry_schedule.0')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', method: 'GET' as never }), 'method')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'bad name': 'v' } }), 'headers.bad name')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'X-A': 'a\r\nInjected: 1' } }), 'headers.X-A')
     // Anything undici would refuse at send time is refused here: control characters, non-Latin-1.
     for (const value of ['a\u0001b', 'caf\u00e9 \u20ac', 'x\u007f']) {
-      invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'X-A': value } }), 'headers.X-A')
+      await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'X-A': value } }), 'headers.X-A')
     }
-    expect(h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'X-A': 'tab\there caf\u00e9' } }).headers).toEqual({ 'X-A': 'tab\there caf\u00e9' })
+    expect((await h.webhooks.endpoints.create({ url: 'https://x.example', headers: { 'X-A': 'tab\there caf\u00e9' } })).headers).toEqual({ 'X-A': 'tab\there caf\u00e9' })
     for (const name of ['Webhook-Signature', 'webhook-id', 'Content-Type', 'USER-AGENT', 'Postbox-Attempt', 'X-Postbox-Signature', 'Host']) {
-      invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { [name]: 'v' } }), `headers.${name}`)
+      await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', headers: { [name]: 'v' } }), `headers.${name}`)
     }
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', secret: 'whsec_' + Buffer.alloc(16).toString('base64') }), 'secret')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', secret: 'whsec_' + Buffer.alloc(65).toString('base64') }), 'secret')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', secret: 'not base64!' }), 'secret')
-    invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', signature: 'hmac-sha256', secret: 'short' }), 'secret')
-    expect(() => h.webhooks.endpoints.get('ep_nope')).toThrow(expect.objectContaining({ code: 'not_found', status: 404 }))
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', secret: 'whsec_' + Buffer.alloc(16).toString('base64') }), 'secret')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', secret: 'whsec_' + Buffer.alloc(65).toString('base64') }), 'secret')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', secret: 'not base64!' }), 'secret')
+    await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', signature: 'hmac-sha256', secret: 'short' }), 'secret')
+    await expect(h.webhooks.endpoints.get('ep_nope')).rejects.toThrow(expect.objectContaining({ code: 'not_found', status: 404 }))
   })
 
-  it('accepts user secrets of 24–64 bytes with or without the prefix, usable by standardwebhooks', () => {
+  it('accepts user secrets of 24–64 bytes with or without the prefix, usable by standardwebhooks', async () => {
     h = webhookHarness()
     const raw = Buffer.alloc(64, 3).toString('base64')
-    const ep = h.webhooks.endpoints.create({ url: 'https://x.example', secret: raw })
+    const ep = await h.webhooks.endpoints.create({ url: 'https://x.example', secret: raw })
     expect(ep.secret).toBe('whsec_' + raw)
     expect(() => new Webhook(ep.secret!)).not.toThrow()
   })
 
-  it('updates, disables manually (killing pending deliveries), re-enables and soft-deletes (cancelling pending)', () => {
+  it('updates, disables manually (killing pending deliveries), re-enables and soft-deletes (cancelling pending)', async () => {
     h = webhookHarness()
-    const ep = h.webhooks.endpoints.create({ url: 'https://x.example/a', event_types: ['invoice.*'] })
-    const up = h.webhooks.endpoints.update(ep.id, { description: 'billing', rate_limit: null, headers: { 'X-Env': 'prod' } })
+    const ep = await h.webhooks.endpoints.create({ url: 'https://x.example/a', event_types: ['invoice.*'] })
+    const up = await h.webhooks.endpoints.update(ep.id, { description: 'billing', rate_limit: null, headers: { 'X-Env': 'prod' } })
     expect(up).toMatchObject({ description: 'billing', headers: { 'X-Env': 'prod' }, event_types: ['invoice.*'] })
-    h.webhooks.events.send({ type: 'invoice.paid', data: {} })
-    expect(h.webhooks.endpoints.update(ep.id, { disabled: true })).toMatchObject({ disabled: true, disabled_reason: 'manual' })
-    expect(h.webhooks.deliveries.list().data[0]).toMatchObject({ status: 'dead', last_error: 'endpoint_disabled' })
-    expect(h.webhooks.events.send({ type: 'invoice.paid', data: {} }).deliveries).toBe(0)
-    expect(h.webhooks.endpoints.update(ep.id, { disabled: false }).disabled).toBe(false)
-    h.webhooks.events.send({ type: 'invoice.paid', data: {} })
-    expect(h.webhooks.endpoints.remove(ep.id)).toEqual({ deleted: true, cancelled: 1 })
-    expect(() => h.webhooks.endpoints.get(ep.id)).toThrow(expect.objectContaining({ code: 'not_found' }))
-    expect(h.webhooks.endpoints.list().data).toHaveLength(0)
-    expect(h.webhooks.events.send({ type: 'invoice.paid', data: {} }).deliveries).toBe(0)
+    await h.webhooks.events.send({ type: 'invoice.paid', data: {} })
+    expect(await h.webhooks.endpoints.update(ep.id, { disabled: true })).toMatchObject({ disabled: true, disabled_reason: 'manual' })
+    expect((await h.webhooks.deliveries.list()).data[0]).toMatchObject({ status: 'dead', last_error: 'endpoint_disabled' })
+    expect((await h.webhooks.events.send({ type: 'invoice.paid', data: {} })).deliveries).toBe(0)
+    expect((await h.webhooks.endpoints.update(ep.id, { disabled: false })).disabled).toBe(false)
+    await h.webhooks.events.send({ type: 'invoice.paid', data: {} })
+    expect(await h.webhooks.endpoints.remove(ep.id)).toEqual({ deleted: true, cancelled: 1 })
+    await expect(h.webhooks.endpoints.get(ep.id)).rejects.toThrow(expect.objectContaining({ code: 'not_found' }))
+    expect((await h.webhooks.endpoints.list()).data).toHaveLength(0)
+    expect((await h.webhooks.events.send({ type: 'invoice.paid', data: {} })).deliveries).toBe(0)
   })
 
-  it('refuses to switch to standard signatures while the secret is not a whsec_ key', () => {
+  it('refuses to switch to standard signatures while the secret is not a whsec_ key', async () => {
     h = webhookHarness()
-    const ep = h.webhooks.endpoints.create({ url: 'https://x.example', signature: 'hmac-sha256', secret: 'a plain secret string' })
-    invalid(() => h.webhooks.endpoints.update(ep.id, { signature: 'standard' }), 'signature')
+    const ep = await h.webhooks.endpoints.create({ url: 'https://x.example', signature: 'hmac-sha256', secret: 'a plain secret string' })
+    await invalid(() => h.webhooks.endpoints.update(ep.id, { signature: 'standard' }), 'signature')
   })
 })
 
 describe('events and fan-out', () => {
-  it('fans out to enabled endpoints whose filter matches, in the same transaction', () => {
+  it('fans out to enabled endpoints whose filter matches, in the same transaction', async () => {
     h = webhookHarness()
-    const all = h.webhooks.endpoints.create({ url: 'https://all.example' })
-    const inv = h.webhooks.endpoints.create({ url: 'https://inv.example', event_types: ['invoice.*'] })
-    const exact = h.webhooks.endpoints.create({ url: 'https://exact.example', event_types: ['user.created', 'invoice.paid'] })
-    h.webhooks.endpoints.create({ url: 'https://off.example', disabled: true })
-    const star = h.webhooks.endpoints.create({ url: 'https://star.example', event_types: ['*'] })
-    const ev = h.webhooks.events.send({ type: 'invoice.paid', data: { a: 1 }, ordering_key: 'cus_1' })
+    const all = await h.webhooks.endpoints.create({ url: 'https://all.example' })
+    const inv = await h.webhooks.endpoints.create({ url: 'https://inv.example', event_types: ['invoice.*'] })
+    const exact = await h.webhooks.endpoints.create({ url: 'https://exact.example', event_types: ['user.created', 'invoice.paid'] })
+    await h.webhooks.endpoints.create({ url: 'https://off.example', disabled: true })
+    const star = await h.webhooks.endpoints.create({ url: 'https://star.example', event_types: ['*'] })
+    const ev = await h.webhooks.events.send({ type: 'invoice.paid', data: { a: 1 }, ordering_key: 'cus_1' })
     expect(ev).toMatchObject({ type: 'invoice.paid', deliveries: 4, deduplicated: false })
-    const got = h.webhooks.events.get(ev.id)
+    const got = await h.webhooks.events.get(ev.id)
     expect(got.deliveries.map((d) => d.endpoint_id).sort()).toEqual([all.id, inv.id, exact.id, star.id].sort())
     expect(got).toMatchObject({ data: { a: 1 }, ordering_key: 'cus_1' })
-    expect(h.webhooks.events.send({ type: 'invoices.x', data: {} }).deliveries).toBe(2)
-    expect(h.webhooks.events.send({ type: 'user.created', data: {} }).deliveries).toBe(3)
+    expect((await h.webhooks.events.send({ type: 'invoices.x', data: {} })).deliveries).toBe(2)
+    expect((await h.webhooks.events.send({ type: 'user.created', data: {} })).deliveries).toBe(3)
     // Operational events are opt-in: '*' and absent filters do not receive them.
-    expect(h.webhooks.publish('postbox.endpoint.disabled', {}).deliveries).toBe(0)
+    expect((await h.webhooks.publish('postbox.endpoint.disabled', {})).deliveries).toBe(0)
   })
 
-  it('dedups on the client id, returning the original with deduplicated: true', () => {
+  it('dedups on the client id, returning the original with deduplicated: true', async () => {
     h = webhookHarness()
-    h.webhooks.endpoints.create({ url: 'https://all.example' })
-    const first = h.webhooks.events.send({ type: 'a', data: { n: 1 }, id: 'client-1' })
-    const again = h.webhooks.events.send({ type: 'a', data: { n: 2 }, id: 'client-1' })
+    await h.webhooks.endpoints.create({ url: 'https://all.example' })
+    const first = await h.webhooks.events.send({ type: 'a', data: { n: 1 }, id: 'client-1' })
+    const again = await h.webhooks.events.send({ type: 'a', data: { n: 2 }, id: 'client-1' })
     expect(again).toEqual({ ...first, deduplicated: true })
-    expect(h.webhooks.events.get('client-1').id).toBe(first.id)
-    expect(h.webhooks.events.send({ type: 'b', data: {}, id: 'client-1' })).toEqual({ ...first, deduplicated: true })
+    expect((await h.webhooks.events.get('client-1')).id).toBe(first.id)
+    expect(await h.webhooks.events.send({ type: 'b', data: {}, id: 'client-1' })).toEqual({ ...first, deduplicated: true })
   })
 
-  it('sendMany stores a batch in one transaction, in order, dedup within the batch included', () => {
+  it('sendMany stores a batch in one transaction, in order, dedup within the batch included', async () => {
     h = webhookHarness()
-    h.webhooks.endpoints.create({ url: 'https://all.example' })
-    const res = h.webhooks.events.sendMany([
+    await h.webhooks.endpoints.create({ url: 'https://all.example' })
+    const res = await h.webhooks.events.sendMany([
       { type: 'a', data: {}, id: 'x' },
       { type: 'b', data: {} },
       { type: 'a', data: {}, id: 'x' },
     ])
     expect(res.map((r) => [r.type, r.deduplicated])).toEqual([['a', false], ['b', false], ['a', true]])
     expect(res[2]!.id).toBe(res[0]!.id)
-    invalid(() => h.webhooks.events.sendMany([{ type: 'ok', data: {} }, { type: 'bad type', data: {} }]), 'events.1.type')
-    expect(h.webhooks.deliveries.list().data).toHaveLength(2)
+    await invalid(() => h.webhooks.events.sendMany([{ type: 'ok', data: {} }, { type: 'bad type', data: {} }]), 'events.1.type')
+    expect((await h.webhooks.deliveries.list()).data).toHaveLength(2)
   })
 
-  it('validates events', () => {
+  it('validates events', async () => {
     h = webhookHarness()
-    invalid(() => h.webhooks.events.send({ type: '', data: {} }), 'type')
-    invalid(() => h.webhooks.events.send({ type: 'x'.repeat(201), data: {} }), 'type')
-    invalid(() => h.webhooks.events.send({ type: 'a', data: [] as never }), 'data')
-    invalid(() => h.webhooks.events.send({ type: 'a', data: 'str' as never }), 'data')
-    expect(() => h.webhooks.events.get('evt_nope')).toThrow(expect.objectContaining({ code: 'not_found' }))
+    await invalid(() => h.webhooks.events.send({ type: '', data: {} }), 'type')
+    await invalid(() => h.webhooks.events.send({ type: 'x'.repeat(201), data: {} }), 'type')
+    await invalid(() => h.webhooks.events.send({ type: 'a', data: [] as never }), 'data')
+    await invalid(() => h.webhooks.events.send({ type: 'a', data: 'str' as never }), 'data')
+    await expect(h.webhooks.events.get('evt_nope')).rejects.toThrow(expect.objectContaining({ code: 'not_found' }))
   })
 
-  it('test() sends postbox.ping to that endpoint only', () => {
+  it('test() sends postbox.ping to that endpoint only', async () => {
     h = webhookHarness()
-    const a = h.webhooks.endpoints.create({ url: 'https://a.example', event_types: ['x'] })
-    h.webhooks.endpoints.create({ url: 'https://b.example' })
-    const ev = h.webhooks.endpoints.test(a.id)
+    const a = await h.webhooks.endpoints.create({ url: 'https://a.example', event_types: ['x'] })
+    await h.webhooks.endpoints.create({ url: 'https://b.example' })
+    const ev = await h.webhooks.endpoints.test(a.id)
     expect(ev).toMatchObject({ type: 'postbox.ping', deliveries: 1 })
-    expect(h.webhooks.events.get(ev.id).deliveries[0]!.endpoint_id).toBe(a.id)
+    expect((await h.webhooks.events.get(ev.id)).deliveries[0]!.endpoint_id).toBe(a.id)
   })
 })

@@ -14,11 +14,11 @@ describe('retries, redeliver and recover', () => {
   it('retries until success and logs every attempt', async () => {
     rx = await startReceiver((_r, i) => ({ status: i < 2 ? 503 : 200, body: `try ${i + 1}` }))
     h = webhookHarness()
-    h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['10ms', 10, '10ms'] })
-    const ev = h.webhooks.events.send({ type: 'a', data: {} })
+    await h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['10ms', 10, '10ms'] })
+    const ev = await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
-    const d = await until(() => h.webhooks.events.get(ev.id).deliveries.find((x) => x.status === 'success'))
-    const full = h.webhooks.deliveries.get(d.id)
+    const d = await until(async () => (await h.webhooks.events.get(ev.id)).deliveries.find((x) => x.status === 'success'))
+    const full = await h.webhooks.deliveries.get(d.id)
     expect(full.attempt_count).toBe(3)
     expect(full.attempts.map((a) => [a.attempt, a.outcome, a.status_code, a.response_body])).toEqual([
       [1, 'retry', 503, 'try 1'],
@@ -31,45 +31,45 @@ describe('retries, redeliver and recover', () => {
   it('is dead after the schedule is exhausted, then redeliver sends it again with history kept', async () => {
     rx = await startReceiver({ status: 500 })
     h = webhookHarness()
-    h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['10ms', '10ms'] })
-    h.webhooks.events.send({ type: 'a', data: {} })
+    await h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['10ms', '10ms'] })
+    await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
-    const d = await until(() => h.webhooks.deliveries.list({ status: 'dead' }).data[0])
-    const dead = h.webhooks.deliveries.get(d.id)
+    const d = await until(async () => (await h.webhooks.deliveries.list({ status: 'dead' })).data[0])
+    const dead = await h.webhooks.deliveries.get(d.id)
     expect(dead.attempts.map((a) => a.outcome)).toEqual(['retry', 'retry', 'dead'])
     expect(rx.requests).toHaveLength(3)
 
-    expect(() => h.webhooks.deliveries.redeliver('dlv_unknown')).toThrow(expect.objectContaining({ code: 'not_found', status: 404 }))
+    await expect(h.webhooks.deliveries.redeliver('dlv_unknown')).rejects.toThrow(expect.objectContaining({ code: 'not_found', status: 404 }))
     rx.reply({ status: 200 })
-    expect(h.webhooks.deliveries.redeliver(d.id)).toEqual({ id: d.id, status: 'pending' })
-    await until(() => h.webhooks.deliveries.get(d.id).status === 'success')
-    const after = h.webhooks.deliveries.get(d.id)
+    expect(await h.webhooks.deliveries.redeliver(d.id)).toEqual({ id: d.id, status: 'pending' })
+    await until(async () => (await h.webhooks.deliveries.get(d.id)).status === 'success')
+    const after = await h.webhooks.deliveries.get(d.id)
     expect(after.attempts).toHaveLength(4)
     expect(after.attempt_count).toBe(1)
     expect(rx.requests[3]!.headers['postbox-attempt']).toBe('1')
   })
 
-  it('redeliver of a pending delivery is 409 not_eligible', () => {
+  it('redeliver of a pending delivery is 409 not_eligible', async () => {
     h = webhookHarness()
-    h.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/x' })
-    h.webhooks.events.send({ type: 'a', data: {} })
-    const [d] = h.webhooks.deliveries.list().data
-    expect(() => h.webhooks.deliveries.redeliver(d!.id)).toThrow(expect.objectContaining({ code: 'not_eligible', status: 409 }))
+    await h.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/x' })
+    await h.webhooks.events.send({ type: 'a', data: {} })
+    const [d] = (await h.webhooks.deliveries.list()).data
+    await expect(h.webhooks.deliveries.redeliver(d!.id)).rejects.toThrow(expect.objectContaining({ code: 'not_eligible', status: 409 }))
   })
 
   it('recover sends the dead deliveries of a window back to pending', async () => {
     rx = await startReceiver({ status: 400 })
     h = webhookHarness()
-    const ep = h.webhooks.endpoints.create({ url: rx.url })
-    for (let i = 0; i < 3; i++) h.webhooks.events.send({ type: 'a', data: { i } })
+    const ep = await h.webhooks.endpoints.create({ url: rx.url })
+    for (let i = 0; i < 3; i++) await h.webhooks.events.send({ type: 'a', data: { i } })
     h.dispatcher.start()
-    await until(() => h.webhooks.deliveries.list({ status: 'dead' }).data.length === 3)
+    await until(async () => (await h.webhooks.deliveries.list({ status: 'dead' })).data.length === 3)
     rx.reply({ status: 200 })
     const since = new Date(Date.now() - 60_000).toISOString()
-    expect(() => h.webhooks.endpoints.recover(ep.id, { since, until: since })).toThrow(expect.objectContaining({ code: 'validation_failed' }))
-    expect(h.webhooks.endpoints.recover(ep.id, { since, until: new Date(Date.now() - 30_000).toISOString() })).toEqual({ queued: 0 })
-    expect(h.webhooks.endpoints.recover(ep.id, { since })).toEqual({ queued: 3 })
-    await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 3)
+    await expect(h.webhooks.endpoints.recover(ep.id, { since, until: since })).rejects.toThrow(expect.objectContaining({ code: 'validation_failed' }))
+    expect(await h.webhooks.endpoints.recover(ep.id, { since, until: new Date(Date.now() - 30_000).toISOString() })).toEqual({ queued: 0 })
+    expect(await h.webhooks.endpoints.recover(ep.id, { since })).toEqual({ queued: 3 })
+    await until(async () => (await h.webhooks.deliveries.list({ status: 'success' })).data.length === 3)
     expect(rx.requests).toHaveLength(6)
   })
 
@@ -77,16 +77,16 @@ describe('retries, redeliver and recover', () => {
     const release: (() => void)[] = []
     rx = await startReceiver(() => new Promise((r) => release.push(() => r({ status: 500 }))))
     h = webhookHarness()
-    const gone = h.webhooks.endpoints.create({ url: rx.url + '/deleted', retry_schedule: ['10ms'] })
-    const off = h.webhooks.endpoints.create({ url: rx.url + '/disabled', retry_schedule: ['10ms'] })
-    h.webhooks.events.send({ type: 'a', data: {} })
+    const gone = await h.webhooks.endpoints.create({ url: rx.url + '/deleted', retry_schedule: ['10ms'] })
+    const off = await h.webhooks.endpoints.create({ url: rx.url + '/disabled', retry_schedule: ['10ms'] })
+    await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
     await rx.waitFor(2)
-    h.webhooks.endpoints.remove(gone.id)
-    h.webhooks.endpoints.update(off.id, { disabled: true })
+    await h.webhooks.endpoints.remove(gone.id)
+    await h.webhooks.endpoints.update(off.id, { disabled: true })
     for (const r of release) r()
-    const ended = await until(() => {
-      const all = h.webhooks.deliveries.list().data
+    const ended = await until(async () => {
+      const all = (await h.webhooks.deliveries.list()).data
       return all.every((d) => d.status !== 'pending' && d.status !== 'in_flight') && all
     })
     const byEndpoint = Object.fromEntries(ended.map((d) => [d.endpoint_id, [d.status, d.last_error]]))
@@ -94,10 +94,10 @@ describe('retries, redeliver and recover', () => {
     expect(rx.requests).toHaveLength(2)
     // Neither can be redelivered or recovered while its endpoint is gone.
     const offDelivery = ended.find((d) => d.endpoint_id === off.id)!
-    expect(() => h.webhooks.deliveries.redeliver(offDelivery.id)).toThrow(expect.objectContaining({ code: 'not_eligible', status: 409 }))
-    expect(() => h.webhooks.endpoints.recover(off.id, { since: new Date(0).toISOString() })).toThrow(expect.objectContaining({ status: 409 }))
-    h.webhooks.endpoints.update(off.id, { disabled: false })
-    expect(h.webhooks.endpoints.recover(off.id, { since: new Date(0).toISOString() })).toEqual({ queued: 1 })
+    await expect(h.webhooks.deliveries.redeliver(offDelivery.id)).rejects.toThrow(expect.objectContaining({ code: 'not_eligible', status: 409 }))
+    await expect(h.webhooks.endpoints.recover(off.id, { since: new Date(0).toISOString() })).rejects.toThrow(expect.objectContaining({ status: 409 }))
+    await h.webhooks.endpoints.update(off.id, { disabled: false })
+    expect(await h.webhooks.endpoints.recover(off.id, { since: new Date(0).toISOString() })).toEqual({ queued: 1 })
   })
 
   it('an ordered endpoint attempts one ordering key strictly in order, even across failures', async () => {
@@ -111,22 +111,22 @@ describe('retries, redeliver and recover', () => {
       return { status: 200 }
     })
     h = webhookHarness()
-    h.webhooks.endpoints.create({ url: rx.url, ordered: true, retry_schedule: ['10ms', '10ms', '10ms'] })
-    for (let n = 0; n < 4; n++) h.webhooks.events.send({ type: 'a', data: { n }, ordering_key: 'acct_1' })
+    await h.webhooks.endpoints.create({ url: rx.url, ordered: true, retry_schedule: ['10ms', '10ms', '10ms'] })
+    for (let n = 0; n < 4; n++) await h.webhooks.events.send({ type: 'a', data: { n }, ordering_key: 'acct_1' })
     // Rows behind the first wait for their turn: pending, with no time of their own yet.
-    const queued = h.webhooks.deliveries.list({ status: 'pending' }).data.reverse()
+    const queued = (await h.webhooks.deliveries.list({ status: 'pending' })).data.reverse()
     expect(queued.map((d) => d.next_attempt_at === null)).toEqual([false, true, true, true])
     h.dispatcher.start()
-    await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 4)
+    await until(async () => (await h.webhooks.deliveries.list({ status: 'success' })).data.length === 4)
     expect(rx.requests.map((r) => JSON.parse(r.body).data.n)).toEqual([0, 0, 1, 1, 2, 2, 3, 3])
   })
 
   it('an unordered endpoint does not hold newer deliveries behind a failing one', async () => {
     rx = await startReceiver((r) => ({ status: JSON.parse(r.body).data.n === 0 ? 500 : 200 }))
     h = webhookHarness()
-    h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['1h'] })
-    for (let n = 0; n < 3; n++) h.webhooks.events.send({ type: 'a', data: { n }, ordering_key: 'k' })
+    await h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['1h'] })
+    for (let n = 0; n < 3; n++) await h.webhooks.events.send({ type: 'a', data: { n }, ordering_key: 'k' })
     h.dispatcher.start()
-    await until(() => h.webhooks.deliveries.list({ status: 'success' }).data.length === 2)
+    await until(async () => (await h.webhooks.deliveries.list({ status: 'success' })).data.length === 2)
   })
 })
