@@ -2,6 +2,8 @@ import Database from 'better-sqlite3'
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LEASE_TTL_MS } from '../src/delivery/lease.js'
+import { LEASE_MARGIN_MS } from '../src/store/delivery-claim.js'
 import { tempDir } from './helpers.js'
 import { startCrashReceiver, type CrashReceiver } from './support/crash-receiver.js'
 import {
@@ -38,6 +40,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const DAY = 86_400_000
 /** A delivery answered 2xx and re-sent must have been answered at most this long before a kill. */
 const SETTLE_WINDOW_MS = 3_000
+/** The request timeout of the endpoints these tests deliver to. */
+const TIMEOUT_MS = 5_000
+/**
+ * How long after a kill everything may take to arrive (docs/operations.md): the restarted server
+ * stands by until the killed one's delivery lease expires, and the rows that were in flight are
+ * offered again only after their claim leases (request timeout + margin); then 15 s to deliver.
+ */
+const RECOVERY_MS = Math.max(LEASE_TTL_MS, LEASE_MARGIN_MS + TIMEOUT_MS) + 15_000
 
 const key = newAdminKey()
 const cleanups: (() => void | Promise<void>)[] = []
@@ -124,7 +134,7 @@ describe('crash recovery (SIGKILL)', () => {
     const env = serverEnv(dataDir, key, { POSTBOX_RETRY_SCHEDULE: '50ms,100ms,200ms,300ms,500ms,500ms,500ms,500ms,500ms' })
     let server: ServerProcess = await startServer(env)
     const call = apiClient(() => server.baseUrl, key)
-    const ep = await call('POST', '/v1/endpoints', { url: receiver.url, timeout_ms: 5000 })
+    const ep = await call('POST', '/v1/endpoints', { url: receiver.url, timeout_ms: TIMEOUT_MS })
     expect(ep.status, ep.text).toBe(201)
     endpointId = ep.json.id
 
@@ -165,7 +175,7 @@ describe('crash recovery (SIGKILL)', () => {
       const got = receiver.successesBySeq()
       return [...acked].filter((s) => !got.has(s))
     }
-    await waitFor('every acknowledged event to arrive', () => missing().length === 0, 15_000, () => `missing ${missing().length}: ${missing().slice(0, 10).join(',')}`)
+    await waitFor('every acknowledged event to arrive', () => missing().length === 0, RECOVERY_MS, () => `missing ${missing().length}: ${missing().slice(0, 10).join(',')}`)
     const dup = duplicates(receiver, kills)
     const failures = receiver.log.filter((r) => r.status === 503).length
     console.log(
@@ -181,7 +191,7 @@ describe('crash recovery (SIGKILL)', () => {
     expect(db.prepare(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)`).pluck().get()).toBe(0)
     expect(db.prepare(`SELECT count(*) FROM deliveries WHERE status = 'in_flight'`).pluck().get()).toBe(0)
     db.close()
-  }, 60_000)
+  }, 30_000 + RECOVERY_MS)
 
   it('loses nothing when killed while a burst of deliveries is being settled', async () => {
     const receiver = await startCrashReceiver()
@@ -189,7 +199,7 @@ describe('crash recovery (SIGKILL)', () => {
     const env = serverEnv(dataDir, key, { POSTBOX_RETRY_SCHEDULE: '50ms,100ms,200ms' })
     let server = await startServer(env)
     const call = apiClient(() => server.baseUrl, key)
-    const ep = await call('PATCH', `/v1/endpoints/${endpointId}`, { url: receiver.url })
+    const ep = await call('PATCH', `/v1/endpoints/${endpointId}`, { url: receiver.url, timeout_ms: TIMEOUT_MS })
     expect(ep.status, ep.text).toBe(200)
     const base = 1_000_000
     for (let b = 0; b < 2; b++) {
@@ -204,7 +214,16 @@ describe('crash recovery (SIGKILL)', () => {
     const seenAtKill = receiver.log.length
     server = await startServer(env)
     const got = (): number => [...receiver.successesBySeq().keys()].filter((s) => s >= base).length
-    await waitFor('all 2,000 burst events', () => got() === 2000, 15_000, () => `got ${got()}`)
+    // Received is not settled: a request answered just before the kill stays in flight until its
+    // claim lease ends, then is sent again and settled.
+    const watch = new Database(join(dataDir, 'postbox.db'), { readonly: true })
+    cleanups.push(() => void (watch.open && watch.close()))
+    const open = watch.prepare(`SELECT count(*) FROM deliveries d JOIN events e ON e.id = d.event_id
+      WHERE e.type = 'crash.burst' AND d.status IN ('pending', 'in_flight')`).pluck()
+    const states = watch.prepare(`SELECT d.status, d.attempts, d.last_error AS error, d.last_status_code AS code, count(*) AS n
+      FROM deliveries d JOIN events e ON e.id = d.event_id WHERE e.type = 'crash.burst' GROUP BY 1, 2, 3, 4`)
+    await waitFor('all 2,000 burst events, settled', () => got() === 2000 && open.get() === 0, RECOVERY_MS, () => `got ${got()}: ${JSON.stringify(states.all())}`)
+    watch.close()
     const dup = duplicates(receiver, kills)
     console.log(`[crash] burst: killed after ${seenAtKill} of 2000 deliveries, requests=${receiver.log.length} duplicates=${dup.count}`)
     expect(dup.unexplained).toEqual([])
@@ -220,7 +239,7 @@ describe('crash recovery (SIGKILL)', () => {
     // A kill may lose an attempt's log row, never invent one: logged attempts <= spent attempts.
     expect(burst.filter((r) => r.logged > r.attempts || r.logged === 0)).toEqual([])
     db.close()
-  }, 60_000)
+  }, 30_000 + RECOVERY_MS)
 
   it('inbox notifications survive kills exactly once, with exact unread counts', async () => {
     const tmp = tempDir('postbox-crash-inbox-')
@@ -257,7 +276,7 @@ describe('crash recovery (SIGKILL)', () => {
     const watch = new Database(path, { readonly: true })
     cleanups.push(() => void (watch.open && watch.close()))
     const open = watch.prepare(`SELECT count(*) FROM deliveries WHERE channel = 'inbox' AND status IN ('pending', 'in_flight')`).pluck()
-    await waitFor('every inbox delivery to finish', () => open.get() === 0, 15_000, () => `${String(open.get())} open`)
+    await waitFor('every inbox delivery to finish', () => open.get() === 0, RECOVERY_MS, () => `${String(open.get())} open`)
     watch.close()
     expect(await server.stop()).toBe(0)
     const db = checkDb(path)
@@ -274,7 +293,7 @@ describe('crash recovery (SIGKILL)', () => {
     expect(counters.filter((c) => c.counted !== c.actual)).toEqual([])
     expect(counters.length).toBe(users.length)
     db.close()
-  }, 60_000)
+  }, 30_000 + RECOVERY_MS)
 
   it('keeps the database consistent when killed during the retention sweep', async () => {
     if (dataDir === '') await seedDataDir()
