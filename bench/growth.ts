@@ -45,7 +45,7 @@ export async function run(): Promise<Figure[]> {
     const feed = async (upTo: number): Promise<void> => {
       while (sent < upTo && performance.now() - t0 < MAX_MS) {
         while (sent - pb.successes() >= WAITING) await new Promise((r) => setTimeout(r, 2))
-        enqueueBatch(pb, sent, upTo)
+        await enqueueBatch(pb, sent, upTo)
         sent = Math.min(upTo, sent + 500)
         await new Promise((r) => setImmediate(r))
       }

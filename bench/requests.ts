@@ -68,22 +68,24 @@ async function open(dir: string, name: string): Promise<{ pb: Postbox; successes
   return { pb, successes: () => successes }
 }
 
-async function waitFor(cond: () => boolean): Promise<void> {
-  while (!cond()) await sleep(1)
+async function waitFor(cond: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await cond())) await sleep(1)
 }
 
 /** Deliveries/s of `n` requests (kind `request`) or events to one endpoint (kind `webhook`), enqueued 500 per transaction. */
 async function throughput(dir: string, url: string, kind: 'request' | 'webhook', n: number): Promise<number> {
   const { pb, successes } = await open(dir, kind)
-  if (kind === 'webhook') pb.endpoints.create({ url, max_concurrency: CONCURRENCY })
+  if (kind === 'webhook') await pb.endpoints.create({ url, max_concurrency: CONCURRENCY })
   pb.start()
   const t0 = performance.now()
   for (let i = 0; i < n; i += 500) {
     const m = Math.min(500, n - i)
-    if (kind === 'webhook') pb.events.sendMany(Array.from({ length: m }, (_, j) => ({ type: 'bench.event', data: { order: i + j, pad: 'x'.repeat(64) } })))
-    else pb.store.tx(() => {
-      for (let j = 0; j < m; j++) pb.requests.create({ url, body: { order: i + j, pad: 'x'.repeat(64) } })
-    })
+    if (kind === 'webhook') await pb.events.sendMany(Array.from({ length: m }, (_, j) => ({ type: 'bench.event', data: { order: i + j, pad: 'x'.repeat(64) } })))
+    else {
+      await pb.store.tx(async (s) => {
+        for (let j = 0; j < m; j++) await pb.requests.create({ url, body: { order: i + j, pad: 'x'.repeat(64) } }, { tx: s })
+      })
+    }
     await new Promise((r) => setImmediate(r))
   }
   await waitFor(() => successes() >= n)
@@ -95,9 +97,9 @@ async function throughput(dir: string, url: string, kind: 'request' | 'webhook',
 /** Process CPU ms per second while the dispatcher idles with `delayed` events waiting (an hour ahead). */
 async function idleCpu(dir: string, name: string, delayed: number): Promise<{ cpuMsPerS: number; enqueueS: number }> {
   const { pb } = await open(dir, name)
-  pb.endpoints.create({ url: 'http://127.0.0.1:9/never' })
+  await pb.endpoints.create({ url: 'http://127.0.0.1:9/never' })
   const t0 = performance.now()
-  for (let i = 0; i < delayed; i += 1000) pb.events.sendMany(Array.from({ length: Math.min(1000, delayed - i) }, (_, j) => ({ type: 'bench.later', data: { i: i + j }, delay: '1h' })))
+  for (let i = 0; i < delayed; i += 1000) await pb.events.sendMany(Array.from({ length: Math.min(1000, delayed - i) }, (_, j) => ({ type: 'bench.later', data: { i: i + j }, delay: '1h' })))
   const enqueueS = (performance.now() - t0) / 1000
   pb.start()
   // Let the start-up work (lock, repairs, retention sweep, first claims) finish.
@@ -106,7 +108,7 @@ async function idleCpu(dir: string, name: string, delayed: number): Promise<{ cp
   const w0 = performance.now()
   await sleep(IDLE_SECONDS * 1000)
   const cpuMsPerS = (cpuMs() - c0) / ((performance.now() - w0) / 1000)
-  const pending = pb.store.deliveries.queueDepth().pending
+  const pending = (await pb.store.deliveries.queueDepth()).pending
   await pb.close()
   if (pending !== delayed) throw new Error(`idle: ${pending} pending of ${delayed}`)
   return { cpuMsPerS, enqueueS }

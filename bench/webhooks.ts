@@ -120,9 +120,9 @@ function rawLoop(url: string, n: number): Promise<number> {
  */
 async function senderOnly(dir: string, url: string, n: number): Promise<number> {
   const pb = postboxStack(dir, 'sender-only')
-  const ep = pb.webhooks.endpoints.create({ url, max_concurrency: CONCURRENCY })
-  const ev = pb.webhooks.events.send({ type: 'bench.event', data: { i: 0, pad: 'x'.repeat(64) } })
-  const claimed = pb.store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 30_000 })[0]!
+  const ep = await pb.webhooks.endpoints.create({ url, max_concurrency: CONCURRENCY })
+  const ev = await pb.webhooks.events.send({ type: 'bench.event', data: { i: 0, pad: 'x'.repeat(64) } })
+  const claimed = (await pb.store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 30_000 }))[0]!
   const signal = new AbortController().signal
   const rate = await closedLoop(n, async () => {
     const r = await pb.sender.send(claimed, signal)
@@ -133,8 +133,8 @@ async function senderOnly(dir: string, url: string, n: number): Promise<number> 
 }
 
 /** Sends events i … i + 499 (fewer at the end of n) in one `sendMany`, as the throughput runs enqueue. */
-export function enqueueBatch(pb: { webhooks: ReturnType<typeof createWebhookService> }, i: number, n: number): void {
-  pb.webhooks.events.sendMany(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
+export async function enqueueBatch(pb: { webhooks: ReturnType<typeof createWebhookService> }, i: number, n: number): Promise<void> {
+  await pb.webhooks.events.sendMany(Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
 }
 
 /**
@@ -144,18 +144,18 @@ export function enqueueBatch(pb: { webhooks: ReturnType<typeof createWebhookServ
  */
 async function queueOnly(dir: string, n: number): Promise<number> {
   const pb = postboxStack(dir, 'queue-only')
-  pb.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/unused', max_concurrency: CONCURRENCY })
-  for (let i = 0; i < n; i += 500) enqueueBatch(pb, i, n)
+  await pb.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/unused', max_concurrency: CONCURRENCY })
+  for (let i = 0; i < n; i += 500) await enqueueBatch(pb, i, n)
   const opts = { limit: CONCURRENCY, defaultTimeoutMs: 30_000, capacity: () => CONCURRENCY }
   let settled = 0
-  let claimed = pb.store.deliveries.claimDue({ ...opts, now: Date.now() })
+  let claimed = await pb.store.deliveries.claimDue({ ...opts, now: Date.now() })
   while (claimed.length > 0) {
     const now = Date.now()
     const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' } }))
     settled += results.length
-    claimed = pb.store.tx(() => {
-      pb.store.deliveries.settle(results, now)
-      return pb.store.deliveries.claimDue({ ...opts, now })
+    claimed = await pb.store.tx(async (s) => {
+      await s.deliveries.settle(results, now)
+      return s.deliveries.claimDue({ ...opts, now })
     })
   }
   if (settled !== n) throw new Error(`queue-only: settled ${settled} of ${n}`)
@@ -176,7 +176,7 @@ export function postboxStack(dir: string, name: string) {
   const stack = createDeliveryStack({ ...deps, webhooks, observer })
   const { sender, dispatcher } = stack
   // As in the server (Postbox.start): WAL checkpoints run on a background connection.
-  const checkpointer = startCheckpointer(store, log)
+  const checkpointer = startCheckpointer(store.sqlite!, log)
   return {
     store,
     successes: () => successes,
@@ -186,7 +186,7 @@ export function postboxStack(dir: string, name: string) {
     async close() {
       await stack.stop(1000)
       await checkpointer.stop()
-      store.close()
+      await store.close()
     },
   }
 }
@@ -194,16 +194,16 @@ export function postboxStack(dir: string, name: string) {
 /** Waits until `n` successes were reported and settled (the observer fires just before the settle). */
 export async function waitForSuccess(pb: { successes(): number; store: ReturnType<typeof openStore> }, n: number): Promise<void> {
   while (pb.successes() < n) await new Promise((r) => setTimeout(r, 1))
-  while ((pb.store.deliveries.countByStatus().success ?? 0) < n) await new Promise((r) => setImmediate(r))
+  while (((await pb.store.deliveries.countByStatus()).success ?? 0) < n) await new Promise((r) => setImmediate(r))
 }
 
 async function postboxThroughput(dir: string, url: string, n: number): Promise<number> {
   const pb = postboxStack(dir, 'throughput')
-  pb.webhooks.endpoints.create({ url, max_concurrency: CONCURRENCY })
+  await pb.webhooks.endpoints.create({ url, max_concurrency: CONCURRENCY })
   pb.dispatcher.start()
   const t0 = performance.now()
   for (let i = 0; i < n; i += 500) {
-    enqueueBatch(pb, i, n)
+    await enqueueBatch(pb, i, n)
     await new Promise((r) => setImmediate(r))
   }
   await waitForSuccess(pb, n)
@@ -214,7 +214,7 @@ async function postboxThroughput(dir: string, url: string, n: number): Promise<n
 
 async function postboxLatency(dir: string, url: string): Promise<number> {
   const pb = postboxStack(dir, 'latency')
-  pb.webhooks.endpoints.create({ url })
+  await pb.webhooks.endpoints.create({ url })
   pb.dispatcher.start()
   const total = LATENCY_RATE * LATENCY_SECONDS
   const interval = 1000 / LATENCY_RATE
@@ -223,7 +223,7 @@ async function postboxLatency(dir: string, url: string): Promise<number> {
     const due = start + i * interval
     const wait = due - performance.now()
     if (wait > 0) await new Promise((r) => setTimeout(r, wait))
-    pb.webhooks.events.send({ type: 'bench.latency', data: { i, t: now() } })
+    await pb.webhooks.events.send({ type: 'bench.latency', data: { i, t: now() } })
   }
   await waitForSuccess(pb, total)
   await pb.close()

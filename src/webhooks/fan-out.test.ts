@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testConfig } from '../config.js'
 import { ManualClock } from '../lib/clock.js'
 import { createFanOut } from './fan-out.js'

@@ -38,8 +38,9 @@ export interface RequestService {
    * Validates and enqueues a request (one transaction). `appId` is the application it belongs to
    * as the caller's scope decided it (the API's appForWrite); default the body's `app_id`, else
    * `default`. A repeat of `(app, dedup_key)` returns the original with `deduplicated: true`.
+   * With `tx` (an open transaction's store) it joins that transaction instead of opening one.
    */
-  create(input: unknown, opts?: { appId?: string }): Promise<RequestAcceptedOutput>
+  create(input: unknown, opts?: { appId?: string; tx?: Store }): Promise<RequestAcceptedOutput>
   list(f?: RequestListFilter): Promise<Page<RequestOutput>>
   /** The request with every attempt; 404 when unknown. */
   get(id: string): Promise<RequestOutput & { attempts: NonNullable<RequestOutput['attempts']> }>
@@ -153,7 +154,7 @@ export function createRequestService(deps: { store: Store; config: Config; clock
       const { at } = when as { at: number }
       if (body !== null && Buffer.byteLength(body) > config.maxBody) throw errors.payloadTooLarge(config.maxBody)
       const appId = opts.appId ?? v.app_id ?? 'default'
-      const { row, created } = await store.tx(async (s) => {
+      const write = async (s: Store): Promise<{ row: RequestRow; created: boolean }> => {
         const r = await s.requests.create(
           {
             appId,
@@ -175,7 +176,8 @@ export function createRequestService(deps: { store: Store; config: Config; clock
           now,
         )
         return { row: (await s.requests.get(r.deliveryId))!, created: r.created }
-      })
+      }
+      const { row, created } = opts.tx ? await write(opts.tx) : await store.tx(write)
       return { ...requestOut(row), deduplicated: !created }
     },
     async list(f = {}) {
