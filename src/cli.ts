@@ -8,6 +8,8 @@ import { checkArity, parseArgs, usage, UsageError, type ParsedArgs } from './cli
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { createLogger, silentLogger } from './log.js'
 import { BackupTargetError, backupDatabase } from './store/backup.js'
+import { PgBackupUnsupportedError } from './store/pg/backup.js'
+import { databaseUrlFromEnv } from './store/pg/pool.js'
 import { openDatabase, SchemaOutdatedError, schemaVersion, SCHEMA_VERSION } from './store/db.js'
 import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/stats.js'
@@ -37,6 +39,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     throw err
   }
   const [command, ...rest] = args.positionals
+  // A PostgreSQL database is backed up with pg_dump (SPEC §14), never copied as a file.
+  const pgUrl = command === 'backup' ? databaseUrlFromEnv(env) : undefined
+  if (pgUrl) {
+    process.stderr.write(`postbox: ${new PgBackupUnsupportedError(pgUrl).message}\n`)
+    return 2
+  }
   try {
     return await run(command!, rest, args.flags, config)
   } catch (err) {
