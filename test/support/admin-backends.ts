@@ -1,5 +1,5 @@
 /**
- * Both backends of the administrative families (keys, apps, event types, stats, clock repair),
+ * Both backends of the administrative families (keys, apps, event types, stats, clock repair, retention),
  * for contract tests that run the same cases against each: SQLite's synchronous families lifted
  * with liftSync over a real file, and the PostgreSQL families over a fresh database with the
  * schema migrated. `run` and `all` take SQL with `?` placeholders for fixtures written in the
@@ -21,6 +21,8 @@ import { createPgAppsStore } from '../../src/store/pg/apps.js'
 import { createPgEventTypesStore } from '../../src/store/pg/event-types.js'
 import { createPgStatsStore } from '../../src/store/pg/stats.js'
 import { createPgClockRepairStore } from '../../src/store/pg/clock-repair.js'
+import { sweepRetentionAsync, type RetentionOptions, type RetentionResult } from '../../src/store/retention.js'
+import { sweepPgRetention } from '../../src/store/pg/retention.js'
 import { tempDir } from '../helpers.js'
 import { PG_URL, freshPgDatabase } from './pg.js'
 
@@ -32,6 +34,8 @@ export interface AdminBackend {
   readonly eventTypes: Async<EventTypesStore>
   readonly stats: Async<StatsStore>
   readonly clockRepair: Async<ClockRepairStore>
+  /** One retention sweep (sweepRetentionAsync, or sweepPgRetention). */
+  sweep(opts: RetentionOptions): Promise<RetentionResult>
   /** Runs a fixture statement (`?` placeholders). */
   run(sql: string, ...args: unknown[]): Promise<void>
   /** Reads rows (`?` placeholders). */
@@ -63,6 +67,7 @@ export async function openAdminBackend(name: 'sqlite' | 'postgres'): Promise<Adm
       eventTypes: liftSync(createEventTypesStore(db)),
       stats: liftSync(createStatsStore(db)),
       clockRepair: liftSync(createClockRepairStore(db)),
+      sweep: (opts) => sweepRetentionAsync({ db }, opts),
       run: async (sql, ...args) => void db.prepare(sql).run(...args),
       all: async <T>(sql: string, ...args: unknown[]) => db.prepare(sql).all(...args) as T[],
       other() {
@@ -89,6 +94,7 @@ export async function openAdminBackend(name: 'sqlite' | 'postgres'): Promise<Adm
     eventTypes: createPgEventTypesStore(pool),
     stats: createPgStatsStore(pool),
     clockRepair: createPgClockRepairStore(pool, (fn) => withPgTransaction(pool, fn)),
+    sweep: (opts) => sweepPgRetention({ transact: (fn) => withPgTransaction(pool, fn) }, opts),
     run: async (sql, ...args) => void (await pool.query(dollarParams(sql), args)),
     all: async <T>(sql: string, ...args: unknown[]) => (await pool.query(dollarParams(sql), args)).rows as T[],
     other() {
