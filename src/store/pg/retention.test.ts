@@ -92,11 +92,12 @@ describe.each(ADMIN_BACKENDS)('retention sweep contract (%s)', (name) => {
   })
 
   it('deletes inbox messages older than inboxMs', async () => {
-    const msg = (id: string, createdAt: number) =>
-      b.run(`INSERT INTO inbox_messages (id, user_id, topic, title, created_at) VALUES (?, 'u1', 't', 'hi', ?)`, id, createdAt)
-    await msg('msg_old1', NOW - 91 * DAY)
-    await msg('msg_old2', NOW - 90 * DAY - 1)
-    await msg('msg_new', NOW - 90 * DAY)
+    // seq and unread_after as a message carries them (its two stream events).
+    const msg = (id: string, createdAt: number, seq: number) =>
+      b.run(`INSERT INTO inbox_messages (id, user_id, topic, title, created_at, seq, unread_after) VALUES (?, 'u1', 't', 'hi', ?, ?, ?)`, id, createdAt, seq, seq)
+    await msg('msg_old1', NOW - 91 * DAY, 1)
+    await msg('msg_old2', NOW - 90 * DAY - 1, 3)
+    await msg('msg_new', NOW - 90 * DAY, 5)
     const r = await b.sweep({ ...periods, batchSize: 1 })
     expect(r).toMatchObject({ inboxMessages: 2, batches: { inboxMessages: 3 } })
     expect(await ids('inbox_messages')).toEqual(['msg_new'])
