@@ -306,7 +306,7 @@ async function check(config: Config): Promise<number> {
   }
 }
 
-/** `backup`, `migrate` and `check` on PostgreSQL (SPEC §14): backup refuses with a pointer to pg_dump. */
+/** `backup`, `migrate` and `check` on PostgreSQL (docs/operations.md, "Upgrades, backup and restore"): backup refuses with a pointer to pg_dump. */
 async function runOnPg(command: 'backup' | 'migrate' | 'check', url: string, config: Config): Promise<number> {
   try {
     if (command === 'backup') {

@@ -2,7 +2,7 @@ import { redactPgUrl } from './pool.js'
 
 /**
  * `postbox backup` copies a SQLite file with SQLite's online backup API; a PostgreSQL database is
- * backed up with PostgreSQL's own tools (SPEC §14), which take a consistent snapshot of a live
+ * backed up with PostgreSQL's own tools (docs/operations.md, "Upgrades, backup and restore"), which take a consistent snapshot of a live
  * database and restore it: this error says so instead of pretending.
  */
 export class PgBackupUnsupportedError extends Error {

@@ -1,5 +1,5 @@
 /**
- * LISTEN/NOTIFY between nodes (SPEC §14): new due work on one node wakes the others, and inbox
+ * LISTEN/NOTIFY between nodes (docs/architecture.md): new due work on one node wakes the others, and inbox
  * stream events reach the streams open on other nodes. One dedicated connection per node listens
  * (a pool connection would go back to the pool and stop hearing); notifications are sent with
  * `pgNotify` on the writer's own connection, so PostgreSQL delivers them only when (and if) its

@@ -1,7 +1,7 @@
 import pg from 'pg'
 import type { PgQueryable } from './queryable.js'
 
-/** The environment variable that selects PostgreSQL (SPEC §14): a `postgres://…` URL. */
+/** The environment variable that selects PostgreSQL (docs/operations.md): a `postgres://…` URL. */
 export const DATABASE_URL_ENV = 'POSTBOX_DATABASE_URL'
 
 /** Connections per node when the caller sets none: the dispatcher's claim and settle, the API, listeners. */

@@ -7,7 +7,7 @@ import { openDatabase } from '../db.js'
 import { migratePg } from './migrations.js'
 import { createPgPool } from './pool.js'
 
-/** SQLite-only tables: the serving lease of one file (SPEC §14: PostgreSQL needs no leader). */
+/** SQLite-only tables: the serving lease of one file (PostgreSQL needs no leader: every node claims). */
 const SQLITE_ONLY = new Set(['locks'])
 /** The PostgreSQL type each SQLite column type may become (schema-admin.ts). */
 const TYPES: Record<string, string[]> = { INTEGER: ['bigint', 'integer'], TEXT: ['text'], REAL: ['double precision'] }
