@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_BACKENDS, addDelivery, addEndpoint, openAdminBackend, type AdminBackend } from '../../../test/support/admin-backends.js'
+import { freshPgDatabase } from '../../../test/support/pg.js'
+import { createPgAdminFamilies, newPgAdminState } from './admin-families.js'
+import { migratePg } from './migrations.js'
+import { createPgPool, withPgTransaction } from './pool.js'
 
 const NOW = Date.UTC(2026, 0, 1)
 
@@ -103,5 +107,36 @@ describe.each(ADMIN_BACKENDS)('apps store contract (%s)', (name) => {
     expect(await b.apps.exists('app_x')).toBe(true)
     expect(await other.apps.softDelete('app_x', NOW + 1)).toBe(true)
     expect(await other.apps.exists('app_x')).toBe(false)
+  })
+})
+
+describe.runIf(ADMIN_BACKENDS.includes('postgres'))('admin families over a transaction (postgres)', () => {
+  it('share the store’s state, see their own writes, and leave nothing behind on rollback', async () => {
+    const db = await freshPgDatabase()
+    const pool = createPgPool(db.url, { max: 3 })
+    try {
+      await migratePg(pool)
+      const state = newPgAdminState()
+      const outer = createPgAdminFamilies(pool, state, (fn) => withPgTransaction(pool, fn))
+      const before = await outer.eventTypes.version()
+      await withPgTransaction(pool, async (t) => {
+        const s = createPgAdminFamilies(t, state, (fn) => fn(t))
+        await s.apps.insert({ id: 'app_tx', name: 'Tx', metadata: {} }, NOW)
+        expect(await s.apps.exists('app_tx')).toBe(true)
+        await s.eventTypes.put({ name: 'tx.type', description: '', schema: null, example: null, deprecated: false, archived: false }, NOW)
+      })
+      // The version moved on the store, not only on the transaction's family.
+      expect(await outer.eventTypes.version()).toBeGreaterThan(before)
+      expect(await outer.apps.get('app_tx')).toMatchObject({ id: 'app_tx' })
+      await withPgTransaction(pool, async (t) => {
+        const s = createPgAdminFamilies(t, state, (fn) => fn(t))
+        await s.apps.insert({ id: 'app_rolled', name: 'R', metadata: {} }, NOW)
+        throw new Error('abort')
+      }).catch(() => {})
+      expect(await outer.apps.get('app_rolled')).toBeNull()
+    } finally {
+      await pool.end()
+      await db.drop()
+    }
   })
 })
