@@ -3,7 +3,6 @@
  * transaction's connection, with one shared state so caches (known applications, the catalog's
  * version) are the store's, not one transaction's.
  */
-import type { AppsStore } from '../apps.js'
 import type { ClockRepairStore } from '../clock-repair.js'
 import type { Async } from '../contract.js'
 import type { EventTypesStore } from '../event-types.js'
@@ -28,7 +27,7 @@ export const newPgAdminState = (): PgAdminState => ({ apps: newPgAppsState(), ev
 /** keys, apps, eventTypes, stats and clockRepair on PostgreSQL. */
 export interface PgAdminFamilies {
   keys: Async<KeysStore>
-  apps: Async<AppsStore>
+  apps: ReturnType<typeof createPgAppsStore>
   eventTypes: Async<EventTypesStore>
   stats: Async<StatsStore>
   clockRepair: Async<ClockRepairStore>
