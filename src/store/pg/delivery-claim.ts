@@ -65,7 +65,7 @@ const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > $1) OR (d.ord
 
 const EXPIRE_SET = `SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
           last_error = CASE WHEN attempts >= max_attempts THEN 'lease_expired' ELSE last_error END,
-          completed_at = CASE WHEN attempts >= max_attempts THEN $1 ELSE NULL END,
+          completed_at = CASE WHEN attempts >= max_attempts THEN $1::bigint ELSE NULL END,
           claim_token = NULL, lease_until = NULL, next_attempt_at = $1, updated_at = $1`
 
 /**
