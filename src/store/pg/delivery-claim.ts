@@ -5,8 +5,10 @@
  *
  * Many nodes claim from one database (SPEC §14), so what one node's memory knows is not enough.
  * The choice, per claim, in one transaction:
- * 1. Candidates are read without locks, due order (next_attempt_at, id), with SQLite's rules
- *    in SQL (a paused endpoint's rows and rows behind the ordering barrier are passed over).
+ * 1. Candidates are read in due order (next_attempt_at, id) with SQLite's rules in SQL (a
+ *    paused endpoint's rows and rows behind the ordering barrier are passed over), `FOR UPDATE
+ *    SKIP LOCKED` and a window only a little larger than the rows still wanted: two nodes
+ *    claiming at once read different rows instead of racing for the same head of the queue.
  *    The caller's `capacity` and `excludeEndpoints` (this node's view: its own in-flight rows,
  *    its breaker probe, channel and origin limits) pick among them as SQLite's first path does; a
  *    key found full is excluded in SQL from the next window, so one saturated endpoint's backlog
@@ -43,7 +45,9 @@ export const ENDPOINT_LOCK_SPACE = 0x5062_0001
 /** At most this many candidate rows one statement reads. */
 const WINDOW_MAX = 4096
 /** At most this many windows one claim reads (each excluding the keys the previous ones filled). */
-const MAX_WINDOWS = 8
+const MAX_WINDOWS = 16
+/** Rows a window reads beyond the rows still wanted (some may belong to keys that fill up). */
+const WINDOW_SLACK = 16
 
 /** SQL: the key whose slots and turns a row of `deliveries ${t}` takes (SQLite's DUE_KEY). */
 export const PG_DUE_KEY = (t = ''): string => `coalesce(${t}endpoint_id, ${t}target_key, '#' || ${t}channel)`
@@ -98,7 +102,8 @@ export const PG_CLAIM_SQL = {
       AND (${PG_DUE_KEY('d.')} <> ALL($4::text[]) OR d.attempts >= d.max_attempts OR e.disabled = 1 OR e.deleted_at IS NOT NULL)
       AND (e.id IS NULL OR e.disabled = 1 OR e.deleted_at IS NOT NULL OR NOT ${BLOCKED})
     ORDER BY d.next_attempt_at, d.id
-    LIMIT $5`,
+    LIMIT $5
+    FOR UPDATE OF d SKIP LOCKED`,
   markExhausted: `UPDATE deliveries SET status = 'dead', last_error = COALESCE(last_error, 'attempts_exhausted'),
       claim_token = NULL, completed_at = $2, updated_at = $2
     WHERE id = ANY($1::text[]) AND status = 'pending'`,
@@ -199,10 +204,10 @@ export function createPgClaimer(
       if (free <= 0) exclude.add(key)
       return free
     }
-    const size = Math.min(WINDOW_MAX, Math.max(limit * 4, 256))
     let afterAt = Number.MIN_SAFE_INTEGER
     let afterId = ''
     for (let w = 0; w < MAX_WINDOWS; w++) {
+      const size = Math.min(WINDOW_MAX, limit - chosen.length + WINDOW_SLACK)
       const { rows } = await c.query<Candidate>(S.window, [now, afterAt, afterId, [...exclude], size])
       for (const r of rows) {
         afterAt = r.nextAttemptAt
