@@ -78,7 +78,14 @@ const SQL = {
     WHERE endpoint_id = $1 AND status = 'dead' AND created_at >= $2 AND created_at < $3`,
   waitRecovered: `UPDATE deliveries SET next_attempt_at = ${WAITING_IN_ORDER}
     WHERE endpoint_id = $1 AND status = 'pending' AND attempts = 0 AND next_attempt_at = $2 AND ${PG_WAITS_IN_ORDER}`,
-  finishPendingForEndpoint: `UPDATE deliveries SET status = $2, last_error = $3, claim_token = NULL, completed_at = $4, updated_at = $4
+  // SQLite's trigger runs after each row, so there a row waiting behind an older pending row of
+  // its key (ended by the same statement) is made due first: it ends with a real time. PostgreSQL
+  // runs the trigger after the statement, so the statement does it (unless an older row of the
+  // key is in flight, which keeps the turn as on SQLite).
+  finishPendingForEndpoint: `UPDATE deliveries SET status = $2, last_error = $3, claim_token = NULL, completed_at = $4, updated_at = $4,
+      next_attempt_at = CASE WHEN next_attempt_at = ${WAITING_IN_ORDER} AND ordering_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM deliveries o
+          WHERE o.endpoint_id = deliveries.endpoint_id AND o.ordering_key = deliveries.ordering_key AND o.status = 'in_flight' AND o.id < deliveries.id)
+        THEN $4::bigint ELSE next_attempt_at END
     WHERE status = 'pending' AND ${PG_DUE_KEY()} = $1`,
   deferPendingForEndpoint: `UPDATE deliveries SET next_attempt_at = $2, updated_at = $3
     WHERE status = 'pending' AND ${PG_DUE_KEY()} = $1 AND next_attempt_at < $2`,
