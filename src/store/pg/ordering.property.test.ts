@@ -37,7 +37,7 @@ const OWNERS = ['w1.', 'w2.'] as const
 type Finish = 'success' | 'retry' | 'dead' | 'release' | 'snooze'
 type Op =
   | { t: 'enqueue'; target: number; key: number; maxAttempts: number; count: number; later: number }
-  | { t: 'claim'; advance: number; caps: number[]; exclude: number; owner: number }
+  | { t: 'claim'; limit: number; advance: number; caps: number[]; exclude: number; owner: number }
   | { t: 'settle'; picks: { pick: number; outcome: Finish; delay: number; log: boolean }[] }
   | { t: 'stale'; pick: number }
   | { t: 'redeliver'; pick: number }
@@ -65,6 +65,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     weight: 6,
     arbitrary: fc.record({
       t: fc.constant('claim' as const),
+      limit: fc.integer({ min: 1, max: 4 }),
       advance: fc.constantFrom(0, 1, 5, 50, 200, 20_000),
       caps: fc.array(fc.constantFrom(0, 1, 2, 100), { minLength: CLAIM_KEYS.length, maxLength: CLAIM_KEYS.length }),
       exclude: fc.constantFrom(-1, -1, -1, 0, 3, 4),
@@ -261,6 +262,96 @@ describe.runIf(BACKENDS.includes('postgres'))('the queue answers alike on SQLite
                 AND o.status IN ('pending', 'in_flight') AND o.id < d.id)`,
           )
           expect(waitingHeads).toEqual([])
+        }
+      }),
+      { numRuns: 40 },
+    )
+  }, 240_000)
+  it('saturating claims on PostgreSQL keep every key within its room, and leave no key with room behind', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 5, maxLength: 30 }), async (ops) => {
+        const f = await postgres.fresh()
+        const s: Side = { f, ids: [], held: [], stale: [] }
+        let now = NOW
+        for (const e of ENDPOINTS) {
+          await f.exec(
+            `INSERT INTO endpoints (id, url, secret, ordered, timeout_ms, max_concurrency, created_at, updated_at) VALUES (?, 'https://example.com/hook', 'whsec_test', ?, 1000, 1000, 0, 0)`,
+            [e.id, e.ordered ? 1 : 0],
+          )
+        }
+        let seq = 0
+        const keyOf = (r: { endpointId: string | null; channel: string }): string => r.endpointId ?? channelKey(r.channel)
+        for (const op of ops) {
+          if (op.t === 'enqueue') {
+            const n = seq++
+            for (let i = 0; i < op.count; i++) {
+              const extra = op.target < 3 ? { endpointId: ENDPOINTS[op.target]!.id } : { channel: CHANNELS[op.target - 3]! }
+              s.ids.push((await f.deliveries.enqueue(row(`r${n}.${i}`, now, { ...extra, orderingKey: KEYS[op.key]!, maxAttempts: op.maxAttempts, nextAttemptAt: now + op.later }), now)).id)
+            }
+          } else if (op.t === 'claim') {
+            now += op.advance
+            const live = async (): Promise<{ id: string; key: string }[]> =>
+              f.all(`SELECT id, coalesce(endpoint_id, '#' || channel) AS key FROM deliveries WHERE status = 'in_flight' AND lease_until > ?`, [now])
+            const before = await live()
+            const caps = new Map(CLAIM_KEYS.map((k, i) => [k, op.caps[i]!]))
+            const used = new Map<string, number>()
+            for (const h of before) used.set(h.key, (used.get(h.key) ?? 0) + 1)
+            const room = (k: string): number => (caps.get(k) ?? 100) - (used.get(k) ?? 0)
+            const excluded = op.exclude >= 0 ? CLAIM_KEYS[op.exclude]! : null
+            const rows = await f.deliveries.claimDue({ limit: op.limit, now, defaultTimeoutMs: 2000, owner: OWNERS[op.owner], capacity: room, excludeEndpoints: excluded ? [excluded] : [] })
+            expect(rows.length).toBeLessThanOrEqual(op.limit)
+            const taken = new Map<string, number>()
+            for (const r of rows) {
+              const k = keyOf(r)
+              taken.set(k, (taken.get(k) ?? 0) + 1)
+              expect(k).not.toBe(excluded)
+              expect(before.some((b) => b.id === r.id)).toBe(false)
+            }
+            for (const [k, n] of taken) expect(n).toBeLessThanOrEqual(room(k))
+            const paused = await f.all<{ id: string }>(`SELECT id FROM endpoints WHERE paused_until > ?`, [now])
+            for (const r of rows) expect(paused.some((p) => p.id === r.endpointId)).toBe(false)
+            if (rows.length < op.limit) {
+              // Short of the limit: every due row left is of a full or excluded key, or held back.
+              const left = await f.all<{ id: string; key: string }>(
+                `SELECT d.id, coalesce(d.endpoint_id, '#' || d.channel) AS key FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
+                  WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (e.id IS NULL OR ((e.paused_until IS NULL OR e.paused_until <= ?)
+                    AND NOT (d.ordering_key IS NOT NULL AND e.ordered = 1 AND EXISTS (SELECT 1 FROM deliveries o WHERE o.endpoint_id = d.endpoint_id
+                      AND o.ordering_key = d.ordering_key AND o.status IN ('pending', 'in_flight') AND o.id <> d.id
+                      AND (o.status = 'in_flight' OR o.id < d.id)))))`,
+                [now, now],
+              )
+              for (const l of left) expect(l.key === excluded || room(l.key) - (taken.get(l.key) ?? 0) <= 0).toBe(true)
+            }
+            s.held = [...s.held.filter((h) => !rows.some((r) => r.id === h.id)), ...rows]
+          } else if (op.t === 'settle' && s.held.length > 0) {
+            const chosen = new Map<string, (typeof op.picks)[number]>()
+            for (const p of op.picks) chosen.set(s.held[p.pick % s.held.length]!.id, p)
+            await f.deliveries.settle(
+              [...chosen].map(([id, p]) => ({
+                id,
+                claimToken: s.held.find((x) => x.id === id)!.claimToken,
+                outcome: p.outcome === 'retry' || p.outcome === 'snooze' ? { kind: p.outcome, at: now + p.delay } : { kind: p.outcome },
+              })),
+              now,
+            )
+            s.held = s.held.filter((h) => !chosen.has(h.id))
+          } else if (op.t === 'redeliver' && s.ids.length > 0) {
+            await f.deliveries.redeliver(s.ids[op.pick % s.ids.length]!, now)
+          } else if (op.t === 'toggle') {
+            await f.exec('UPDATE endpoints SET ordered = 1 - ordered, updated_at = ? WHERE id = ?', [now, ENDPOINTS[op.ep]!.id])
+          } else if (op.t === 'pause') {
+            await f.exec('UPDATE endpoints SET paused_until = ? WHERE id = ?', [now + op.ms, ENDPOINTS[op.ep]!.id])
+          } else if (op.t === 'kill') {
+            await f.deliveries.killPendingForEndpoint(ENDPOINTS[op.ep]!.id, 'endpoint_disabled', now)
+          }
+          if (!ops.some((o) => o.t === 'toggle')) {
+            expect(
+              await f.all(
+                `SELECT d.endpoint_id FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+                  WHERE d.status = 'in_flight' AND d.ordering_key IS NOT NULL AND e.ordered = 1 GROUP BY d.endpoint_id, d.ordering_key HAVING count(*) > 1`,
+              ),
+            ).toEqual([])
+          }
         }
       }),
       { numRuns: 40 },
