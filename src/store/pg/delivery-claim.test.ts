@@ -270,6 +270,15 @@ describe.runIf(BACKENDS.includes('postgres'))('claims of two nodes on one Postgr
     expect(again.map((r) => r.attempts)).toEqual([2, 2, 2])
   })
 
+  it('enqueue the same delivery at once: one row, both answer with its id', async () => {
+    for (let i = 0; i < 5; i++) {
+      const out = await Promise.all(nodes.map((n) => n.enqueue(row(`same${i}`, NOW), NOW)))
+      expect(out[0]!.id).toBe(out[1]!.id)
+      expect(out.filter((o) => o.created)).toHaveLength(1)
+    }
+    expect(await f.deliveries.queueDepth()).toEqual({ pending: 5, in_flight: 0 })
+  })
+
   it('lock endpoints by a stable 32-bit key', () => {
     expect(endpointLockKey('ep_a')).toBe(endpointLockKey('ep_a'))
     expect(endpointLockKey('ep_a')).not.toBe(endpointLockKey('ep_b'))

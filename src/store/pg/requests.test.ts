@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { originKey } from '../delivery-claim.js'
 import { deliveryIdOf, requestIdOf, type NewRequest } from '../requests.js'
-import { BACKENDS, coreBackend, type CoreFamilies } from './core-harness.js'
+import { BACKENDS, coreBackend, pgFamilies, testPool, type CoreFamilies } from './core-harness.js'
 
 const NOW = Date.UTC(2026, 0, 1)
 const DAY = 86_400_000
@@ -114,5 +114,20 @@ describe.each(BACKENDS)('requests contract (%s)', (kind) => {
     expect((await f.requests.list({ limit: 10, status: 'cancelled' })).data.map((r) => r.delivery.id)).toEqual([made[4]])
     // A delivery cursor is not a request cursor.
     expect((await f.requests.list({ limit: 1, cursor: Buffer.from(made[0]!).toString('base64url') })).data.map((r) => r.delivery.id)).toEqual([made[6]])
+  })
+
+  it.runIf(kind === 'postgres')('two nodes creating the same (app, dedup key) at once store one request, and both answer with it', async () => {
+    const pools = [testPool(backend.url(), 2), testPool(backend.url(), 2)]
+    try {
+      for (let round = 0; round < 5; round++) {
+        const out = await Promise.all(pools.map((p) => pgFamilies(p, { count: 0 }).requests.create(req({ dedupKey: `same-${round}` }), NOW)))
+        expect(out[0]!.deliveryId).toBe(out[1]!.deliveryId)
+        expect(out.filter((o) => o.created)).toHaveLength(1)
+      }
+      expect(await f.requests.countByStatus()).toMatchObject({ pending: 5 })
+      expect(await f.all('SELECT count(*) AS n FROM deliveries')).toEqual([{ n: 5 }])
+    } finally {
+      for (const p of pools) await p.end()
+    }
   })
 })

@@ -85,26 +85,23 @@ export function createPgRequestsStore(q: PgQueryable, deliveries: Async<Deliveri
     // Inside the caller's transaction (Store.tx), as on SQLite: on the pool itself the delivery
     // and its target are two commits, and a claim in between would find no target.
     async create(req, now) {
-      const c = q
-      {
-        const original = async (): Promise<string | undefined> =>
-          req.dedupKey === null ? undefined : (await c.query<{ id: string }>(SQL.byDedup, [req.appId, req.dedupKey])).rows[0]?.id
-        const existing = await original()
-        if (existing !== undefined) return { deliveryId: existing, created: false }
-        const { id } = await deliveries.enqueue(
-          { channel: 'request', eventType: req.method, appId: req.appId ?? 'default', targetKey: req.targetKey, maxAttempts: req.maxAttempts, nextAttemptAt: req.deliverAt },
-          now,
-        )
-        const inserted = (await c.query(SQL.insert, [
-          id, req.appId, req.method, req.url, JSON.stringify(req.headers), req.body, req.bodyJson ? 1 : 0, req.signingSecret,
-          req.source, req.refId, req.dedupKey, req.timeoutMs, req.retrySchedule === null ? null : JSON.stringify(req.retrySchedule),
-          req.deliverAt, now,
-        ])).rowCount
-        if (inserted) return { deliveryId: id, created: true }
-        // Another node stored the same (app_id, dedup_key) first: its request is the one.
-        await c.query(SQL.dropDelivery, [id])
-        return { deliveryId: (await original())!, created: false }
-      }
+      const original = async (): Promise<string | undefined> =>
+        req.dedupKey === null ? undefined : (await q.query<{ id: string }>(SQL.byDedup, [req.appId, req.dedupKey])).rows[0]?.id
+      const existing = await original()
+      if (existing !== undefined) return { deliveryId: existing, created: false }
+      const { id } = await deliveries.enqueue(
+        { channel: 'request', eventType: req.method, appId: req.appId ?? 'default', targetKey: req.targetKey, maxAttempts: req.maxAttempts, nextAttemptAt: req.deliverAt },
+        now,
+      )
+      const { rowCount } = await q.query(SQL.insert, [
+        id, req.appId, req.method, req.url, JSON.stringify(req.headers), req.body, req.bodyJson ? 1 : 0, req.signingSecret,
+        req.source, req.refId, req.dedupKey, req.timeoutMs, req.retrySchedule === null ? null : JSON.stringify(req.retrySchedule),
+        req.deliverAt, now,
+      ])
+      if (rowCount) return { deliveryId: id, created: true }
+      // Another node stored the same (app_id, dedup_key) first: its request is the one.
+      await q.query(SQL.dropDelivery, [id])
+      return { deliveryId: (await original())!, created: false }
     },
     async target(deliveryId) {
       const r = (await q.query<RawTarget>(SQL.target, [deliveryId])).rows[0]
