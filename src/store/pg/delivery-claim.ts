@@ -5,14 +5,14 @@
  *
  * Many nodes claim from one database (SPEC §14), so what one node's memory knows is not enough.
  * The choice, per claim, in one transaction:
- * 1. Candidates are read in due order (next_attempt_at, id) with SQLite's rules in SQL (a
- *    paused endpoint's rows and rows behind the ordering barrier are passed over), `FOR UPDATE
- *    SKIP LOCKED` and a window only a little larger than the rows still wanted: two nodes
- *    claiming at once read different rows instead of racing for the same head of the queue.
- *    The caller's `capacity` and `excludeEndpoints` (this node's view: its own in-flight rows,
- *    its breaker probe, channel and origin limits) pick among them as SQLite's first path does; a
- *    key found full is excluded in SQL from the next window, so one saturated endpoint's backlog
- *    is never read past twice and never delays the others.
+ * 1. Candidates are picked as SQLite's claimer picks them (`pick` below: the due queue in order
+ *    until a key has no room, then turns by key from deliveries_endpoint_due), with the caller's
+ *    `capacity` and `excludeEndpoints` (this node's view: its own in-flight rows, its breaker
+ *    probe, channel and origin limits), and SQLite's rules in SQL (a paused endpoint's rows and
+ *    rows behind the ordering barrier are passed over). Every read is `FOR UPDATE SKIP LOCKED`
+ *    over a window only a little larger than the rows still wanted, so two nodes claiming at
+ *    once read different rows instead of racing for the same head of the queue. Unlike SQLite,
+ *    the second path is never skipped for QUIET_MS (it is bounded by PG_PASS_KEYS keys instead).
  * 2. For every endpoint among the picks the claim takes a transaction-level advisory lock
  *    (`pg_advisory_xact_lock(ENDPOINT_LOCK_SPACE, hash(id))`, in ascending order, so two claims
  *    never deadlock). Advisory rather than a row lock on `endpoints`: settles update that row on
@@ -44,10 +44,17 @@ export const ENDPOINT_LOCK_SPACE = 0x5062_0001
 
 /** At most this many candidate rows one statement reads. */
 const WINDOW_MAX = 4096
-/** At most this many windows one claim reads (each excluding the keys the previous ones filled). */
+/** At most this many windows the first path of one claim reads. */
 const MAX_WINDOWS = 16
-/** Rows a window reads beyond the rows still wanted (some may belong to keys that fill up). */
+/** Rows a window reads beyond the rows still wanted (some may be ended instead of claimed). */
 const WINDOW_SLACK = 16
+/** Keys with pending rows the second path looks up per statement. */
+const TURN_PAGE = 32
+/**
+ * At most this many keys with pending rows one claim's second path looks at; the next claim goes
+ * on from there (SQLite's PASS_ENDPOINTS).
+ */
+export const PG_PASS_KEYS = 256
 
 /** SQL: the key whose slots and turns a row of `deliveries ${t}` takes (SQLite's DUE_KEY). */
 export const PG_DUE_KEY = (t = ''): string => `coalesce(${t}endpoint_id, ${t}target_key, '#' || ${t}channel)`
@@ -104,6 +111,28 @@ export const PG_CLAIM_SQL = {
     ORDER BY d.next_attempt_at, d.id
     LIMIT $5
     FOR UPDATE OF d SKIP LOCKED`,
+  // Up to TURN_PAGE keys with pending rows after $2 in key order, each with whether its earliest
+  // pending row is due at $1: a skip-scan of deliveries_endpoint_due, one probe per key.
+  dueKeys: `WITH RECURSIVE k(key, n) AS (
+      SELECT (SELECT ${PG_DUE_KEY()} FROM deliveries WHERE status = 'pending' AND ${PG_DUE_KEY()} > $2::text ORDER BY ${PG_DUE_KEY()} LIMIT 1), 1
+      UNION ALL
+      SELECT (SELECT ${PG_DUE_KEY()} FROM deliveries WHERE status = 'pending' AND ${PG_DUE_KEY()} > k.key ORDER BY ${PG_DUE_KEY()} LIMIT 1), k.n + 1
+        FROM k WHERE k.key IS NOT NULL AND k.n < ${TURN_PAGE})
+    SELECT key, (SELECT min(next_attempt_at) FROM deliveries WHERE status = 'pending' AND ${PG_DUE_KEY()} = k.key) <= $1 AS due
+      FROM k WHERE key IS NOT NULL`,
+  // The second path: up to $5[i] due rows of each key $4[i] after the first path's position ($2, $3), from deliveries_endpoint_due.
+  ofKeys: `SELECT r.* FROM unnest($4::text[], $5::integer[]) WITH ORDINALITY AS k(key, want, n)
+    CROSS JOIN LATERAL (
+      SELECT d.id, ${PG_DUE_KEY('d.')} AS key, (d.attempts >= d.max_attempts) AS exhausted, d.next_attempt_at AS "nextAttemptAt",
+          coalesce(e.deleted_at IS NOT NULL OR e.disabled = 1, false) AS gone
+        FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
+        WHERE d.status = 'pending' AND ${PG_DUE_KEY('d.')} = k.key AND d.next_attempt_at <= $1
+          AND (d.next_attempt_at, d.id) > ($2::bigint, $3::text)
+          AND (e.id IS NULL OR e.disabled = 1 OR e.deleted_at IS NOT NULL OR NOT ${BLOCKED})
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT k.want
+        FOR UPDATE OF d SKIP LOCKED) r
+    ORDER BY k.n, r."nextAttemptAt", r.id`,
   markExhausted: `UPDATE deliveries SET status = 'dead', last_error = COALESCE(last_error, 'attempts_exhausted'),
       claim_token = NULL, completed_at = $2, updated_at = $2
     WHERE id = ANY($1::text[]) AND status = 'pending'`,
@@ -190,7 +219,17 @@ export function createPgClaimer(
 ): Pick<Async<DeliveriesStore>, 'claimDue' | 'releaseOrphanedClaims' | 'releaseWaitingInOrder' | 'inFlightByOthers'> {
   const S = PG_CLAIM_SQL
 
-  /** Picks up to `limit` rows (see the file's comment, step 1). */
+  // Where the second path stopped last time, so successive claims take turns (round robin).
+  let lastServed = ''
+
+  /**
+   * Picks up to `limit` rows (the file's comment, step 1), as SQLite's claimer does: the first
+   * path reads the due queue in order while every row it meets can be taken. At the first row
+   * whose key has no free slot (saturated, excluded, rate-limited), or after `4 × limit` rows (min
+   * 256), it hands over to the second path: the keys with due rows, in turns that continue from
+   * the previous claim, each giving its own due rows from deliveries_endpoint_due. So a backlog on
+   * one key is never read past, and never delays the others (docs/delivery.md isolation).
+   */
   const pick = async (c: PgQueryable, opts: ClaimOptions) => {
     const { now, limit, capacity } = opts
     const exclude = new Set(opts.excludeEndpoints ?? [])
@@ -198,32 +237,97 @@ export function createPgClaimer(
     const chosen: Candidate[] = []
     const exhausted: string[] = []
     const gone: string[] = []
+    const picked = { chosen, exhausted, gone }
     const room = (key: string): number => {
       if (exclude.has(key)) return 0
       const free = capacity ? capacity(key) - (taken.get(key) ?? 0) : Infinity
       if (free <= 0) exclude.add(key)
       return free
     }
+    // Takes the row if it can; false when its key has no room left. Rows to end are collected.
+    const take = (r: Candidate): boolean => {
+      if (r.gone) gone.push(r.id)
+      else if (r.exhausted) exhausted.push(r.id)
+      else if (room(r.key) <= 0) return false
+      else {
+        chosen.push(r)
+        taken.set(r.key, (taken.get(r.key) ?? 0) + 1)
+      }
+      return true
+    }
+
+    // The first path. The position after the last row it took or passed bounds the second.
     let afterAt = Number.MIN_SAFE_INTEGER
     let afterId = ''
-    for (let w = 0; w < MAX_WINDOWS; w++) {
+    const budget = Math.max(limit * 4, 256)
+    let read = 0
+    first: for (let w = 0; ; w++) {
+      if (w === MAX_WINDOWS) break
       const size = Math.min(WINDOW_MAX, limit - chosen.length + WINDOW_SLACK)
-      const { rows } = await c.query<Candidate>(S.window, [now, afterAt, afterId, [...exclude], size])
+      const { rows } = await c.query<Candidate>(S.window, [now, afterAt, afterId, [], size])
       for (const r of rows) {
+        if (!take(r)) break first
         afterAt = r.nextAttemptAt
         afterId = r.id
-        if (r.gone) gone.push(r.id)
-        else if (r.exhausted) exhausted.push(r.id)
-        else if (room(r.key) > 0) {
-          chosen.push(r)
-          taken.set(r.key, (taken.get(r.key) ?? 0) + 1)
-          if (chosen.length >= limit) return { chosen, exhausted, gone }
-        }
+        if (chosen.length >= limit) return picked
+        if (++read >= budget) break first
       }
-      if (rows.length < size) return { chosen, exhausted, gone }
+      if (rows.length < size) return picked
     }
-    opts.onCutShort?.()
-    return { chosen, exhausted, gone }
+
+    // The second path: key by key from where the previous claim stopped, once round the ring.
+    const start = lastServed
+    const served = new Set<string>()
+    let looked = 0
+    let crossed = false
+    for (let after = start; ; ) {
+      const { rows: keys } = await c.query<{ key: string; due: boolean }>(S.dueKeys, [now, after])
+      const batch: { key: string; want: number }[] = []
+      let wanted = limit - chosen.length
+      let round = false
+      let cut = false
+      let last = after
+      for (const k of keys) {
+        if (crossed && k.key > start) {
+          round = true
+          break
+        }
+        last = k.key
+        if (k.due && !served.has(k.key)) {
+          served.add(k.key)
+          const want = Math.min(wanted, room(k.key))
+          if (want > 0) {
+            batch.push({ key: k.key, want })
+            wanted -= want
+          }
+        }
+        if (++looked >= PG_PASS_KEYS) {
+          cut = true
+          break
+        }
+        if (wanted <= 0) break
+      }
+      if (batch.length > 0) {
+        const { rows } = await c.query<Candidate>(S.ofKeys, [now, afterAt, afterId, batch.map((b) => b.key), batch.map((b) => b.want)])
+        for (const r of rows) if (chosen.length < limit) take(r)
+      }
+      if (chosen.length >= limit) {
+        lastServed = last
+        return picked
+      }
+      if (cut) {
+        lastServed = last
+        opts.onCutShort?.()
+        return picked
+      }
+      if (round) return picked
+      if (wanted <= 0 || keys.length === TURN_PAGE) after = last
+      else if (crossed) return picked
+      else {
+        crossed = true
+        after = ''
+      }
+    }
   }
 
   /** Steps 2 and 3: the picks that every node's claims together leave room for, claimed. */
