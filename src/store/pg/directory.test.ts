@@ -1,0 +1,242 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import type { PreferenceRow, SubscriptionKey, SubscriptionRow } from '../directory.js'
+import { BACKENDS, numberPool, openPgBackend, pgFamilies, type DirectoryBackend } from '../../../test/support/pg-directory-backends.js'
+import { PG_URL } from '../../../test/support/pg.js'
+
+const T0 = Date.UTC(2026, 0, 1)
+const TOPICS = ['deploy.done', 'build.failed', 'alert:high']
+const pref = (userId: string, topic: string, enabled: boolean, channel = 'email', updatedAt = 0): PreferenceRow => ({
+  userId,
+  topic,
+  channel,
+  enabled,
+  digest: 'none',
+  quietHours: null,
+  updatedAt,
+})
+
+describe.each(BACKENDS)('directory contract on $name', ({ open }) => {
+  let b: DirectoryBackend
+  beforeAll(async () => {
+    b = await open()
+  })
+  afterAll(() => b.close())
+  beforeEach(() => b.reset())
+
+  describe('users', () => {
+    it('creates, then updates only the given fields, and mirrors roles and teams for members', async () => {
+      const d = b.directory
+      const first = await d.putUser('u2', { email: 'Ann@Example.com', name: 'Ann', roles: ['admin', 'admin', 'ops'], teams: ['t1'] }, T0)
+      expect(first).toEqual({
+        created: true,
+        user: { id: 'u2', email: 'Ann@Example.com', name: 'Ann', locale: null, timezone: null, roles: ['admin', 'ops'], teams: ['t1'], createdAt: T0, updatedAt: T0 },
+      })
+      await d.putUser('u1', { roles: ['ops'] }, T0 + 1)
+      const second = await d.putUser('u2', { locale: 'de', roles: ['ops'] }, T0 + 5)
+      expect(second.created).toBe(false)
+      expect(second.user).toEqual({ ...first.user, locale: 'de', roles: ['ops'], updatedAt: T0 + 5 })
+      // An explicit null clears a field; absent keeps it.
+      expect((await d.putUser('u2', { name: null }, T0 + 6)).user).toMatchObject({ name: null, email: 'Ann@Example.com', locale: 'de', teams: ['t1'] })
+      expect(await d.members('role', 'ops')).toEqual([
+        { id: 'u1', email: null, name: null, locale: null, timezone: null },
+        { id: 'u2', email: 'Ann@Example.com', name: null, locale: 'de', timezone: null },
+      ])
+      expect(await d.members('role', 'admin')).toEqual([])
+      expect((await d.members('team', 't1')).map((m) => m.id)).toEqual(['u2'])
+      expect(await d.getUser('nobody')).toBeNull()
+      expect((await d.getUser('u2'))?.updatedAt).toBe(T0 + 6)
+    })
+
+    it('finds a user by email, ASCII case folded, the oldest first', async () => {
+      const d = b.directory
+      await d.putUser('b', { email: 'x@EXAMPLE.com' }, T0 + 2)
+      await d.putUser('a', { email: 'X@example.com' }, T0 + 1)
+      await d.putUser('c', { email: 'Ü@example.com' }, T0)
+      expect((await d.userByEmail('x@example.COM'))?.id).toBe('a')
+      expect(await d.userByEmail('ü@example.com')).toBeNull()
+      expect((await d.userByEmail('Ü@example.com'))?.id).toBe('c')
+      expect(await d.userByEmail('none@example.com')).toBeNull()
+    })
+
+    it('deletes a user with their subscriptions, preferences and groups', async () => {
+      const d = b.directory
+      await d.putUser('u1', { roles: ['r'] }, T0)
+      await d.putSubscription('t', 'user:u1', T0)
+      await d.putSubscription('t', 'role:r', T0)
+      await d.putPreference(pref('u1', 't', false))
+      expect(await d.deleteUser('u1')).toBe(true)
+      expect(await d.deleteUser('u1')).toBe(false)
+      expect(await d.subscribers('t')).toEqual(['role:r'])
+      expect(await d.preferencesOfUser('u1')).toEqual([])
+      expect(await d.members('role', 'r')).toEqual([])
+    })
+  })
+
+  describe('subscriptions', () => {
+    it('keeps the first creation time on update, and lists enabled subscribers oldest first', async () => {
+      const d = b.directory
+      expect(await d.putSubscription('t', 'user:b', T0 + 1)).toEqual({ topic: 't', principal: 'user:b', enabled: true, createdAt: T0 + 1 })
+      await d.putSubscription('t', 'user:a', T0 + 1)
+      await d.putSubscription('t', 'role:z', T0)
+      await d.putSubscription('t', 'team:off', T0, false)
+      expect(await d.putSubscription('t', 'user:b', T0 + 9, true)).toEqual({ topic: 't', principal: 'user:b', enabled: true, createdAt: T0 + 1 })
+      expect(await d.subscribers('t')).toEqual(['role:z', 'user:a', 'user:b'])
+      expect((await d.putSubscription('t', 'user:a', T0 + 9, false)).enabled).toBe(false)
+      expect(await d.subscribers('t')).toEqual(['role:z', 'user:b'])
+      expect(await d.deleteSubscription('t', 'user:b')).toBe(true)
+      expect(await d.deleteSubscription('t', 'user:b')).toBe(false)
+      expect((await d.listSubscriptions('t')).map((s) => [s.principal, s.enabled])).toEqual([
+        ['user:a', false],
+        ['role:z', true],
+        ['team:off', false],
+      ])
+    })
+
+    /** 90 subscriptions over three topics in shuffled order, two thirds of them in the same millisecond. */
+    async function seed(): Promise<SubscriptionRow[]> {
+      const rows: SubscriptionRow[] = []
+      for (let i = 0; i < 90; i++) {
+        const n = (i * 37) % 90
+        const createdAt = n < 60 ? T0 + 5 : T0 + (n % 4)
+        rows.push(await b.directory.putSubscription(TOPICS[n % 3]!, `user:u${(n * 7) % 90}`, createdAt))
+      }
+      return rows
+    }
+    const byListOrder = (a: SubscriptionRow, b: SubscriptionRow): number =>
+      b.createdAt - a.createdAt || (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0) || (a.principal < b.principal ? -1 : a.principal > b.principal ? 1 : 0)
+    const keyOf = (r: SubscriptionRow): string => `${r.topic} ${r.principal}`
+    async function walk(topic: string | undefined, limit: number): Promise<SubscriptionRow[][]> {
+      const pages: SubscriptionRow[][] = []
+      let after: SubscriptionKey | null = null
+      for (let i = 0; i < 100; i++) {
+        const page = await b.directory.listSubscriptions(topic, { limit, after })
+        if (page.length === 0) return pages
+        pages.push(page)
+        after = page[page.length - 1]!
+      }
+      throw new Error('too many pages')
+    }
+
+    it('pages the whole list and one topic by sort key, newest first, ties in key order', async () => {
+      const rows = await seed()
+      const pages = await walk(undefined, 7)
+      expect(pages.slice(0, -1).every((p) => p.length === 7)).toBe(true)
+      expect(pages.flat().map(keyOf)).toEqual([...rows].sort(byListOrder).map(keyOf))
+      for (const topic of TOPICS) {
+        expect((await walk(topic, 4)).flat().map(keyOf), topic).toEqual(rows.filter((r) => r.topic === topic).sort(byListOrder).map(keyOf))
+      }
+    })
+
+    it('keeps its place when rows are added or the last row is deleted between pages', async () => {
+      await seed()
+      const d = b.directory
+      const first = await d.listSubscriptions(undefined, { limit: 10 })
+      const after = first[first.length - 1]!
+      await d.putSubscription('build.failed', 'user:newest', T0 + 100)
+      const rest = (await d.listSubscriptions(undefined, { limit: -1, after })).map(keyOf)
+      expect(rest).toHaveLength(80)
+      await d.deleteSubscription(after.topic, after.principal)
+      expect((await d.listSubscriptions(undefined, { limit: -1, after })).map(keyOf)).toEqual(rest)
+    })
+
+    it('orders bytewise, as SQLite does (upper case before lower, ASCII before the rest)', async () => {
+      for (const p of ['user:b', 'user:B', 'user:é', 'user:a', 'user:_']) await b.directory.putSubscription('t', p, T0)
+      expect(await b.directory.subscribers('t')).toEqual(['user:B', 'user:_', 'user:a', 'user:b', 'user:é'])
+    })
+  })
+
+  describe('preferences', () => {
+    it('upserts, lists a user newest first with a window, and gives the rows that may apply', async () => {
+      const d = b.directory
+      const q = { tz: 'Europe/Berlin', start: '22:00', end: '07:00' }
+      expect(await d.putPreference({ ...pref('u1', 'a', true, 'email', 3), quietHours: q })).toMatchObject({ quietHours: q })
+      await d.putPreference(pref('u1', 'b', false, 'inbox', 5))
+      await d.putPreference(pref('u1', '*', false, '*', 5))
+      await d.putPreference(pref('*', 'a', false, 'email', 1))
+      await d.putPreference({ ...pref('u1', 'a', false, 'email', 9), digest: 'daily' })
+      expect((await d.preferencesOfUser('u1')).map((p) => [p.topic, p.channel, p.updatedAt])).toEqual([
+        ['a', 'email', 9],
+        ['*', '*', 5],
+        ['b', 'inbox', 5],
+      ])
+      expect((await d.preferencesOfUser('u1', { limit: 1, offset: 1 })).map((p) => p.topic)).toEqual(['*'])
+      expect(await d.preferencesFor('u1', 'a')).toEqual([
+        { userId: '*', topic: 'a', channel: 'email', enabled: false, digest: 'none', quietHours: null, updatedAt: 1 },
+        { userId: 'u1', topic: '*', channel: '*', enabled: false, digest: 'none', quietHours: null, updatedAt: 5 },
+        { userId: 'u1', topic: 'a', channel: 'email', enabled: false, digest: 'daily', quietHours: null, updatedAt: 9 },
+      ])
+    })
+
+    it("gives each recipient of a topic its own rows plus the global ones, for a short list and for a huge one", async () => {
+      const d = b.directory
+      await d.putPreference(pref('*', 'billing', false))
+      await d.putPreference(pref('u1', 'billing', true))
+      await d.putPreference(pref('u2', '*', false))
+      await d.putPreference(pref('u3', 'other', false))
+      const few = await d.preferencesForTopic('billing', ['u1', 'u2', 'u3', 'u4'])
+      const many = await d.preferencesForTopic('billing', Array.from({ length: 20_001 }, (_, i) => `u${i}`))
+      for (const lookup of [few, many]) {
+        expect(lookup('u1').map((p) => [p.userId, p.topic, p.enabled])).toEqual([
+          ['u1', 'billing', true],
+          ['*', 'billing', false],
+        ])
+        expect(lookup('u2').map((p) => [p.userId, p.topic])).toEqual([
+          ['u2', '*'],
+          ['*', 'billing'],
+        ])
+        expect(lookup('u3').map((p) => p.userId)).toEqual(['*'])
+        expect(lookup('u4').map((p) => p.userId)).toEqual(['*'])
+      }
+    })
+  })
+
+  describe('templates', () => {
+    it('numbers versions per (topic, channel, locale), pages by id and lists the active ones', async () => {
+      const d = b.directory
+      const put = (topic: string, locale: string, active = true, channel = 'inbox') =>
+        d.putTemplate({ topic, channel, locale, subject: `${topic}/${locale}`, body: 'b', format: 'markdown', active }, T0)
+      const a1 = await put('a', 'en')
+      expect(a1).toEqual({ id: a1.id, topic: 'a', channel: 'inbox', locale: 'en', version: 1, subject: 'a/en', body: 'b', format: 'markdown', active: true, createdAt: T0 })
+      expect((await put('a', 'en')).version).toBe(2)
+      expect((await put('a', 'de', false)).version).toBe(1)
+      expect((await put('a', 'en', true, 'email')).version).toBe(1)
+      expect((await put('b', 'en')).version).toBe(1)
+      expect((await d.activeTemplates('a', 'inbox')).map((t) => [t.locale, t.version])).toEqual([
+        ['en', 2],
+        ['en', 1],
+      ])
+      const all = (await d.listTemplates()).map((t) => t.id)
+      expect(all).toEqual([...all].sort((x, y) => y - x))
+      expect(all).toHaveLength(5)
+      const page = await d.listTemplates(undefined, { limit: 2 })
+      expect((await d.listTemplates(undefined, { limit: 2, after: page[1]!.id })).map((t) => t.id)).toEqual(all.slice(2, 4))
+      expect((await d.listTemplates('a', { limit: -1, after: all[1]! })).map((t) => t.topic)).toEqual(['a', 'a', 'a'])
+    })
+  })
+})
+
+describe.runIf(PG_URL)('directory on PostgreSQL, two nodes on one database', () => {
+  let b: Awaited<ReturnType<typeof openPgBackend>>
+  beforeAll(async () => {
+    b = await openPgBackend()
+  })
+  afterAll(() => b.close())
+
+  it('gives concurrent template writes distinct versions, and one creation of a user', async () => {
+    const pools = [numberPool(b.url), numberPool(b.url)]
+    try {
+      const nodes = pools.map((p) => pgFamilies(p).directory)
+      const tpl = { topic: 't', channel: 'inbox', locale: 'en', subject: '', body: '', format: 'text' as const, active: true }
+      const made = await Promise.all(Array.from({ length: 12 }, (_, i) => nodes[i % 2]!.putTemplate(tpl, T0)))
+      expect(made.map((t) => t.version).sort((x, y) => x - y)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1))
+      const users = await Promise.all(Array.from({ length: 8 }, (_, i) => nodes[i % 2]!.putUser('same', { roles: [`r${i}`] }, T0 + i)))
+      expect(users.filter((u) => u.created)).toHaveLength(1)
+      const last = await nodes[0]!.getUser('same')
+      // user_groups matches whichever write committed last.
+      expect((await nodes[1]!.members('role', last!.roles[0]!)).map((m) => m.id)).toEqual(['same'])
+      for (let i = 0; i < 8; i++) if (`r${i}` !== last!.roles[0]) expect(await nodes[1]!.members('role', `r${i}`)).toEqual([])
+    } finally {
+      await Promise.all(pools.map((p) => p.end()))
+    }
+  })
+})
