@@ -32,6 +32,8 @@ export interface DirectoryBackend {
   userList: Async<UserListStore>
   /** Adds a delivery row (the receipts and notification-list joins read it). */
   addDelivery(d: { id: string; notificationId: string; recipient: string; channel: string; status: string; completedAt?: number | null }): Promise<void>
+  /** Runs SQL both dialects read alike (a retention-style delete, say). */
+  exec(sql: string): Promise<void>
   /** Empties every table. */
   reset(): Promise<void>
   close(): Promise<void>
@@ -91,6 +93,7 @@ export async function openSqliteBackend(): Promise<DirectoryBackend> {
        VALUES (?, ?, ?, ?, 't', ?, 8, 0, ?, ?, ?)`,
     ).run(d.id, d.channel, d.notificationId, d.recipient, d.status, now, now, d.completedAt ?? null)
   }
+  b.exec = async (sql) => void db.exec(sql)
   b.reset = async () => {
     db.close()
     dir.cleanup()
@@ -123,6 +126,9 @@ export async function openPgBackend(): Promise<DirectoryBackend & { url: string 
         d.status,
         d.completedAt ?? null,
       ])
+    },
+    async exec(sql) {
+      await pool.query(sql)
     },
     async reset() {
       await pool.query(`TRUNCATE ${TABLES} RESTART IDENTITY`)

@@ -176,66 +176,82 @@ CREATE TABLE inbox_counts (
   PRIMARY KEY (user_id, app_id, topic, tag)
 );
 
--- A message's count rows: tag '' for every message, then each of its tags, as many times as it
--- carries it (as SQLite's json_each join counts them).
+-- A message's count rows: tag '' for every message, then each of its tags, with how many times
+-- it carries it (SQLite's json_each join adds a repeated tag that many times).
 CREATE FUNCTION inbox_count_tags(tags text) RETURNS TABLE (tag text, n integer) LANGUAGE sql IMMUTABLE AS $$
   SELECT t.tag COLLATE "C", count(*)::integer FROM
     (SELECT ''::text AS tag UNION ALL SELECT jsonb_array_elements_text(tags::jsonb)) t GROUP BY t.tag
 $$;
 
--- The counts move in the same statement as every insert, update and delete of a message (the
--- triggers of schema.sql), counter row first (the lock order above).
+-- The counts move in the same statement as every insert, update and delete of messages (the
+-- triggers of schema.sql), counter rows first (the lock order above). Statement triggers: a
+-- row trigger moved the same counter and count rows once per message, and PostgreSQL walks a
+-- row's whole chain of versions on each update in one transaction, so a 10,000-message batch
+-- to one user took seconds; these add each row's sum once.
 CREATE FUNCTION inbox_counts_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF NEW.read = 0 THEN
-    INSERT INTO inbox_counters (user_id, unread_count, last_seq) VALUES (NEW.user_id, 1, 0)
-      ON CONFLICT (user_id) DO UPDATE SET unread_count = inbox_counters.unread_count + 1;
-  END IF;
+  INSERT INTO inbox_counters AS c (user_id, unread_count, last_seq)
+    SELECT m.user_id, count(*), 0 FROM added m WHERE m.archived = 0 AND m.snoozed_until IS NULL AND m.read = 0
+    GROUP BY m.user_id ORDER BY m.user_id
+    ON CONFLICT (user_id) DO UPDATE SET unread_count = c.unread_count + excluded.unread_count;
   INSERT INTO inbox_counts AS c (user_id, app_id, topic, tag, total, unread, unseen)
-    SELECT NEW.user_id, NEW.app_id, NEW.topic, t.tag, t.n, t.n * (NEW.read = 0)::integer, t.n * (NEW.seen = 0)::integer
-      FROM inbox_count_tags(NEW.tags) t
+    SELECT m.user_id, m.app_id, m.topic, t.tag, sum(t.n), sum(t.n * (m.read = 0)::integer), sum(t.n * (m.seen = 0)::integer)
+      FROM added m CROSS JOIN LATERAL inbox_count_tags(m.tags) t
+     WHERE m.archived = 0 AND m.snoozed_until IS NULL
+     GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
     ON CONFLICT (user_id, app_id, topic, tag) DO UPDATE SET total = c.total + excluded.total,
       unread = c.unread + excluded.unread, unseen = c.unseen + excluded.unseen;
   RETURN NULL;
 END $$;
 CREATE TRIGGER inbox_counts_insert AFTER INSERT ON inbox_messages
-  FOR EACH ROW WHEN (NEW.archived = 0 AND NEW.snoozed_until IS NULL) EXECUTE FUNCTION inbox_counts_insert();
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION inbox_counts_insert();
 
+-- What an update changed, per message: visible (not archived, not snoozed) before (vo) and
+-- after (vn), and the moves of total, unread and unseen.
 CREATE FUNCTION inbox_counts_update() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  n integer := (NEW.archived = 0 AND NEW.snoozed_until IS NULL)::integer;
-  o integer := (OLD.archived = 0 AND OLD.snoozed_until IS NULL)::integer;
-  d_total integer := n - o;
-  d_unread integer := n * (NEW.read = 0)::integer - o * (OLD.read = 0)::integer;
-  d_unseen integer := n * (NEW.seen = 0)::integer - o * (OLD.seen = 0)::integer;
 BEGIN
-  IF d_unread <> 0 THEN
-    UPDATE inbox_counters SET unread_count = unread_count + d_unread WHERE user_id = NEW.user_id;
-  END IF;
-  IF d_total <> 0 OR d_unread <> 0 OR d_unseen <> 0 THEN
-    INSERT INTO inbox_counts AS c (user_id, app_id, topic, tag, total, unread, unseen)
-      SELECT NEW.user_id, NEW.app_id, NEW.topic, t.tag, t.n * d_total, t.n * d_unread, t.n * d_unseen
-        FROM inbox_count_tags(NEW.tags) t
-      ON CONFLICT (user_id, app_id, topic, tag) DO UPDATE SET total = c.total + excluded.total,
-        unread = c.unread + excluded.unread, unseen = c.unseen + excluded.unseen;
-  END IF;
+  UPDATE inbox_counters c SET unread_count = c.unread_count + d.unread
+    FROM (SELECT n.user_id, sum(x.du) AS unread
+            FROM old_rows o JOIN new_rows n ON n.id = o.id
+            CROSS JOIN LATERAL (SELECT (n.archived = 0 AND n.snoozed_until IS NULL)::integer AS vn,
+                                       (o.archived = 0 AND o.snoozed_until IS NULL)::integer AS vo) v
+            CROSS JOIN LATERAL (SELECT v.vn * (n.read = 0)::integer - v.vo * (o.read = 0)::integer AS du) x
+           GROUP BY n.user_id HAVING sum(x.du) <> 0) d
+   WHERE c.user_id = d.user_id;
+  INSERT INTO inbox_counts AS c (user_id, app_id, topic, tag, total, unread, unseen)
+    SELECT n.user_id, n.app_id, n.topic, t.tag, sum(t.n * x.dt), sum(t.n * x.du), sum(t.n * x.ds)
+      FROM old_rows o JOIN new_rows n ON n.id = o.id
+      CROSS JOIN LATERAL (SELECT (n.archived = 0 AND n.snoozed_until IS NULL)::integer AS vn,
+                                 (o.archived = 0 AND o.snoozed_until IS NULL)::integer AS vo) v
+      CROSS JOIN LATERAL (SELECT v.vn - v.vo AS dt,
+                                 v.vn * (n.read = 0)::integer - v.vo * (o.read = 0)::integer AS du,
+                                 v.vn * (n.seen = 0)::integer - v.vo * (o.seen = 0)::integer AS ds) x
+      CROSS JOIN LATERAL inbox_count_tags(n.tags) t
+     WHERE x.dt <> 0 OR x.du <> 0 OR x.ds <> 0
+     GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+    ON CONFLICT (user_id, app_id, topic, tag) DO UPDATE SET total = c.total + excluded.total,
+      unread = c.unread + excluded.unread, unseen = c.unseen + excluded.unseen;
   RETURN NULL;
 END $$;
-CREATE TRIGGER inbox_counts_update AFTER UPDATE OF read, seen, archived, snoozed_until ON inbox_messages
-  FOR EACH ROW WHEN ((OLD.archived = 0 AND OLD.snoozed_until IS NULL) IS DISTINCT FROM (NEW.archived = 0 AND NEW.snoozed_until IS NULL)
-    OR OLD.read IS DISTINCT FROM NEW.read OR OLD.seen IS DISTINCT FROM NEW.seen)
-  EXECUTE FUNCTION inbox_counts_update();
+CREATE TRIGGER inbox_counts_update AFTER UPDATE ON inbox_messages
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION inbox_counts_update();
 
+-- A deleted message leaves each of its tags' counts once (as SQLite's tag IN (…) does).
 CREATE FUNCTION inbox_counts_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF OLD.read = 0 THEN
-    UPDATE inbox_counters SET unread_count = unread_count - 1 WHERE user_id = OLD.user_id;
-  END IF;
-  UPDATE inbox_counts SET total = total - 1, unread = unread - (OLD.read = 0)::integer, unseen = unseen - (OLD.seen = 0)::integer
-   WHERE user_id = OLD.user_id AND app_id = OLD.app_id AND topic = OLD.topic
-     AND tag IN (SELECT t.tag FROM inbox_count_tags(OLD.tags) t);
+  UPDATE inbox_counters c SET unread_count = c.unread_count - d.n
+    FROM (SELECT m.user_id, count(*) AS n FROM gone m WHERE m.archived = 0 AND m.snoozed_until IS NULL AND m.read = 0
+           GROUP BY m.user_id) d
+   WHERE c.user_id = d.user_id;
+  UPDATE inbox_counts c SET total = c.total - d.total, unread = c.unread - d.unread, unseen = c.unseen - d.unseen
+    FROM (SELECT m.user_id, m.app_id, m.topic, t.tag, count(*) AS total, sum((m.read = 0)::integer) AS unread,
+                 sum((m.seen = 0)::integer) AS unseen
+            FROM gone m CROSS JOIN LATERAL inbox_count_tags(m.tags) t
+           WHERE m.archived = 0 AND m.snoozed_until IS NULL
+           GROUP BY 1, 2, 3, 4) d
+   WHERE c.user_id = d.user_id AND c.app_id = d.app_id AND c.topic = d.topic AND c.tag = d.tag;
   RETURN NULL;
 END $$;
 CREATE TRIGGER inbox_counts_delete AFTER DELETE ON inbox_messages
-  FOR EACH ROW WHEN (OLD.archived = 0 AND OLD.snoozed_until IS NULL) EXECUTE FUNCTION inbox_counts_delete();
+  REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION inbox_counts_delete();
 `
