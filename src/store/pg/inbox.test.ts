@@ -4,6 +4,8 @@ import { LIST_SCAN_LIMIT } from '../capped-scan.js'
 import { STREAM_LOG_SIZE } from '../inbox-types.js'
 import { BACKENDS, numberPool, openPgBackend, openSqliteBackend, pgFamilies, type DirectoryBackend } from '../../../test/support/pg-directory-backends.js'
 import { PG_URL } from '../../../test/support/pg.js'
+import { INBOX_NOTIFY_CHANNEL } from './schema-directory.js'
+import pg from 'pg'
 
 const T0 = Date.UTC(2026, 0, 1)
 let n = 0
@@ -358,6 +360,40 @@ describe.runIf(PG_URL)('inbox on PostgreSQL, three nodes writing one database', 
       expect((await nodes[0]!.counts('u1', {}, [])).all.unreadCount).toBe(list)
     } finally {
       await Promise.all(pools.map((p) => p.end()))
+    }
+  })
+
+  it("tells every node, at commit, whose stream grew: node B replays what node A wrote", async () => {
+    const [a, bNode] = [numberPool(b.url, 2), numberPool(b.url, 2)]
+    const listener = new pg.Client({ connectionString: b.url })
+    await listener.connect()
+    try {
+      const notices: string[] = []
+      listener.on('notification', (n) => n.channel === INBOX_NOTIFY_CHANNEL && notices.push(n.payload!))
+      await listener.query(`LISTEN ${INBOX_NOTIFY_CHANNEL}`)
+      const nodeA = pgFamilies(a).inbox
+      const nodeB = pgFamilies(bNode).inbox
+      const sentB = await nodeB.lastSeq('n1')
+      const out = await nodeA.insertMessages([msg('n1'), msg('n2'), msg('n1')], T0)
+      const m = out.get('n1')![0]!.data as { id: string }
+      const change = await nodeA.changeState('n1', null, [m.id], 'read', T0 + 1)
+      // A rolled-back write tells nobody.
+      const tx = await a.connect()
+      await tx.query('BEGIN')
+      await pgFamilies(tx).inbox.insertMessage(msg('n3'), T0)
+      await tx.query('ROLLBACK')
+      tx.release()
+      // Each statement that adds events tells once: the batch per user, the change's two log rows.
+      for (let i = 0; i < 100 && notices.length < 4; i++) await new Promise((r) => setTimeout(r, 20))
+      await new Promise((r) => setTimeout(r, 50))
+      expect(notices.sort()).toEqual(['2:n2', '4:n1', '5:n1', '6:n1'])
+      const latest = Math.max(...notices.filter((p) => p.endsWith(':n1')).map((p) => Number(p.split(':')[0])))
+      expect(latest).toBe(await nodeB.lastSeq('n1'))
+      const replayed = await nodeB.replay('n1', sentB)
+      expect(kinds(replayed)).toEqual([...kinds(out.get('n1')!), ...kinds(change.events)])
+    } finally {
+      await listener.end()
+      await Promise.all([a.end(), bNode.end()])
     }
   })
 })

@@ -116,11 +116,9 @@ const newMessage = (m: NewInboxMessage, now: number): InboxMessage => ({
 class MessageColumns {
   readonly cols: unknown[][] = Array.from({ length: 16 }, () => [])
   push(m: InboxMessage, seq: number, unread: number): void {
-    const c = this.cols
-    c[0]!.push(m.id), c[1]!.push(m.userId), c[2]!.push(m.appId), c[3]!.push(m.notificationId), c[4]!.push(m.deliveryId)
-    c[5]!.push(m.topic), c[6]!.push(m.title), c[7]!.push(m.body), c[8]!.push(m.bodyFormat), c[9]!.push(m.severity)
-    c[10]!.push(m.actionUrl), c[11]!.push(m.payload ? JSON.stringify(m.payload) : null), c[12]!.push(JSON.stringify(m.tags))
-    c[13]!.push(m.createdAt), c[14]!.push(seq), c[15]!.push(unread)
+    const row = [m.id, m.userId, m.appId, m.notificationId, m.deliveryId, m.topic, m.title, m.body, m.bodyFormat, m.severity,
+      m.actionUrl, m.payload ? JSON.stringify(m.payload) : null, JSON.stringify(m.tags), m.createdAt, seq, unread]
+    for (let i = 0; i < row.length; i++) this.cols[i]!.push(row[i])
   }
 }
 

@@ -15,6 +15,13 @@
  *   move the counter before the counts.
  */
 
+/**
+ * The LISTEN/NOTIFY channel on which every commit that adds to a user's stream says so, from any
+ * node: payload `<last seq>:<user id>`. A node with a live stream of that user replays after the
+ * last id it sent (store/pg/inbox-replay.ts), so a lost or repeated notice costs one replay.
+ */
+export const INBOX_NOTIFY_CHANNEL = 'postbox_inbox'
+
 /** The directory, notification and inbox tables, indexes and triggers. */
 export const DIRECTORY_DDL = `
 CREATE TABLE users (
@@ -254,4 +261,21 @@ BEGIN
 END $$;
 CREATE TRIGGER inbox_counts_delete AFTER DELETE ON inbox_messages
   REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION inbox_counts_delete();
+
+-- The stream's notices (INBOX_NOTIFY_CHANNEL): sent at commit, by the database, so every node's
+-- writes reach every node's streams. A message's last event is its unread_count at seq + 1.
+CREATE FUNCTION inbox_notify_messages() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('${INBOX_NOTIFY_CHANNEL}', (max(m.seq) + 1)::text || ':' || m.user_id) FROM added m GROUP BY m.user_id;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER inbox_notify_messages AFTER INSERT ON inbox_messages
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION inbox_notify_messages();
+CREATE FUNCTION inbox_notify_log() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('${INBOX_NOTIFY_CHANNEL}', max(e.seq)::text || ':' || e.user_id) FROM added e GROUP BY e.user_id;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER inbox_notify_log AFTER INSERT ON inbox_stream
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION inbox_notify_log();
 `
