@@ -240,3 +240,41 @@ describe.runIf(PG_URL)('directory on PostgreSQL, two nodes on one database', () 
     }
   })
 })
+
+describe.runIf(PG_URL)('directory query plans on PostgreSQL', () => {
+  let b: Awaited<ReturnType<typeof openPgBackend>>
+  let pool: ReturnType<typeof numberPool>
+  beforeAll(async () => {
+    b = await openPgBackend()
+    pool = numberPool(b.url, 1)
+    // Some hundreds of rows with statistics: plans as a real directory gets them.
+    await pool.query(`INSERT INTO templates (topic, channel, locale, version, created_at) SELECT 't' || (i % 20), 'inbox', 'en', i, 0 FROM generate_series(1, 2000) i`)
+    await pool.query(`INSERT INTO subscriptions (topic, principal, created_at) SELECT 't' || (i % 20), 'user:' || i, i FROM generate_series(1, 2000) i`)
+    await pool.query(`INSERT INTO users (id, created_at, updated_at) SELECT 'u' || i, i, i FROM generate_series(1, 2000) i`)
+    await pool.query('ANALYZE')
+    await pool.query('SET enable_seqscan = off')
+  })
+  afterAll(async () => {
+    await pool.end()
+    await b.close()
+  })
+  const plan = async (sql: string, values: unknown[]) =>
+    (await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n')
+
+  it('reads subscription, template and user pages from their indexes in order, without a sort', async () => {
+    const { PG_DIRECTORY_SQL: S } = await import('./directory.js')
+    const { PG_USER_LIST_SQL } = await import('./user-list.js')
+    const cases: [string, unknown[], RegExp][] = [
+      [S.allSubscriptions, [T0, 't', 'p', 50], /subscriptions_created/],
+      [S.subscriptionsOfTopic, [T0, 't', 'p', 50], /subscriptions_topic_created/],
+      [S.templates, [10, 50], /templates_pkey/],
+      [S.templatesByTopic, ['t', 10, 50], /templates_topic/],
+      [PG_USER_LIST_SQL, [null, null, null, T0, 'u', 50], /users_created/],
+    ]
+    for (const [sql, values, index] of cases) {
+      const p = await plan(sql, values)
+      expect(p, sql).toMatch(index)
+      expect(p, sql).not.toMatch(/Sort/)
+    }
+  })
+})

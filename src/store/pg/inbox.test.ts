@@ -397,3 +397,47 @@ describe.runIf(PG_URL)('inbox on PostgreSQL, three nodes writing one database', 
     }
   })
 })
+
+describe.runIf(PG_URL)('inbox query plans on PostgreSQL', () => {
+  let b: Awaited<ReturnType<typeof openPgBackend>>
+  let client: pg.PoolClient
+  let pool: pg.Pool
+  beforeAll(async () => {
+    b = await openPgBackend()
+    pool = numberPool(b.url, 1)
+    client = await pool.connect()
+    // A few thousand messages over many users, with statistics: plans as a real inbox gets them.
+    const inbox = pgFamilies(client).inbox
+    for (let k = 0; k < 4; k++) await inbox.insertMessages(Array.from({ length: 1000 }, (_, i) => msg(i % 2 ? 'u' : `other${i}`)), T0 + k)
+    await client.query('ANALYZE')
+    await client.query('SET enable_seqscan = off')
+  })
+  afterAll(async () => {
+    client.release()
+    await pool.end()
+    await b.close()
+  })
+  const plan = async (sql: string, values: unknown[]) =>
+    (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n')
+
+  it('changes by id through the primary key, bulk reads through the unread index, wake-ups through the snooze index', async () => {
+    const { PG_INBOX_SQL: S } = await import('./inbox.js')
+    for (const name of ['read', 'unreadState', 'seen', 'archive', 'clicked'] as const) {
+      const values = S[name].includes('$4') ? ['u', null, ['msg_x'], 1] : ['u', null, ['msg_x']]
+      expect(await plan(S[name], values), name).toMatch(/inbox_messages_pkey/)
+    }
+    expect(await plan(S.readAll, ['u', 1, null, null, null, null])).toMatch(/inbox_unread/)
+    expect(await plan(S.dueToWake, [1, 10])).toMatch(/inbox_snoozed/)
+    expect(await plan(S.existing, [['d']])).toMatch(/inbox_messages_delivery_id_key/)
+  })
+
+  it('reads a list page and a replay in index order, without a sort', async () => {
+    const { PG_REPLAY_SQL } = await import('./inbox-replay.js')
+    const list = await plan(`SELECT seq FROM inbox_messages WHERE user_id = $1 AND archived = $2 AND snoozed_until IS NULL AND seq < $3 ORDER BY seq DESC LIMIT 51`, ['u', 0, 99])
+    expect(list).toMatch(/Index Scan Backward using inbox_user/)
+    expect(list).not.toMatch(/Sort/)
+    const replay = await plan(PG_REPLAY_SQL, ['u', 0, 1000])
+    expect(replay).toMatch(/inbox_stream_pkey/)
+    expect(replay).toMatch(/inbox_user/)
+  })
+})
