@@ -39,13 +39,16 @@ export const PG_INBOX_SQL = {
   unread: `SELECT unread_count AS n FROM inbox_counters WHERE user_id = $1`,
   lockUnread: `SELECT unread_count AS n FROM inbox_counters WHERE user_id = $1 FOR UPDATE`,
   existing: `SELECT delivery_id AS id FROM inbox_messages WHERE delivery_id = ANY($1::text[])`,
-  // A batch's users' counter rows, created when missing and locked in one order (two batches to
-  // overlapping users cannot deadlock) before anything is read.
-  lockUsers: `INSERT INTO inbox_counters AS c (user_id, unread_count, last_seq) SELECT u, 0, 0 FROM unnest($1::text[]) u ORDER BY u
-    ON CONFLICT (user_id) DO UPDATE SET last_seq = c.last_seq`,
-  // The unread counts returned are before the batch's messages (the insert trigger adds them).
-  countNew: `UPDATE inbox_counters c SET last_seq = c.last_seq + 2 * b.n FROM unnest($1::text[], $2::integer[]) AS b(u, n)
-    WHERE c.user_id = b.u RETURNING c.user_id AS "userId", c.unread_count AS unread, c.last_seq AS seq`,
+  // A batch takes 2 ids per message for each user, creating missing counter rows and locking
+  // them in one order (two batches to overlapping users cannot deadlock), before anything is
+  // read. The unread counts returned are before the batch's messages (the insert trigger adds them).
+  countNew: `INSERT INTO inbox_counters AS c (user_id, unread_count, last_seq)
+      SELECT b.u, 0, 2 * b.n FROM unnest($1::text[], $2::integer[]) AS b(u, n) ORDER BY b.u COLLATE "C"
+    ON CONFLICT (user_id) DO UPDATE SET last_seq = c.last_seq + excluded.last_seq
+    RETURNING c.user_id AS "userId", c.unread_count AS unread, c.last_seq AS seq`,
+  // Gives back the ids of messages found written already (rows still locked: nobody took more).
+  returnSeqs: `UPDATE inbox_counters c SET last_seq = c.last_seq - b.d FROM unnest($1::text[], $2::integer[]) AS b(u, d)
+    WHERE c.user_id = b.u`,
   newMessage: `INSERT INTO inbox_counters AS c (user_id, unread_count, last_seq) VALUES ($1, 0, 2)
     ON CONFLICT (user_id) DO UPDATE SET last_seq = c.last_seq + 2
     RETURNING unread_count + 1 AS unread, last_seq AS seq`,
@@ -186,32 +189,43 @@ export function createPgInboxStore(q: PgQueryable): Async<InboxStore> {
       return { message: m, created: true, events: messageEvents(m, seq - 1, unread) }
     })
 
+  /** Groups messages by user, keeping the first of each delivery id and none of `skip`'s. */
+  const byUserOf = (inputs: readonly NewInboxMessage[], skip: Set<string>): Map<string, NewInboxMessage[]> => {
+    const seen = new Set<string>()
+    const byUser = new Map<string, NewInboxMessage[]>()
+    for (const m of inputs) {
+      if (m.deliveryId !== null) {
+        if (seen.has(m.deliveryId) || skip.has(m.deliveryId)) continue
+        seen.add(m.deliveryId)
+      }
+      const list = byUser.get(m.userId)
+      if (list) list.push(m)
+      else byUser.set(m.userId, [m])
+    }
+    return byUser
+  }
+
   const insertMessages = (inputs: readonly NewInboxMessage[], now: number) =>
     atomically(q, async (c) => {
-      await c.query(S.lockUsers, [[...new Set(inputs.map((m) => m.userId))].sort()])
-      // A delivery already written (a re-claim after a crash between write and settle) or twice
-      // in the batch is skipped before anything is written, so counts stay exact.
+      // The ids first (the counter rows' locks make a concurrent write of the same deliveries
+      // visible below); a delivery already written (a re-claim after a crash between write and
+      // settle) or twice in the batch is then skipped, and its ids given back, so ids and counts
+      // stay exact. Three statements for a batch, however many users.
+      const asked = byUserOf(inputs, new Set())
+      const users = [...asked.keys()]
+      const took = (await c.query<{ userId: string; unread: number; seq: number }>(S.countNew, [users, users.map((u) => asked.get(u)!.length)])).rows
+      const counters = new Map(took.map((r) => [r.userId, r]))
       const ids = inputs.flatMap((m) => (m.deliveryId === null ? [] : [m.deliveryId]))
-      const skip = new Set(ids.length === 0 ? [] : (await c.query<{ id: string }>(S.existing, [ids])).rows.map((r) => r.id))
-      const byUser = new Map<string, NewInboxMessage[]>()
-      for (const m of inputs) {
-        if (m.deliveryId !== null) {
-          if (skip.has(m.deliveryId)) continue
-          skip.add(m.deliveryId)
-        }
-        const list = byUser.get(m.userId)
-        if (list) list.push(m)
-        else byUser.set(m.userId, [m])
+      const written = ids.length === 0 ? [] : (await c.query<{ id: string }>(S.existing, [ids])).rows.map((r) => r.id)
+      const byUser = written.length === 0 ? asked : byUserOf(inputs, new Set(written))
+      if (written.length > 0) {
+        const giving = users.filter((u) => asked.get(u)!.length !== (byUser.get(u)?.length ?? 0))
+        const back = giving.map((u) => 2 * (asked.get(u)!.length - (byUser.get(u)?.length ?? 0)))
+        await c.query(S.returnSeqs, [giving, back])
+        giving.forEach((u, i) => (counters.get(u)!.seq -= back[i]!))
       }
       const out = new Map<string, StreamEvent[]>()
       if (byUser.size === 0) return out
-      const users = [...byUser.keys()]
-      const counters = new Map(
-        (await c.query<{ userId: string; unread: number; seq: number }>(S.countNew, [users, users.map((u) => byUser.get(u)!.length)])).rows.map((r) => [
-          r.userId,
-          r,
-        ]),
-      )
       const cols = new MessageColumns()
       for (const [userId, list] of byUser) {
         const counter = counters.get(userId)!
