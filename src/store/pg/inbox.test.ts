@@ -363,6 +363,25 @@ describe.runIf(PG_URL)('inbox on PostgreSQL, three nodes writing one database', 
     }
   })
 
+  it('writes a delivery once when two nodes write it at the same time (a re-claim race), ids contiguous', async () => {
+    const pools = [numberPool(b.url, 2), numberPool(b.url, 2)]
+    try {
+      const nodes = pools.map((p) => pgFamilies(p).inbox)
+      const batch = (k: number) => [msg('r1', { deliveryId: `race${k}` }), msg('r2', { deliveryId: `race${k}b` })]
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, k) => Promise.all([nodes[0]!.insertMessages(batch(k), T0), nodes[1]!.insertMessage(batch(k)[0]!, T0)])),
+      )
+      const created = results.flatMap(([many, one]) => [...(many.get('r1') ?? []), ...one.events].filter((e) => e.kind === 'notification'))
+      expect(created).toHaveLength(10)
+      expect(await nodes[0]!.lastSeq('r1')).toBe(20)
+      expect((await nodes[1]!.replay('r1', 0)).map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+      expect(await nodes[1]!.unreadCount('r1')).toBe(10)
+      expect(await nodes[1]!.lastSeq('r2')).toBe(20)
+    } finally {
+      await Promise.all(pools.map((p) => p.end()))
+    }
+  })
+
   it("tells every node, at commit, whose stream grew: node B replays what node A wrote", async () => {
     const [a, bNode] = [numberPool(b.url, 2), numberPool(b.url, 2)]
     const listener = new pg.Client({ connectionString: b.url })

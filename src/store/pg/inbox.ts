@@ -4,9 +4,11 @@
  *
  * Several nodes write one database, so the per-user stream ids come from the database: a
  * user's inbox_counters row holds `last_seq`, and every writer takes its ids from it under the
- * row's lock, held to commit. That lock also orders a user's writers (ids are committed in
- * order, so a message's seq is its list position) and is taken first, before any message or
- * count row (the lock order of schema-directory.ts), so two nodes never deadlock on one user.
+ * row's lock, held to commit. Not a global SEQUENCE: numbers drawn from one are committed out
+ * of order by concurrent transactions, so a client resuming after id 105 could miss a 104
+ * committed later; under the row lock a user's ids commit in order, without gaps, as on SQLite,
+ * and a message's seq is also its list position. The lock is taken first, before any message
+ * or count row (the lock order of schema-directory.ts), so two nodes never deadlock on a user.
  */
 import type { Async } from '../contract.js'
 import type { ChangeResult, InboxBulkChange, InboxCounts, InboxSelection, InboxStateChange, InboxStore } from '../inbox.js'
