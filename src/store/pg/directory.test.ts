@@ -278,3 +278,30 @@ describe.runIf(PG_URL)('directory query plans on PostgreSQL', () => {
     }
   })
 })
+
+describe.runIf(PG_URL)('DIRECTORY_DDL against schema.sql', () => {
+  it('has the tables and columns SQLite has, column for column', async () => {
+    const { openDatabase } = await import('../db.js')
+    const { tempDir } = await import('../../../test/helpers.js')
+    const dir = tempDir()
+    const pgb = await openPgBackend()
+    const pool = numberPool(pgb.url, 1)
+    try {
+      const db = openDatabase(`${dir.dir}/postbox.db`)
+      const tables = ['users', 'user_groups', 'subscriptions', 'preferences', 'templates', 'notifications', 'notification_suppressions',
+        'notification_clicks', 'inbox_messages', 'inbox_counters', 'inbox_stream', 'inbox_counts']
+      for (const t of tables) {
+        const lite = (db.prepare(`SELECT name FROM pragma_table_info(?)`).all(t) as { name: string }[]).map((r) => r.name).sort()
+        const pgCols = (await pool.query<{ name: string }>(`SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1`, [t])).rows
+          .map((r) => r.name)
+          .sort()
+        expect(pgCols, t).toEqual(lite)
+      }
+      db.close()
+    } finally {
+      await pool.end()
+      await pgb.close()
+      dir.cleanup()
+    }
+  })
+})

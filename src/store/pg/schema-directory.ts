@@ -12,7 +12,11 @@
  * - Lock order, kept by the stores and these triggers so nodes cannot deadlock: a user's
  *   inbox_counters row, then their inbox_messages rows, then their inbox_counts rows. Every
  *   writer of messages locks the counter row first (store/pg/inbox.ts), and the count triggers
- *   move the counter before the counts.
+ *   move the counter before the counts. A delete of messages (retention) locks the message rows
+ *   before its trigger reaches the counters: it should lock those users' counter rows first
+ *   (`SELECT … FROM inbox_counters WHERE user_id = ANY(…) ORDER BY user_id FOR UPDATE`), or
+ *   retry when PostgreSQL reports a deadlock.
+ * - Every commit that adds stream events notifies INBOX_NOTIFY_CHANNEL (triggers at the end).
  */
 
 /**
