@@ -6,6 +6,7 @@ import { BACKENDS, numberPool, openPgBackend, openSqliteBackend, pgFamilies, typ
 import { PG_URL } from '../../../test/support/pg.js'
 import { INBOX_NOTIFY_CHANNEL } from './schema-directory.js'
 import pg from 'pg'
+import fc from 'fast-check'
 
 const T0 = Date.UTC(2026, 0, 1)
 let n = 0
@@ -304,6 +305,118 @@ describe.runIf(PG_URL)('inbox: the same script gives the same results on both ba
       await Promise.all([lite.close(), pg.close()])
     }
   })
+})
+
+/** One random step of the differential property: which call, on which user and messages. */
+type Op =
+  | { op: 'insert'; user: number; delivery: number | null; topic: number; tags: string[]; app: number }
+  | { op: 'batch'; items: { user: number; delivery: number | null; topic: number; tags: string[] }[] }
+  | { op: 'change'; user: number; picks: number[]; change: 'read' | 'unread' | 'seen' | 'archive' | 'unarchive' | 'clicked' | 'unsnooze'; app: boolean }
+  | { op: 'snooze'; user: number; picks: number[]; until: number }
+  | { op: 'bulk'; user: number; change: 'read_all' | 'seen_all' | 'archive_all'; topic: number | null; tags: string[] | null; read: boolean | null }
+  | { op: 'wake'; after: number }
+  | { op: 'unreadLog'; user: number }
+
+const USERS = ['u0', 'u1', 'u2']
+const tagsArb = fc.subarray(['a', 'b', 'c'])
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ op: fc.constant('insert' as const), user: fc.nat(2), delivery: fc.option(fc.nat(30)), topic: fc.nat(1), tags: tagsArb, app: fc.nat(1) }),
+  fc.record({
+    op: fc.constant('batch' as const),
+    items: fc.array(fc.record({ user: fc.nat(2), delivery: fc.option(fc.nat(30)), topic: fc.nat(1), tags: tagsArb }), { maxLength: 6 }),
+  }),
+  fc.record({
+    op: fc.constant('change' as const),
+    user: fc.nat(2),
+    picks: fc.array(fc.nat(40), { minLength: 1, maxLength: 5 }),
+    change: fc.constantFrom('read', 'unread', 'seen', 'archive', 'unarchive', 'clicked', 'unsnooze'),
+    app: fc.boolean(),
+  }),
+  fc.record({ op: fc.constant('snooze' as const), user: fc.nat(2), picks: fc.array(fc.nat(40), { minLength: 1, maxLength: 5 }), until: fc.integer({ min: 1, max: 30 }) }),
+  fc.record({
+    op: fc.constant('bulk' as const),
+    user: fc.nat(2),
+    change: fc.constantFrom('read_all', 'seen_all', 'archive_all'),
+    topic: fc.option(fc.nat(1)),
+    tags: fc.option(tagsArb.filter((t) => t.length > 0)),
+    read: fc.option(fc.boolean()),
+  }),
+  fc.record({ op: fc.constant('wake' as const), after: fc.integer({ min: 1, max: 30 }) }),
+  fc.record({ op: fc.constant('unreadLog' as const), user: fc.nat(2) }),
+)
+
+/** Runs `ops` on one backend; every answer, and after each step every user's counts, list and replay. */
+async function script(b: DirectoryBackend, ops: Op[]): Promise<unknown> {
+  const inbox = b.inbox
+  // Each user's messages, oldest first: picks name a user's own messages (mostly) by index.
+  const made: string[][] = USERS.map(() => [])
+  const pick = (user: number, picks: number[]) => picks.flatMap((k) => {
+    const own = made[k % 5 === 4 ? (user + 1) % USERS.length : user]!
+    return own.length > 0 ? [own[k % own.length]!] : []
+  })
+  const out: unknown[] = []
+  const item = (user: number, delivery: number | null, topic: number, tags: string[], app = 0): NewInboxMessage => ({
+    ...msg(USERS[user]!, { deliveryId: delivery === null ? null : `dlv_p${delivery}`, topic: `t${topic}`, tags, appId: app ? 'a1' : 'default' }),
+  })
+  let now = T0
+  for (const o of ops) {
+    now += 1
+    if (o.op === 'insert') {
+      const r = await inbox.insertMessage(item(o.user, o.delivery, o.topic, o.tags, o.app), now)
+      if (r.created) made[o.user]!.push(r.message.id)
+      out.push(r)
+    } else if (o.op === 'batch') {
+      const r = await inbox.insertMessages(o.items.map((i) => item(i.user, i.delivery, i.topic, i.tags)), now)
+      USERS.forEach((u, i) => {
+        for (const e of r.get(u) ?? []) if (e.kind === 'notification') made[i]!.push((e.data as { id: string }).id)
+      })
+      out.push(USERS.map((u) => r.get(u) ?? null))
+    } else if (o.op === 'change') {
+      out.push(await inbox.changeState(USERS[o.user]!, o.app ? 'a1' : null, pick(o.user, o.picks), o.change, now))
+    } else if (o.op === 'snooze') {
+      const ids = pick(o.user, o.picks)
+      out.push(await inbox.snooze(USERS[o.user]!, null, ids, now + o.until, now))
+    } else if (o.op === 'bulk') {
+      out.push(await inbox.bulk(USERS[o.user]!, o.change, { topic: o.topic === null ? null : `t${o.topic}`, tags: o.tags, read: o.read }, now))
+    } else if (o.op === 'wake') {
+      out.push(await inbox.nextWake())
+      const r = await inbox.wakeDue(now + o.after)
+      out.push(USERS.map((u) => r.get(u) ?? null))
+    } else {
+      out.push(await inbox.logUnreadCount(USERS[o.user]!, now))
+    }
+  }
+  for (const u of USERS) {
+    out.push(await inbox.counts(u, {}, ['a', 'b', 'c']), await inbox.counts(u, { topic: 't1', appId: 'default' }, ['a']))
+    out.push(await inbox.unreadCount(u), await inbox.lastSeq(u), await inbox.replay(u, 0), await inbox.replay(u, 3, 4))
+    for (const archived of [false, true]) {
+      for (const status of ['all', 'unread', 'read'] as const) out.push((await inbox.list(u, { status, archived, limit: 50 })).data)
+      out.push((await inbox.list(u, { status: 'all', archived, tags: ['b'], limit: 50 })).data)
+    }
+    out.push((await inbox.list(u, { status: 'all', archived: false, snoozed: true, limit: 50 })).data)
+  }
+  return normalise(out)
+}
+
+describe.runIf(PG_URL)('inbox property: random scripts give equal answers on both backends', () => {
+  let lite: DirectoryBackend
+  let pgb: DirectoryBackend
+  beforeAll(async () => {
+    ;[lite, pgb] = await Promise.all([openSqliteBackend(), openPgBackend()])
+  })
+  afterAll(() => Promise.all([lite.close(), pgb.close()]))
+
+  it('answers every call, and leaves every count, list and replay, alike', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 60 }), async (ops) => {
+        await Promise.all([lite.reset(), pgb.reset()])
+        const a = await script(lite, ops)
+        const b = await script(pgb, ops)
+        expect(b).toEqual(a)
+      }),
+      { numRuns: 25 },
+    )
+  }, 120_000)
 })
 
 describe.runIf(PG_URL)('inbox on PostgreSQL, three nodes writing one database', () => {
