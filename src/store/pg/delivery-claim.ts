@@ -38,6 +38,7 @@ import { LEASE_MARGIN_MS } from '../delivery-claim.js'
 import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type DeliveryStatus } from '../delivery-types.js'
 import { DELIVERY_COLUMNS } from './delivery-list.js'
 import type { PgQueryable } from './queryable.js'
+import { atomically } from './atomic.js'
 
 /** The first key of every advisory lock a claim takes on an endpoint (the second is a hash of its id). */
 export const ENDPOINT_LOCK_SPACE = 0x5062_0001
@@ -169,28 +170,8 @@ export const PG_CLAIM_SQL = {
     WHERE status = 'in_flight' AND lease_until > $1 AND left(claim_token, length($2)) <> $2 GROUP BY key`,
 } as const
 
-/**
- * Runs `fn` in one transaction: on a pool, on one of its connections between BEGIN and COMMIT
- * (ROLLBACK when it throws); any other queryable is a transaction's client already, used as it is.
- */
-export async function inPgTransaction<T>(q: PgQueryable, fn: (c: PgQueryable) => Promise<T>): Promise<T> {
-  if (!(q instanceof pg.Pool)) return fn(q)
-  const client = await q.connect()
-  let broken: Error | undefined
-  try {
-    await client.query('BEGIN')
-    try {
-      const out = await fn(client)
-      await client.query('COMMIT')
-      return out
-    } catch (err) {
-      await client.query('ROLLBACK').catch((e: unknown) => (broken = e instanceof Error ? e : new Error(String(e))))
-      throw err
-    }
-  } finally {
-    client.release(broken)
-  }
-}
+/** Runs `fn` in one transaction (see `atomically`): on a pool a new one, on a transaction's client inside it. */
+export const inPgTransaction = atomically
 
 /** True when `q` is a pool (each statement its own transaction), not a transaction's client. */
 export const isPool = (q: PgQueryable): boolean => q instanceof pg.Pool

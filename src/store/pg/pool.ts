@@ -1,5 +1,6 @@
 import pg from 'pg'
 import type { PgQueryable } from './queryable.js'
+import { atomically } from './atomic.js'
 
 /** The environment variable that selects PostgreSQL (docs/operations.md): a `postgres://…` URL. */
 export const DATABASE_URL_ENV = 'POSTBOX_DATABASE_URL'
@@ -66,21 +67,4 @@ export function createPgPool(url: string, opts: PgPoolOptions = {}): pg.Pool {
 }
 
 /** Runs `fn` in one transaction on one of the pool's connections: COMMIT when it resolves, ROLLBACK when it throws. */
-export async function withPgTransaction<T>(pool: pg.Pool, fn: (q: PgQueryable) => Promise<T>, begin = 'BEGIN'): Promise<T> {
-  const client = await pool.connect()
-  let broken: unknown
-  try {
-    await client.query(begin)
-    try {
-      const out = await fn(client as PgQueryable)
-      await client.query('COMMIT')
-      return out
-    } catch (err) {
-      await client.query('ROLLBACK').catch((e: unknown) => (broken = e))
-      throw err
-    }
-  } finally {
-    // A connection whose ROLLBACK failed is in an unknown state: the pool closes it instead of reusing it.
-    client.release(broken instanceof Error ? broken : undefined)
-  }
-}
+export const withPgTransaction = <T>(pool: pg.Pool, fn: (q: PgQueryable) => Promise<T>): Promise<T> => atomically(pool, fn)
