@@ -103,15 +103,14 @@ export const PG_CLAIM_SQL = {
   // SKIP LOCKED: two nodes expiring at once never wait on each other's rows.
   expireLeases: `UPDATE deliveries ${EXPIRE_SET}
     WHERE id IN (SELECT id FROM deliveries WHERE status = 'in_flight' AND lease_until <= $1 FOR UPDATE SKIP LOCKED)`,
-  // $1 now, $2/$3 the position after the previous window, $4 keys to leave out, $5 the window size.
+  // The first path: due rows in order. $1 now, $2/$3 the position after the previous window, $4 the window size.
   window: `SELECT d.id, ${PG_DUE_KEY('d.')} AS key, (d.attempts >= d.max_attempts) AS exhausted,
       d.next_attempt_at AS "nextAttemptAt", coalesce(e.deleted_at IS NOT NULL OR e.disabled = 1, false) AS gone
     FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.next_attempt_at, d.id) > ($2::bigint, $3::text)
-      AND (${PG_DUE_KEY('d.')} <> ALL($4::text[]) OR d.attempts >= d.max_attempts OR e.disabled = 1 OR e.deleted_at IS NOT NULL)
       AND (e.id IS NULL OR e.disabled = 1 OR e.deleted_at IS NOT NULL OR NOT ${BLOCKED})
     ORDER BY d.next_attempt_at, d.id
-    LIMIT $5
+    LIMIT $4
     FOR UPDATE OF d SKIP LOCKED`,
   // Up to TURN_PAGE keys with pending rows after $2 in key order, each with whether its earliest
   // pending row is due at $1: a skip-scan of deliveries_endpoint_due, one probe per key.
@@ -291,7 +290,7 @@ export function createPgClaimer(
     first: for (let w = 0; ; w++) {
       if (w === MAX_WINDOWS) break
       const size = Math.min(WINDOW_MAX, limit - chosen.length + WINDOW_SLACK)
-      const { rows } = await c.query<Candidate>(S.window, [now, afterAt, afterId, [], size])
+      const { rows } = await c.query<Candidate>(S.window, [now, afterAt, afterId, size])
       await learn(rows.filter((r) => !r.gone && !r.exhausted).map((r) => r.key))
       for (const r of rows) {
         if (!take(r)) break first
