@@ -223,6 +223,18 @@ describe.runIf(BACKENDS.includes('postgres'))('claims of two nodes on one Postgr
     expect(await f.deliveries.countByStatus()).toMatchObject({ pending: 0 })
   })
 
+  it("reach the other endpoints past one another node's claims saturate", async () => {
+    await insertEndpoint('ep_sat', { maxConcurrency: 2 })
+    await insertEndpoint('ep_other')
+    await enqueueMany(50, () => ({ endpointId: 'ep_sat', nextAttemptAt: NOW - 1000 }))
+    expect(await nodes[0]!.claimDue({ limit: 10, now: NOW, defaultTimeoutMs: 15_000 })).toHaveLength(2)
+    const others: string[] = []
+    for (let i = 0; i < 5; i++) others.push((await f.deliveries.enqueue(row(`o${i}`, NOW, { endpointId: 'ep_other' }), NOW)).id)
+    const got = await nodes[1]!.claimDue({ limit: 10, now: NOW, defaultTimeoutMs: 15_000 })
+    expect(got.map((r) => r.id)).toEqual(others)
+    expect(await inFlight('ep_sat')).toBe(2)
+  })
+
   it("spend an endpoint's rate_limit tokens together: a burst of one second's worth, then the rate", async () => {
     await insertEndpoint('ep_rate', { rateLimit: 5 })
     await enqueueMany(40, () => ({ endpointId: 'ep_rate' }))

@@ -13,19 +13,21 @@
  *    over a window only a little larger than the rows still wanted, so two nodes claiming at
  *    once read different rows instead of racing for the same head of the queue. Unlike SQLite,
  *    the second path is never skipped for QUIET_MS (it is bounded by PG_PASS_KEYS keys instead).
- * 2. For every endpoint among the picks the claim takes a transaction-level advisory lock
- *    (`pg_advisory_xact_lock(ENDPOINT_LOCK_SPACE, hash(id))`, in ascending order, so two claims
- *    never deadlock). Advisory rather than a row lock on `endpoints`: settles update that row on
- *    every outcome (health counters), and they must not queue behind claims. Under the lock, a
- *    new statement (READ COMMITTED: a new snapshot, so every other node's committed claims are
- *    seen) counts the endpoint's rows in flight against `max_concurrency` (1 while the breaker
- *    is half-open, pause_count > 0), and reads its token bucket from `endpoint_tokens`
- *    (`rate_limit` per second, a burst of one second's worth, at least 1, as delivery/rate-limit.ts).
- *    Picks over what is left are dropped (they stay pending for a later claim).
+ * 2. As the pick meets an endpoint (in a window, or among the keys of the second path), the claim
+ *    tries its transaction-level advisory lock (`pg_try_advisory_xact_lock(ENDPOINT_LOCK_SPACE,
+ *    hash(id))`, held to commit). Taken: a new statement (READ COMMITTED: a new snapshot, so every
+ *    other node's committed claims are seen) counts the endpoint's rows in flight against
+ *    `max_concurrency` (1 while the breaker is half-open, pause_count > 0) and reads its token
+ *    bucket from `endpoint_tokens` (`rate_limit` per second, a burst of one second's worth, at
+ *    least 1, as delivery/rate-limit.ts); the pick then gives the endpoint the lesser of that and
+ *    the caller's capacity. Not taken (another node is claiming it now): the endpoint has no room
+ *    in this claim, which goes on to the other keys. A try never waits, so claims neither queue
+ *    behind each other nor deadlock, and one saturated endpoint never holds back another node's
+ *    claims of the others. Advisory rather than a row lock on `endpoints`: settles update that
+ *    row on every outcome (health counters), and must not queue behind claims.
  * 3. The picks are claimed by `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED)`, which
- *    re-checks status and the barrier on the fresh snapshot: a row another node took in between
- *    is skipped, never claimed twice. The tokens spent by the rows actually claimed are written
- *    back before commit releases the locks.
+ *    re-checks status and the barrier, and the tokens the claimed rows spent are written back
+ *    before commit releases the locks.
  * So `max_concurrency`, `rate_limit`, the half-open probe and ordering hold across all nodes
  * together; the per-channel (`#inbox`, `#email`) and per-origin (`@…`) slots stay each node's.
  * Leases work as on SQLite: a node killed with -9 leaves rows in flight until their lease ends,
@@ -102,15 +104,14 @@ export const PG_CLAIM_SQL = {
   // SKIP LOCKED: two nodes expiring at once never wait on each other's rows.
   expireLeases: `UPDATE deliveries ${EXPIRE_SET}
     WHERE id IN (SELECT id FROM deliveries WHERE status = 'in_flight' AND lease_until <= $1 FOR UPDATE SKIP LOCKED)`,
-  // $1 now, $2/$3 the position after the previous window, $4 keys to leave out, $5 the window size.
+  // The first path: due rows in order. $1 now, $2/$3 the position after the previous window, $4 the window size.
   window: `SELECT d.id, ${PG_DUE_KEY('d.')} AS key, (d.attempts >= d.max_attempts) AS exhausted,
       d.next_attempt_at AS "nextAttemptAt", coalesce(e.deleted_at IS NOT NULL OR e.disabled = 1, false) AS gone
     FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.next_attempt_at, d.id) > ($2::bigint, $3::text)
-      AND (${PG_DUE_KEY('d.')} <> ALL($4::text[]) OR d.attempts >= d.max_attempts OR e.disabled = 1 OR e.deleted_at IS NOT NULL)
       AND (e.id IS NULL OR e.disabled = 1 OR e.deleted_at IS NOT NULL OR NOT ${BLOCKED})
     ORDER BY d.next_attempt_at, d.id
-    LIMIT $5
+    LIMIT $4
     FOR UPDATE OF d SKIP LOCKED`,
   // Up to TURN_PAGE keys with pending rows after $2 in key order, each with whether its earliest
   // pending row is due at $1: a skip-scan of deliveries_endpoint_due, one probe per key.
@@ -138,8 +139,9 @@ export const PG_CLAIM_SQL = {
       claim_token = NULL, completed_at = $2, updated_at = $2
     WHERE id = ANY($1::text[]) AND status = 'pending'`,
   finishGone: PG_FINISH_IF_ENDPOINT_GONE,
-  // Ascending keys (sorted by the caller), one after the other: the order two claims lock in is the same.
-  lockEndpoints: `SELECT pg_advisory_xact_lock(${ENDPOINT_LOCK_SPACE}, k) FROM unnest($1::integer[]) AS k`,
+  // Never waits: an endpoint another node is claiming right now is skipped by this claim, so two
+  // claims never wait on each other (nor deadlock, whatever order they meet endpoints in).
+  tryLock: `SELECT t.id, pg_try_advisory_xact_lock(${ENDPOINT_LOCK_SPACE}, t.k) AS ok FROM unnest($1::text[], $2::integer[]) AS t(id, k)`,
   // Under the locks: each endpoint's free slots across all nodes and its bucket.
   endpointRoom: `SELECT e.id, (CASE WHEN e.pause_count > 0 THEN 1 ELSE e.max_concurrency END)
         - (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'in_flight') AS free,
@@ -218,12 +220,36 @@ export function createPgClaimer(
     const chosen: Candidate[] = []
     const exhausted: string[] = []
     const gone: string[] = []
-    const picked = { chosen, exhausted, gone }
+    const shared = new Map<string, number>()
+    const buckets = new Map<string, { tokens: number; at: number }>()
+    const picked = { chosen, exhausted, gone, buckets }
     const room = (key: string): number => {
       if (exclude.has(key)) return 0
-      const free = capacity ? capacity(key) - (taken.get(key) ?? 0) : Infinity
+      const free = Math.min(capacity ? capacity(key) : Infinity, shared.get(key) ?? Infinity) - (taken.get(key) ?? 0)
       if (free <= 0) exclude.add(key)
       return free
+    }
+    // Step 2 as the pick meets endpoints: the slots and tokens every node's claims leave them.
+    const learn = async (keys: Iterable<string>): Promise<void> => {
+      const fresh = [...new Set(keys)].filter((k) => !k.startsWith('#') && !k.startsWith('@') && !shared.has(k) && !exclude.has(k))
+      if (fresh.length === 0) return
+      const { rows: locks } = await c.query<{ id: string; ok: boolean }>(S.tryLock, [fresh, fresh.map(endpointLockKey)])
+      const mine = locks.filter((l) => l.ok).map((l) => l.id)
+      for (const l of locks) if (!l.ok) shared.set(l.id, 0)
+      for (const k of mine) shared.set(k, Infinity)
+      if (mine.length === 0) return
+      // A new statement, after the locks: READ COMMITTED reads every other node's committed claims.
+      const { rows } = await c.query<{ id: string; free: number; rate: number | null; tokens: number | null; tokensAt: number | null }>(S.endpointRoom, [mine])
+      for (const r of rows) {
+        let n = Math.max(0, r.free)
+        if (r.rate !== null && r.rate > 0) {
+          const burst = Math.max(1, r.rate)
+          const tokens = r.tokens === null ? burst : Math.min(burst, r.tokens + (Math.max(0, now - r.tokensAt!) / 1000) * r.rate)
+          buckets.set(r.id, { tokens, at: r.tokensAt === null ? now : Math.max(now, r.tokensAt) })
+          n = Math.min(n, Math.max(0, Math.floor(tokens)))
+        }
+        shared.set(r.id, n)
+      }
     }
     // Takes the row if it can; false when its key has no room left. Rows to end are collected.
     const take = (r: Candidate): boolean => {
@@ -245,7 +271,8 @@ export function createPgClaimer(
     first: for (let w = 0; ; w++) {
       if (w === MAX_WINDOWS) break
       const size = Math.min(WINDOW_MAX, limit - chosen.length + WINDOW_SLACK)
-      const { rows } = await c.query<Candidate>(S.window, [now, afterAt, afterId, [], size])
+      const { rows } = await c.query<Candidate>(S.window, [now, afterAt, afterId, size])
+      await learn(rows.filter((r) => !r.gone && !r.exhausted).map((r) => r.key))
       for (const r of rows) {
         if (!take(r)) break first
         afterAt = r.nextAttemptAt
@@ -263,6 +290,7 @@ export function createPgClaimer(
     let crossed = false
     for (let after = start; ; ) {
       const { rows: keys } = await c.query<{ key: string; due: boolean }>(S.dueKeys, [now, after])
+      await learn(keys.filter((k) => k.due && !served.has(k.key)).map((k) => k.key))
       const batch: { key: string; want: number }[] = []
       let wanted = limit - chosen.length
       let round = false
@@ -311,36 +339,14 @@ export function createPgClaimer(
     }
   }
 
-  /** Steps 2 and 3: the picks that every node's claims together leave room for, claimed. */
-  const claimAcrossNodes = async (c: PgQueryable, chosen: Candidate[], opts: ClaimOptions): Promise<ClaimedDelivery[]> => {
+  /** Step 3: the picks claimed, and the tokens they spent written back. */
+  const claimPicked = async (
+    c: PgQueryable,
+    allowed: Candidate[],
+    buckets: ReadonlyMap<string, { tokens: number; at: number }>,
+    opts: ClaimOptions,
+  ): Promise<ClaimedDelivery[]> => {
     const { now } = opts
-    const endpointIds = [...new Set(chosen.filter((r) => !r.key.startsWith('#') && !r.key.startsWith('@')).map((r) => r.key))]
-    const buckets = new Map<string, { rate: number; tokens: number; at: number }>()
-    let allowed = chosen
-    if (endpointIds.length > 0) {
-      const keys = [...new Set(endpointIds.map(endpointLockKey))].sort((a, b) => a - b)
-      await c.query(S.lockEndpoints, [keys])
-      const { rows } = await c.query<{ id: string; free: number; rate: number | null; tokens: number | null; tokensAt: number | null }>(S.endpointRoom, [endpointIds])
-      const left = new Map<string, number>()
-      for (const r of rows) {
-        let n = Math.max(0, r.free)
-        if (r.rate !== null && r.rate > 0) {
-          const burst = Math.max(1, r.rate)
-          const at = r.tokensAt === null ? now : Math.max(now, r.tokensAt)
-          const tokens = r.tokens === null ? burst : Math.min(burst, r.tokens + (Math.max(0, now - r.tokensAt!) / 1000) * r.rate)
-          buckets.set(r.id, { rate: r.rate, tokens, at })
-          n = Math.min(n, Math.max(0, Math.floor(tokens)))
-        }
-        left.set(r.id, n)
-      }
-      allowed = chosen.filter((r) => {
-        const n = left.get(r.key)
-        if (n === undefined) return true // no such endpoint: the claim's re-check ends nothing, the row is claimed as SQLite would
-        if (n <= 0) return false
-        left.set(r.key, n - 1)
-        return true
-      })
-    }
     if (allowed.length === 0) return []
     const owner = opts.owner ?? ''
     const ids = allowed.map((r) => r.id)
@@ -370,11 +376,11 @@ export function createPgClaimer(
         const { now, limit } = opts
         await c.query(S.expireLeases, [now])
         if (limit <= 0) return []
-        const { chosen, exhausted, gone } = await pick(c, opts)
+        const { chosen, exhausted, gone, buckets } = await pick(c, opts)
         if (exhausted.length > 0) await c.query(S.markExhausted, [exhausted, now])
         if (gone.length > 0) await c.query(S.finishGone, [now, now, gone])
         if (chosen.length === 0) return []
-        return claimAcrossNodes(c, chosen, opts)
+        return claimPicked(c, chosen, buckets, opts)
       })
     },
     releaseOrphanedClaims: (now, orphaned = () => true) =>
