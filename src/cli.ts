@@ -8,7 +8,10 @@ import { checkArity, parseArgs, usage, UsageError, type ParsedArgs } from './cli
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { createLogger, silentLogger } from './log.js'
 import { BackupTargetError, backupDatabase } from './store/backup.js'
-import { openDatabase, SchemaOutdatedError, schemaVersion, SCHEMA_VERSION } from './store/db.js'
+import { PgBackupUnsupportedError } from './store/pg/backup.js'
+import { databaseUrlFromEnv, redactPgUrl } from './store/pg/pool.js'
+import { checkPgDatabase, migratePgDatabase } from './store/pg/commands.js'
+import { openDatabase, SchemaOutdatedError, SchemaTooNewError, schemaVersion, SCHEMA_VERSION } from './store/db.js'
 import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/stats.js'
 import { DISPATCHER_LOCK } from './delivery/dispatcher.js'
@@ -38,6 +41,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     throw err
   }
   const [command, ...rest] = args.positionals
+  const pgUrl = databaseUrlFromEnv(env)
+  if (pgUrl && (command === 'backup' || command === 'migrate' || command === 'check')) return runOnPg(command, pgUrl, config)
   try {
     return await run(command!, rest, args.flags, config)
   } catch (err) {
@@ -310,6 +315,33 @@ async function check(config: Config): Promise<number> {
     return 0
   } finally {
     db.close()
+  }
+}
+
+/** `backup`, `migrate` and `check` on PostgreSQL (docs/operations.md, "Upgrades, backup and restore"): backup refuses with a pointer to pg_dump. */
+async function runOnPg(command: 'backup' | 'migrate' | 'check', url: string, config: Config): Promise<number> {
+  try {
+    if (command === 'backup') {
+      process.stderr.write(`postbox: ${new PgBackupUnsupportedError(url).message}\n`)
+      return 2
+    }
+    if (command === 'migrate') {
+      const { from, to } = await migratePgDatabase(url)
+      out(`database ${redactPgUrl(url)}: schema version ${from} -> ${to}`)
+      return 0
+    }
+    checkAdminKeySetting(config)
+    out(`configuration: ok (port ${config.port}, database ${redactPgUrl(url)})`)
+    const report = await checkPgDatabase(url)
+    if (report.problems.length > 0) {
+      process.stderr.write(`${report.line}:\n${report.problems.join('\n')}\n`)
+      return 1
+    }
+    out(report.line)
+    return 0
+  } catch (err) {
+    process.stderr.write(`postbox: ${redactPgUrl(url)}: ${err instanceof Error ? err.message : String(err)}\n`)
+    return err instanceof ConfigError || err instanceof SchemaTooNewError ? 2 : 1
   }
 }
 

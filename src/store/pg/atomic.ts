@@ -1,0 +1,29 @@
+import pg from 'pg'
+import type { PgQueryable } from './queryable.js'
+
+/**
+ * Runs `fn` as one transaction: on a pool, on one client between BEGIN and COMMIT (ROLLBACK on a
+ * throw); on anything else (a transaction's client, per PgQueryable) as is, inside the caller's
+ * transaction, as SQLite's families do inside `db.inTransaction`. So a family must be given the
+ * pg.Pool itself (not a wrapper of it) or one transaction's client.
+ */
+export async function atomically<T>(q: PgQueryable, fn: (c: PgQueryable) => Promise<T>): Promise<T> {
+  if (!(q instanceof pg.Pool)) return fn(q)
+  const c = await q.connect()
+  // A connection whose ROLLBACK failed is in an unknown state: it is closed, not pooled again.
+  let broken = false
+  try {
+    await c.query('BEGIN')
+    const out = await fn(c)
+    await c.query('COMMIT')
+    return out
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => (broken = true))
+    throw err
+  } finally {
+    c.release(broken)
+  }
+}
+
+/** `cols` (SQLite's column list, `a_b AS aB`) with its aliases quoted, which PostgreSQL would fold to lower case. */
+export const quoteAliases = (cols: string): string => cols.replace(/ AS (\w+)/g, ' AS "$1"')

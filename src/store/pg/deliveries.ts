@@ -1,0 +1,317 @@
+/**
+ * The delivery queue on PostgreSQL: the `Async<DeliveriesStore>` of src/store/delivery-types.ts
+ * (SQLite: src/store/deliveries.ts). The claim and its multi-node flow control are in
+ * ./delivery-claim.ts; the list in ./delivery-list.ts.
+ */
+import type { Async } from '../contract.js'
+import { truncateBody } from '../deliveries.js'
+import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, SettleInput, SettleResult } from '../delivery-types.js'
+import { WAITING_IN_ORDER } from '../delivery-types.js'
+import { newId } from '../../lib/ids.js'
+import { byStatus, createPgClaimer, inPgTransaction, PG_DUE_KEY, PG_FINISH_IF_ENDPOINT_GONE, PG_WAITS_IN_ORDER } from './delivery-claim.js'
+import { createPgDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'
+import type { PgQueryable } from './queryable.js'
+
+const COLUMNS = DELIVERY_COLUMNS
+const SETTLE_WHERE = `WHERE id = $1 AND claim_token = $2 AND status = 'in_flight' RETURNING status, attempts, ordering_key IS NOT NULL AS keyed`
+
+const SQL = {
+  // A new row of an ordered endpoint waits while an older row of its ordering key is unfinished
+  // (decided in the statement, so no second round trip). ON CONFLICT without a target: PostgreSQL
+  // takes one clause only, and a repeat hits deliveries_event or deliveries_notification.
+  insert: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
+      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, app_id, target_key)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', 0, $11,
+      CASE WHEN $8::text IS NOT NULL AND $4::text IS NOT NULL AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = $4 AND e.ordered = 1
+        AND EXISTS (SELECT 1 FROM deliveries o WHERE o.endpoint_id = $4 AND o.ordering_key = $8
+          AND o.status IN ('pending', 'in_flight') AND o.id < $1)) THEN ${WAITING_IN_ORDER} ELSE $12 END,
+      $13, $13, $14, $15)
+    ON CONFLICT DO NOTHING
+    RETURNING next_attempt_at AS "nextAttemptAt"`,
+  insertDelivered: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
+      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at, app_id)
+    VALUES ($1, $2, NULL, NULL, $3, $4, $5, NULL, $6, $7, 'success', 1, $8, $9, $10, $10, $10, $11)
+    ON CONFLICT DO NOTHING`,
+  logDelivered: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    SELECT id, 1, $1, $2, 'success', NULL, NULL, NULL FROM unnest($3::text[]) WITH ORDINALITY AS t(id, n) ORDER BY n`,
+  idByEvent: `SELECT id FROM deliveries WHERE event_id = $1 AND endpoint_id = $2`,
+  idByNotification: `SELECT id FROM deliveries WHERE notification_id = $1 AND recipient = $2 AND channel = $3`,
+  settleRetry: `UPDATE deliveries SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
+      next_attempt_at = $3, claim_token = NULL, lease_until = NULL,
+      last_status_code = COALESCE($4, last_status_code), last_error = $5,
+      completed_at = CASE WHEN attempts >= max_attempts THEN $6::bigint ELSE NULL END, updated_at = $6
+    ${SETTLE_WHERE}`,
+  settleDead: `UPDATE deliveries SET status = 'dead', claim_token = NULL, lease_until = NULL,
+      last_status_code = COALESCE($3, last_status_code), last_error = $4, completed_at = $5, updated_at = $5
+    ${SETTLE_WHERE}`,
+  settleRefund: `UPDATE deliveries SET status = 'pending', attempts = greatest(attempts - 1, 0), next_attempt_at = $3,
+      claim_token = NULL, lease_until = NULL, last_status_code = COALESCE($4, last_status_code), updated_at = $5
+    ${SETTLE_WHERE}`,
+  // Successes, the bulk of every settle, in one statement for the rows and one for their attempts.
+  settleSuccessMany: `UPDATE deliveries d SET status = 'success', claim_token = NULL, lease_until = NULL,
+      last_status_code = j.code, last_error = NULL, completed_at = $1, updated_at = $1
+    FROM unnest($2::text[], $3::text[], $4::bigint[]) AS j(id, token, code)
+    WHERE d.id = j.id AND d.claim_token = j.token AND d.status = 'in_flight'
+    RETURNING d.id, d.attempts, d.ordering_key IS NOT NULL AS keyed`,
+  insertSuccessAttempts: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    SELECT id, attempt, started_at, duration_ms, 'success', status_code, error, body
+      FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::text[])
+        WITH ORDINALITY AS t(id, attempt, started_at, duration_ms, status_code, error, body, n)
+      ORDER BY n`,
+  finishIfEndpointGone: PG_FINISH_IF_ENDPOINT_GONE,
+  insertAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+  get: `SELECT ${COLUMNS} FROM deliveries WHERE id = $1`,
+  attempts: `SELECT id, delivery_id AS "deliveryId", attempt, started_at AS "startedAt", duration_ms AS "durationMs", outcome,
+      status_code AS "statusCode", error, response_body AS "responseBody"
+    FROM attempts WHERE delivery_id = $1 ORDER BY id`,
+  redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, claim_token = NULL,
+      next_attempt_at = CASE WHEN ${PG_WAITS_IN_ORDER} THEN ${WAITING_IN_ORDER} ELSE $2 END,
+      lease_until = NULL, completed_at = NULL, updated_at = $2
+    WHERE id = $1 AND status IN ('success', 'dead', 'cancelled')
+      AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))`,
+  endpointGone: `SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+    WHERE d.id = $1 AND (e.disabled = 1 OR e.deleted_at IS NOT NULL)`,
+  exists: `SELECT 1 FROM deliveries WHERE id = $1`,
+  recover: `UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, claim_token = NULL,
+      lease_until = NULL, completed_at = NULL, updated_at = $4
+    WHERE endpoint_id = $1 AND status = 'dead' AND created_at >= $2 AND created_at < $3`,
+  waitRecovered: `UPDATE deliveries SET next_attempt_at = ${WAITING_IN_ORDER}
+    WHERE endpoint_id = $1 AND status = 'pending' AND attempts = 0 AND next_attempt_at = $2 AND ${PG_WAITS_IN_ORDER}`,
+  // SQLite's trigger runs after each row, so there a row waiting behind an older pending row of
+  // its key (ended by the same statement) is made due first: it ends with a real time. PostgreSQL
+  // runs the trigger after the statement, so the statement does it (unless an older row of the
+  // key is in flight, which keeps the turn as on SQLite).
+  finishPendingForEndpoint: `UPDATE deliveries SET status = $2, last_error = $3, claim_token = NULL, completed_at = $4, updated_at = $4,
+      next_attempt_at = CASE WHEN next_attempt_at = ${WAITING_IN_ORDER} AND ordering_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM deliveries o
+          WHERE o.endpoint_id = deliveries.endpoint_id AND o.ordering_key = deliveries.ordering_key AND o.status = 'in_flight' AND o.id < deliveries.id)
+        THEN $4::bigint ELSE next_attempt_at END
+    WHERE status = 'pending' AND ${PG_DUE_KEY()} = $1`,
+  deferPendingForEndpoint: `UPDATE deliveries SET next_attempt_at = $2, updated_at = $3
+    WHERE status = 'pending' AND ${PG_DUE_KEY()} = $1 AND next_attempt_at < $2`,
+  releaseHeldForEndpoint: `UPDATE deliveries SET next_attempt_at = $3, updated_at = $3
+    WHERE status = 'pending' AND ${PG_DUE_KEY()} = $1 AND next_attempt_at = $2`,
+  countByStatus: `SELECT status, count(*) AS n FROM deliveries GROUP BY status`,
+  queueDepth: `SELECT (SELECT count(*) FROM deliveries WHERE status = 'pending') AS pending,
+      (SELECT count(*) FROM deliveries WHERE status = 'in_flight') AS in_flight`,
+  pendingByEndpoint: `SELECT endpoint_id AS "endpointId", count(*) AS n FROM deliveries
+    WHERE status = 'pending' AND endpoint_id IS NOT NULL GROUP BY endpoint_id`,
+  oldestPending: `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending' AND next_attempt_at < ${WAITING_IN_ORDER}`,
+  byEvent: `SELECT ${COLUMNS} FROM deliveries WHERE event_id = $1 ORDER BY id`,
+  byNotification: `SELECT ${COLUMNS} FROM deliveries WHERE notification_id = $1 ORDER BY id LIMIT $2`,
+  countsByNotification: `SELECT status, count(*) AS n FROM deliveries WHERE notification_id = $1 GROUP BY status`,
+  byGroup: `SELECT ${COLUMNS} FROM deliveries WHERE group_key = $1 AND status = 'pending' AND next_attempt_at <= $2 ORDER BY id`,
+  holdPending: `UPDATE deliveries SET next_attempt_at = $2, updated_at = $3 WHERE id = ANY($1::text[]) AND status = 'pending'`,
+  // $2 kind, $3 at, $4 status code, $5 error, $6 now.
+  carryGroupMember: `UPDATE deliveries SET attempts = attempts + 1,
+      status = CASE WHEN $2::text <> 'retry' THEN $2::text WHEN attempts + 1 >= max_attempts THEN 'dead' ELSE 'pending' END,
+      next_attempt_at = CASE WHEN $2::text = 'retry' THEN $3::bigint ELSE next_attempt_at END,
+      last_status_code = CASE WHEN $2::text = 'success' THEN $4::bigint ELSE COALESCE($4::bigint, last_status_code) END,
+      last_error = $5, claim_token = NULL,
+      completed_at = CASE WHEN $2::text = 'retry' AND attempts + 1 < max_attempts THEN NULL ELSE $6::bigint END, updated_at = $6
+    WHERE id = $1 AND status = 'pending' RETURNING status, attempts`,
+} as const
+
+type SettleRow = { status: DeliveryStatus; attempts: number; keyed: boolean }
+
+/**
+ * Creates the delivery family over `q` (the pool, or a transaction's client). `markDue` is called
+ * whenever a write makes a row due now; the Store turns that into a wake after commit (and a
+ * NOTIFY for the other nodes).
+ */
+export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = () => {}): Async<DeliveriesStore> {
+  const claimer = createPgClaimer(q, markDue)
+  const one = async <R>(sql: string, params: unknown[]): Promise<R | undefined> => (await q.query<R>(sql, params)).rows[0]
+  const count = async (sql: string, params: unknown[]): Promise<number> => (await q.query(sql, params)).rowCount ?? 0
+
+  /** Settles the successes of a batch in two statements; returns id → attempts of the rows that matched. */
+  const settleSuccesses = async (c: PgQueryable, results: readonly SettleInput[], now: number, keyed: { ended: boolean }): Promise<Map<string, number>> => {
+    const succ = results.filter((r) => r.outcome.kind === 'success')
+    const settled = new Map<string, number>()
+    if (succ.length === 0) return settled
+    const { rows } = await c.query<{ id: string; attempts: number; keyed: boolean }>(SQL.settleSuccessMany, [
+      now,
+      succ.map((r) => r.id),
+      succ.map((r) => r.claimToken),
+      succ.map((r) => r.attempt?.statusCode ?? null),
+    ])
+    for (const r of rows) {
+      settled.set(r.id, r.attempts)
+      if (r.keyed) keyed.ended = true
+    }
+    const logged = succ.filter((r) => r.attempt && settled.has(r.id))
+    if (logged.length > 0) {
+      const a = logged.map((r) => r.attempt!)
+      await c.query(SQL.insertSuccessAttempts, [
+        logged.map((r) => r.id),
+        logged.map((r) => settled.get(r.id)!),
+        a.map((x) => x.startedAt),
+        a.map((x) => Math.max(0, Math.round(x.durationMs))),
+        a.map((x) => x.statusCode ?? null),
+        a.map((x) => x.error ?? null),
+        a.map((x) => truncateBody(x.responseBody)),
+      ])
+    }
+    return settled
+  }
+
+  const settleAll = async (c: PgQueryable, results: readonly SettleInput[], now: number): Promise<SettleResult[]> => {
+    let due = false
+    const keyed = { ended: false }
+    const successes = await settleSuccesses(c, results, now, keyed)
+    const out: SettleResult[] = []
+    for (const r of results) {
+      const o = r.outcome
+      if (o.kind === 'success') {
+        const attempts = successes.get(r.id)
+        out.push(attempts === undefined ? { result: 'missed' } : { result: 'settled', status: 'success', attempts })
+        continue
+      }
+      const at = o.kind === 'retry' || o.kind === 'snooze' ? o.at : o.kind === 'release' ? now : null
+      const statusCode = r.attempt?.statusCode ?? null
+      const error = r.attempt?.error ?? null
+      const args =
+        o.kind === 'retry'
+          ? [r.id, r.claimToken, at, statusCode, error, now]
+          : o.kind === 'dead'
+            ? [r.id, r.claimToken, statusCode, error, now]
+            : [r.id, r.claimToken, at, statusCode, now]
+      const sql = o.kind === 'retry' ? SQL.settleRetry : o.kind === 'dead' ? SQL.settleDead : SQL.settleRefund
+      const raw = (await c.query<SettleRow>(sql, args)).rows[0]
+      if (!raw) {
+        out.push({ result: 'missed' })
+        continue
+      }
+      const row = { status: raw.status, attempts: raw.attempts }
+      if (raw.keyed && row.status !== 'pending') keyed.ended = true
+      if (row.status === 'pending') {
+        const gone = (await c.query<{ status: DeliveryStatus }>(SQL.finishIfEndpointGone, [now, now, [r.id]])).rows[0]
+        row.status = gone?.status ?? 'pending'
+      }
+      if (row.status === 'pending' && at !== null && at <= now) due = true
+      const a = r.attempt
+      if (a) {
+        await c.query(SQL.insertAttempt, [
+          r.id,
+          o.kind === 'snooze' || o.kind === 'release' ? row.attempts + 1 : row.attempts,
+          a.startedAt,
+          Math.max(0, Math.round(a.durationMs)),
+          o.kind === 'retry' && row.status === 'dead' ? 'dead' : o.kind,
+          a.statusCode ?? null,
+          a.error ?? null,
+          truncateBody(a.responseBody),
+        ])
+      }
+      out.push({ result: 'settled', status: row.status, attempts: row.attempts })
+    }
+    // As SQLite: a row the trigger made due is claimed by the settling dispatcher itself.
+    if (due) markDue()
+    return out
+  }
+
+  return {
+    async enqueue(row, now) {
+      const id = newId('dlv', now)
+      const inserted = await one<{ nextAttemptAt: number }>(SQL.insert, [
+        id,
+        row.channel,
+        row.eventId ?? null,
+        row.endpointId ?? null,
+        row.notificationId ?? null,
+        row.recipient ?? null,
+        row.eventType,
+        row.orderingKey ?? null,
+        row.payload ?? null,
+        row.groupKey ?? null,
+        row.maxAttempts,
+        row.nextAttemptAt,
+        now,
+        row.appId ?? 'default',
+        row.targetKey ?? null,
+      ])
+      if (inserted) {
+        if (inserted.nextAttemptAt !== WAITING_IN_ORDER && row.nextAttemptAt <= now) markDue()
+        return { id, created: true }
+      }
+      const existing =
+        (row.eventId ? (await one<{ id: string }>(SQL.idByEvent, [row.eventId, row.endpointId ?? null]))?.id : undefined) ??
+        (await one<{ id: string }>(SQL.idByNotification, [row.notificationId ?? null, row.recipient ?? null, row.channel]))?.id
+      return { id: existing as string, created: false }
+    },
+    async insertDelivered(row, now) {
+      const id = newId('dlv', now)
+      const inserted = await count(SQL.insertDelivered, [
+        id,
+        row.channel,
+        row.notificationId ?? null,
+        row.recipient ?? null,
+        row.eventType,
+        row.payload ?? null,
+        row.groupKey ?? null,
+        row.maxAttempts,
+        row.nextAttemptAt,
+        now,
+        row.appId ?? 'default',
+      ])
+      if (inserted > 0) return { id, created: true }
+      return { id: (await one<{ id: string }>(SQL.idByNotification, [row.notificationId ?? null, row.recipient ?? null, row.channel]))?.id as string, created: false }
+    },
+    async logDelivered(ids, attempt) {
+      if (ids.length > 0) await q.query(SQL.logDelivered, [attempt.startedAt, Math.max(0, Math.round(attempt.durationMs)), ids])
+    },
+    claimDue: claimer.claimDue,
+    releaseOrphanedClaims: claimer.releaseOrphanedClaims,
+    inFlightByOthers: claimer.inFlightByOthers,
+    releaseWaitingInOrder: claimer.releaseWaitingInOrder,
+    settle: async (results, now) => (results.length === 0 ? [] : inPgTransaction(q, (c) => settleAll(c, results, now))),
+    get: async (id) => (await one<Delivery>(SQL.get, [id])) ?? null,
+    attempts: async (id) => (await q.query<Attempt>(SQL.attempts, [id])).rows,
+    list: createPgDeliveryList(q),
+    byEvent: async (eventId) => (await q.query<Delivery>(SQL.byEvent, [eventId])).rows,
+    byNotification: async (id, limit) => (await q.query<Delivery>(SQL.byNotification, [id, limit === undefined || limit < 0 ? null : limit])).rows,
+    countsByNotification: async (id) => byStatus((await q.query<{ status: DeliveryStatus; n: number }>(SQL.countsByNotification, [id])).rows),
+    pendingInGroup: async (groupKey, now) => (await q.query<Delivery>(SQL.byGroup, [groupKey, now])).rows,
+    holdPending: async (ids, until, now) => (ids.length === 0 ? 0 : count(SQL.holdPending, [ids, until, now])),
+    async carryGroupMember(id, outcome, a, now) {
+      const statusCode = a.statusCode ?? null
+      const error = outcome.kind === 'success' ? null : (a.error ?? null)
+      const at = outcome.kind === 'retry' ? outcome.at : null
+      return inPgTransaction(q, async (c) => {
+        const row = (await c.query<{ status: DeliveryStatus; attempts: number }>(SQL.carryGroupMember, [id, outcome.kind, at, statusCode, error, now])).rows[0]
+        if (!row) return null
+        const logged = outcome.kind === 'retry' && row.status === 'dead' ? 'dead' : outcome.kind
+        await c.query(SQL.insertAttempt, [id, row.attempts, a.startedAt, Math.max(0, Math.round(a.durationMs)), logged, statusCode, error, truncateBody(a.responseBody)])
+        return row.status
+      })
+    },
+    async redeliver(id, now) {
+      if ((await count(SQL.redeliver, [id, now])) > 0) {
+        markDue()
+        return 'ok'
+      }
+      if (!(await one(SQL.exists, [id]))) return 'not_found'
+      return (await one(SQL.endpointGone, [id])) ? 'endpoint_unavailable' : 'not_eligible'
+    },
+    recover: (endpointId, since, until, now) =>
+      inPgTransaction(q, async (c) => {
+        const n = (await c.query(SQL.recover, [endpointId, since, until, now])).rowCount ?? 0
+        if (n > 0) {
+          await c.query(SQL.waitRecovered, [endpointId, now])
+          markDue()
+        }
+        return n
+      }),
+    cancelForEndpoint: (endpointId, now) => count(SQL.finishPendingForEndpoint, [endpointId, 'cancelled', 'endpoint_deleted', now]),
+    killPendingForEndpoint: (endpointId, error, now) => count(SQL.finishPendingForEndpoint, [endpointId, 'dead', error, now]),
+    deferPendingForEndpoint: (endpointId, until, now) => count(SQL.deferPendingForEndpoint, [endpointId, until, now]),
+    releaseHeldForEndpoint: async (endpointId, until, now) => (until > now ? count(SQL.releaseHeldForEndpoint, [endpointId, until, now]) : 0),
+    countByStatus: async () => byStatus((await q.query<{ status: DeliveryStatus; n: number }>(SQL.countByStatus)).rows),
+    queueDepth: async () => (await one<{ pending: number; in_flight: number }>(SQL.queueDepth, []))!,
+    async pendingByEndpoint() {
+      const out: Record<string, number> = {}
+      for (const r of (await q.query<{ endpointId: string; n: number }>(SQL.pendingByEndpoint)).rows) out[r.endpointId] = r.n
+      return out
+    },
+    oldestPendingAt: async () => (await one<{ t: number | null }>(SQL.oldestPending, []))!.t,
+  }
+}

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type pg from 'pg'
+import { PG_URL, freshPgDatabase } from '../../../test/support/pg.js'
+import { SCHEMA_VERSION, SchemaOutdatedError, SchemaTooNewError } from '../db.js'
+import { MIGRATIONS } from '../migrations.js'
+import { NotPostboxDatabaseError, PG_BASELINE_VERSION, PG_MIGRATIONS, migratePg, pgSchemaVersion } from './migrations.js'
+import { createPgPool } from './pool.js'
+
+describe('PostgreSQL schema versions', () => {
+  it('has a PostgreSQL step for every SQLite step after the baseline', () => {
+    expect(PG_BASELINE_VERSION + PG_MIGRATIONS.length).toBe(SCHEMA_VERSION)
+    expect(MIGRATIONS.length).toBe(SCHEMA_VERSION)
+  })
+})
+
+describe.runIf(PG_URL)('migratePg', () => {
+  let db: { url: string; drop: () => Promise<void> }
+  let pool: pg.Pool
+  beforeAll(async () => {
+    db = await freshPgDatabase()
+    pool = createPgPool(db.url, { max: 12 })
+  })
+  afterAll(async () => {
+    await pool?.end()
+    await db?.drop()
+  })
+
+  it('creates the current schema once when several nodes start at once', async () => {
+    const seen: { from: number; to: number }[] = []
+    const results = await Promise.all(Array.from({ length: 6 }, () => migratePg(pool, { onMigrate: (c) => seen.push(c) })))
+    expect(seen).toEqual([{ from: 0, to: SCHEMA_VERSION }])
+    expect(results.filter((r) => r.from === 0)).toHaveLength(1)
+    expect(results.every((r) => r.to === SCHEMA_VERSION)).toBe(true)
+    expect(await pgSchemaVersion(pool)).toBe(SCHEMA_VERSION)
+    const tables = (await pool.query<{ tablename: string }>(`SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`)).rows.map((r) => r.tablename)
+    expect(tables).toEqual(expect.arrayContaining(['schema_meta', 'api_keys', 'apps', 'portal_tokens', 'event_types', 'deliveries', 'endpoints']))
+    const app = (await pool.query<{ id: string; created_at: number }>(`SELECT id, created_at FROM apps`)).rows
+    expect(app).toEqual([{ id: 'default', created_at: expect.any(Number) }])
+  })
+
+  it('leaves a current database alone, and accepts it in every mode', async () => {
+    expect(await migratePg(pool)).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION })
+    expect(await migratePg(pool, { schema: 'current' })).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION })
+    expect(await migratePg(pool, { schema: 'any' })).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION })
+  })
+
+  it('refuses a newer schema with the SQLite error, except with schema any', async () => {
+    await pool.query(`UPDATE schema_meta SET value = $1 WHERE name = 'schema_version'`, [SCHEMA_VERSION + 1])
+    try {
+      const err = await migratePg(pool).catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(SchemaTooNewError)
+      expect(err).toMatchObject({ found: SCHEMA_VERSION + 1, supported: SCHEMA_VERSION })
+      await expect(migratePg(pool, { schema: 'current' })).rejects.toBeInstanceOf(SchemaTooNewError)
+      expect(await migratePg(pool, { schema: 'any' })).toEqual({ from: SCHEMA_VERSION + 1, to: SCHEMA_VERSION + 1 })
+    } finally {
+      await pool.query(`UPDATE schema_meta SET value = $1 WHERE name = 'schema_version'`, [SCHEMA_VERSION])
+    }
+  })
+
+  it('refuses an older schema with schema current, as SQLite does', async () => {
+    if (PG_MIGRATIONS.length === 0) {
+      // No version before the baseline exists on PostgreSQL: such a row was not written by Postbox.
+      await pool.query(`UPDATE schema_meta SET value = $1 WHERE name = 'schema_version'`, [PG_BASELINE_VERSION - 1])
+      try {
+        await expect(migratePg(pool)).rejects.toThrow(/predates PostgreSQL support/)
+      } finally {
+        await pool.query(`UPDATE schema_meta SET value = $1 WHERE name = 'schema_version'`, [SCHEMA_VERSION])
+      }
+      return
+    }
+    await pool.query(`UPDATE schema_meta SET value = $1 WHERE name = 'schema_version'`, [SCHEMA_VERSION - 1])
+    try {
+      await expect(migratePg(pool, { schema: 'current' })).rejects.toBeInstanceOf(SchemaOutdatedError)
+    } finally {
+      await pool.query(`UPDATE schema_meta SET value = $1 WHERE name = 'schema_version'`, [SCHEMA_VERSION])
+    }
+  })
+
+  it('refuses a database that has tables of something else', async () => {
+    const other = await freshPgDatabase()
+    const p = createPgPool(other.url, { max: 2 })
+    try {
+      await p.query(`CREATE TABLE customers (id int)`)
+      await expect(migratePg(p)).rejects.toBeInstanceOf(NotPostboxDatabaseError)
+      expect(await pgSchemaVersion(p)).toBeNull()
+    } finally {
+      await p.end()
+      await other.drop()
+    }
+  })
+})
