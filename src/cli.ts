@@ -126,7 +126,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
       try {
         const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString())
         const [lock, deliveries, apps, requests, oldestPendingCreatedAt, nextDueAt, endpoints] = await Promise.all([
-          store.locks.get(DISPATCHER_LOCK),
+          store.locks?.get(DISPATCHER_LOCK) ?? null,
           store.deliveries.countByStatus(),
           store.apps.countsByApp(),
           store.requests.countByStatus(),

@@ -119,7 +119,7 @@ describe('end to end: the real server process', () => {
     const store = openStore(join(dir, 'postbox.db'))
     try {
       expect(await store.deliveries.countByStatus()).toMatchObject({ success: 1 })
-      expect(await store.locks.get('deliveries')).toBeNull()
+      expect(await store.locks!.get('deliveries')).toBeNull()
     } finally {
       await store.close()
     }

@@ -36,7 +36,7 @@ describe('the delivery lease', () => {
     const b = createStoreLease(s, { owner: 'b', clock, ttlMs: 15_000, renewMs: 5_000 })
     expect(await a.acquire()).toBe(true)
     expect(await b.acquire()).toBe(false)
-    expect(await s.locks.get(DELIVERY_LEASE)).toMatchObject({ owner: 'a', acquiredAt: clock.now(), expiresAt: clock.now() + 15_000 })
+    expect(await s.locks!.get(DELIVERY_LEASE)).toMatchObject({ owner: 'a', acquiredAt: clock.now(), expiresAt: clock.now() + 15_000 })
     // Renewed at 5 s: the lease now runs to 20 s, so at 16 s it still holds.
     clock.advance(5_000)
     expect(await a.acquire()).toBe(true)
@@ -45,11 +45,11 @@ describe('the delivery lease', () => {
     // No renewal for a whole lease (a killed holder): the other one takes it.
     clock.advance(4_000)
     expect(await b.acquire()).toBe(true)
-    expect(await s.locks.get(DELIVERY_LEASE)).toMatchObject({ owner: 'b', acquiredAt: clock.now() })
+    expect(await s.locks!.get(DELIVERY_LEASE)).toMatchObject({ owner: 'b', acquiredAt: clock.now() })
     // The former holder learns it at its next renewal, and stands by.
     expect(await a.acquire()).toBe(false)
     await b.release()
-    expect(await s.locks.get(DELIVERY_LEASE)).toBeNull()
+    expect(await s.locks!.get(DELIVERY_LEASE)).toBeNull()
     expect(await a.acquire()).toBe(true)
   })
 
@@ -62,9 +62,9 @@ describe('the delivery lease', () => {
     expect(await one.acquire()).toBe(true)
     expect(await two.acquire()).toBe(true)
     await one.release()
-    expect((await s.locks.get(DELIVERY_LEASE))?.owner).toBe(PROCESS_LEASE_OWNER)
+    expect((await s.locks!.get(DELIVERY_LEASE))?.owner).toBe(PROCESS_LEASE_OWNER)
     await two.release()
-    expect(await s.locks.get(DELIVERY_LEASE)).toBeNull()
+    expect(await s.locks!.get(DELIVERY_LEASE)).toBeNull()
   })
 
   it('logs standing by once per holder, and a takeover of an expired lease', async () => {
@@ -113,7 +113,7 @@ describe('a dispatcher without the lease', () => {
     }
     const holder = make(s, 'holder', 0)
     holder.start()
-    await waitFor(async () => (await s.locks.get(DELIVERY_LEASE))?.owner === 'holder')
+    await waitFor(async () => (await s.locks!.get(DELIVERY_LEASE))?.owner === 'holder')
     const standby = make(other, 'standby', 1)
     standby.start()
     const enqueue = (st: Store, key: string) =>
@@ -123,10 +123,10 @@ describe('a dispatcher without the lease', () => {
     await new Promise((r) => setTimeout(r, 50))
     expect(sent[1]).toEqual([])
     await holder.stop(50)
-    expect(await s.locks.get(DELIVERY_LEASE)).toBeNull()
+    expect(await s.locks!.get(DELIVERY_LEASE)).toBeNull()
     await enqueue(s, 'after-stop')
     // The standby checks every second.
-    await waitFor(async () => (await other.locks.get(DELIVERY_LEASE))?.owner === 'standby')
+    await waitFor(async () => (await other.locks!.get(DELIVERY_LEASE))?.owner === 'standby')
     await waitFor(async () => (await s.deliveries.countByStatus()).success === 2)
     expect(sent.map((x) => x.length)).toEqual([1, 1])
   })

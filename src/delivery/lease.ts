@@ -76,6 +76,8 @@ export function createStoreLease(store: Store, opts: StoreLeaseOptions = {}): Le
   const renewMs = opts.renewMs ?? LEASE_RENEW_MS
   const clock = opts.clock ?? systemClock
   const log = opts.log
+  const locks = store.locks
+  if (!locks) throw new Error('the delivery lease needs a SQLite store (PostgreSQL nodes all claim, without one)')
   // The file, whichever path spelling (relative, a symlink) each instance opened it by.
   const file = ((): string => {
     try {
@@ -96,7 +98,7 @@ export function createStoreLease(store: Store, opts: StoreLeaseOptions = {}): Le
       const now = clock.now()
       // A clock that went back counts as due too, so the expiry never stays far ahead.
       if (held && now - renewedAt < renewMs && now >= renewedAt) return true
-      const r = await store.locks.acquire(name, owner, now, ttlMs)
+      const r = await locks.acquire(name, owner, now, ttlMs)
       if (!r.held) {
         if (held) {
           held = false
@@ -125,7 +127,7 @@ export function createStoreLease(store: Store, opts: StoreLeaseOptions = {}): Le
       const left = (holders.get(key) ?? 1) - 1
       if (left > 0) return void holders.set(key, left)
       holders.delete(key)
-      await store.locks.release(name, owner)
+      await locks.release(name, owner)
     },
   }
 }

@@ -165,7 +165,8 @@ export interface Store {
   readonly keys: Async<KeysStore>
   readonly stats: Async<StatsStore>
   readonly clockRepair: Async<ClockRepairStore>
-  readonly locks: Async<LocksStore>
+  /** SQLite only: the lease row that lets one process serve a file (docs/operations.md). */
+  readonly locks?: Async<LocksStore>
   readonly apps: Async<AppsStore>
   readonly eventTypes: Async<EventTypesStore>
   readonly userList: Async<UserListStore>
@@ -181,6 +182,11 @@ export interface Store {
   tx<T>(fn: (s: Store) => Promise<T>): Promise<T>
   /** Registers a listener called after a commit that created due rows; returns an unsubscribe. */
   onDue(listener: () => void): () => void
+  /**
+   * PostgreSQL only: called with `(userId, lastSeq)` when any node committed inbox stream events
+   * for the user, so a node holding that user's live stream replays them; returns an unsubscribe.
+   */
+  readonly onInboxStream?: (listener: (userId: string, lastSeq: number) => void) => () => void
   /** Closes the connections (SQLite: after a WAL checkpoint), once any open transaction ended. */
   close(): Promise<void>
   /** SQLite only: the synchronous store on the same connection (backup, checkpointer, SQL tests). */

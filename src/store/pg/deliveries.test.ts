@@ -232,15 +232,6 @@ describe.each(BACKENDS)('deliveries contract (%s)', (kind) => {
       expect(await f.deliveries.releaseWaitingInOrder(NOW + 8)).toBe(0)
     })
 
-    it('releaseOrphanedClaims with an owner test releases only the claims it names', async () => {
-      const [mine, gone] = [await enqueue('mine'), await enqueue('gone')]
-      await claim(NOW, { limit: 1, owner: 'live.' })
-      await claim(NOW, { limit: 1, owner: 'dead.' })
-      expect((await f.deliveries.inFlightByOthers('dead.', NOW + 1)).get('#webhook')).toBe(1)
-      expect(await f.deliveries.releaseOrphanedClaims(NOW + 1, (token) => token.startsWith('dead.'))).toBe(1)
-      expect(await f.deliveries.get(mine)).toMatchObject({ status: 'in_flight' })
-      expect(await f.deliveries.get(gone)).toMatchObject({ status: 'pending', attempts: 1 })
-    })
   })
 
   describe('settle', () => {

@@ -260,8 +260,6 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
       if (ids.length > 0) await q.query(SQL.logDelivered, [attempt.startedAt, Math.max(0, Math.round(attempt.durationMs)), ids])
     },
     claimDue: claimer.claimDue,
-    releaseOrphanedClaims: claimer.releaseOrphanedClaims,
-    inFlightByOthers: claimer.inFlightByOthers,
     releaseWaitingInOrder: claimer.releaseWaitingInOrder,
     settle: async (results, now) => (results.length === 0 ? [] : inPgTransaction(q, (c) => settleAll(c, results, now))),
     get: async (id) => (await one<Delivery>(SQL.get, [id])) ?? null,

@@ -166,10 +166,6 @@ export const PG_CLAIM_SQL = {
   releaseWaiting: `UPDATE deliveries SET next_attempt_at = $1
     WHERE status = 'pending' AND next_attempt_at = ${WAITING_IN_ORDER}
       AND (endpoint_id NOT IN (SELECT id FROM endpoints WHERE ordered = 1) OR NOT ${PG_HAS_OLDER_IN_KEY})`,
-  inFlightClaims: `SELECT id, claim_token AS token FROM deliveries WHERE status = 'in_flight'`,
-  releaseClaims: `UPDATE deliveries ${EXPIRE_SET} WHERE id = ANY($2::text[]) AND status = 'in_flight'`,
-  inFlightByOthers: `SELECT ${PG_DUE_KEY()} AS key, count(*) AS n FROM deliveries
-    WHERE status = 'in_flight' AND lease_until > $1 AND left(claim_token, length($2)) <> $2 GROUP BY key`,
 } as const
 
 /** Runs `fn` in one transaction (see `atomically`): on a pool a new one, on a transaction's client inside it. */
@@ -199,7 +195,7 @@ const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
 export function createPgClaimer(
   q: PgQueryable,
   onDue: () => void,
-): Pick<Async<DeliveriesStore>, 'claimDue' | 'releaseOrphanedClaims' | 'releaseWaitingInOrder' | 'inFlightByOthers'> {
+): Pick<Async<DeliveriesStore>, 'claimDue' | 'releaseWaitingInOrder'> {
   const S = PG_CLAIM_SQL
 
   // Where the second path stopped last time, so successive claims take turns (round robin).
@@ -383,15 +379,7 @@ export function createPgClaimer(
         return claimPicked(c, chosen, buckets, opts)
       })
     },
-    releaseOrphanedClaims: (now, orphaned = () => true) =>
-      inPgTransaction(q, async (c) => {
-        const { rows } = await c.query<{ id: string; token: string }>(S.inFlightClaims)
-        const ids = rows.filter((r) => orphaned(r.token)).map((r) => r.id)
-        return madeDue(ids.length === 0 ? 0 : ((await c.query(S.releaseClaims, [now, ids])).rowCount ?? 0))
-      }),
     releaseWaitingInOrder: async (now) => madeDue((await q.query(S.releaseWaiting, [now])).rowCount ?? 0),
-    inFlightByOthers: async (owner, now) =>
-      new Map((await q.query<{ key: string; n: number }>(S.inFlightByOthers, [now, owner])).rows.map((r) => [r.key, r.n])),
   }
 }
 

@@ -7,6 +7,7 @@ import type pg from 'pg'
 import type { Async } from '../contract.js'
 import type { DeliveriesStore } from '../delivery-types.js'
 import type { OpenOptions } from '../db.js'
+import type { Store } from '../index.js'
 import { createPgAdminFamilies, newPgAdminState, type PgAdminState } from './admin-families.js'
 import { atomically } from './atomic.js'
 import { createPgDeliveriesStore } from './deliveries.js'
@@ -52,18 +53,10 @@ export function pgFamilies(q: PgQueryable, admin: PgAdminState, markDue: () => v
 /** The families as the Store contract names them. */
 export type PgFamilies = ReturnType<typeof pgFamilies>
 
-/** What `openPgStore` resolves with: the families, transactions, wake-ups and the cross-node notices. */
-export interface PgStore extends PgFamilies {
+/** The Store on PostgreSQL, with its pool for PostgreSQL-only code (retention, checks). */
+export interface PgStore extends Store {
   readonly backend: 'postgres'
-  /** The URL without its password. */
-  readonly path: string
-  /** The pool (PostgreSQL-only code: retention, checks). */
   readonly pool: pg.Pool
-  tx<T>(fn: (s: PgStore) => Promise<T>): Promise<T>
-  onDue(listener: () => void): () => void
-  /** Called with `(userId, lastSeq)` when any node committed inbox stream events for a user. */
-  onInboxStream(listener: (userId: string, lastSeq: number) => void): () => void
-  close(): Promise<void>
 }
 
 /**
@@ -110,14 +103,14 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
     return out as T
   }
   let closed = false
-  const txOn = async <T>(client: PgQueryable, fn: (s: PgStore) => Promise<T>, store: PgStore): Promise<{ out: T; due: boolean }> => {
+  const txOn = async <T>(client: PgQueryable, fn: (s: Store) => Promise<T>, store: PgStore): Promise<{ out: T; due: boolean }> => {
     let due = false
     const families = pgFamilies(client, admin, () => (due = true))
     const inner: PgStore = {
       ...store,
       ...families,
       // A nested transaction is a savepoint on the same connection.
-      async tx<U>(f: (s: PgStore) => Promise<U>): Promise<U> {
+      async tx<U>(f: (s: Store) => Promise<U>): Promise<U> {
         const name = `pb_sp_${Math.random().toString(36).slice(2, 10)}`
         await client.query(`SAVEPOINT ${name}`)
         try {
@@ -138,19 +131,20 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
     backend: 'postgres',
     path: redactPgUrl(url),
     pool,
+    sqlite: undefined,
     ...poolFamilies,
     deliveries: afterPoolCall(poolFamilies.deliveries),
     requests: afterPoolCall(poolFamilies.requests),
-    async tx<T>(fn: (s: PgStore) => Promise<T>): Promise<T> {
+    async tx<T>(fn: (s: Store) => Promise<T>): Promise<T> {
       const { out, due } = await atomically(pool, (client) => txOn(client, fn, store))
       if (due) wakeLocal()
       return out
     },
-    onDue(listener) {
+    onDue(listener: () => void) {
       dueListeners.add(listener)
       return () => dueListeners.delete(listener)
     },
-    onInboxStream(listener) {
+    onInboxStream(listener: (userId: string, lastSeq: number) => void) {
       return notifier.on(INBOX_NOTIFY_CHANNEL, (payload) => {
         if (payload === null) return
         const at = payload.indexOf(':')
