@@ -122,7 +122,12 @@ describe('POSTBOX_EVENT_TYPES=strict', () => {
     const ep = await f.json('POST', '/v1/endpoints', { body: { url: 'http://127.0.0.1:9/x', event_types: ['listed.one', 'other.*', 'not.listed'] } })
     expect(ep.status).toBe(400)
     expect(ep.body.error.details).toEqual([expect.objectContaining({ field: 'event_types.2' })])
-    expect((await f.json('POST', '/v1/endpoints', { body: { url: 'http://127.0.0.1:9/x', event_types: ['listed.one', 'other.*', '*'] } })).status).toBe(201)
+    const ok = await f.json('POST', '/v1/endpoints', { body: { url: 'http://127.0.0.1:9/x', event_types: ['listed.one', 'other.*', '*'] } })
+    expect(ok.status).toBe(201)
+    // An update checks its event_types against the catalog too (read before its transaction).
+    const patched = await f.json('PATCH', `/v1/endpoints/${ok.body.id}`, { body: { event_types: ['not.listed'] } })
+    expect(patched).toMatchObject({ status: 400, body: { error: { details: [expect.objectContaining({ field: 'event_types.0' })] } } })
+    expect((await f.json('PATCH', `/v1/endpoints/${ok.body.id}`, { body: { event_types: ['listed.one'] } })).body.event_types).toEqual(['listed.one'])
     const b = await f.json('POST', '/v1/events/batch', { body: { events: [{ type: 'listed.one', data: {} }, { type: 'not.listed', data: {} }] } })
     expect(b.status).toBe(202)
     expect(b.body.results[1].error.code).toBe('unknown_event_type')

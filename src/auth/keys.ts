@@ -67,10 +67,13 @@ export async function createApiKey(store: Store, input: { name: string; role: Ke
 export const KEY_CACHE_MS = 1000
 const KEY_CACHE_MAX = 10_000
 const caches = new WeakMap<Store, Map<string, { row: ApiKeyRow; until: number }>>()
+/** Bumped by every forget: a lookup that was reading while a revoke cleared the cache keeps its row out of it. */
+const generations = new WeakMap<Store, number>()
 
 /** Forgets every cached key verification for `store` (called after a revoke). */
 export function forgetCachedKeys(store: Store): void {
   caches.get(store)?.clear()
+  generations.set(store, (generations.get(store) ?? 0) + 1)
 }
 
 /**
@@ -86,9 +89,10 @@ export async function verifyKey(store: Store, presented: string, now = Date.now(
   let row: ApiKeyRow | null
   if (hit && hit.until > now) row = hit.row
   else {
+    const generation = generations.get(store) ?? 0
     row = await store.keys.byHash(hash)
     if (cache.size >= KEY_CACHE_MAX) cache.clear()
-    if (row && row.revokedAt === null) cache.set(hash, { row, until: now + KEY_CACHE_MS })
+    if (row && row.revokedAt === null && generation === (generations.get(store) ?? 0)) cache.set(hash, { row, until: now + KEY_CACHE_MS })
     else cache.delete(hash)
   }
   if (!row || row.revokedAt !== null) return null

@@ -4,7 +4,7 @@ import type { SqliteStore } from './index.js'
 
 /** How often the writer's row changes are sampled. */
 export const DEMAND_POLL_MS = 1_000
-/** Row changes within one poll past which the background checkpointer starts (an idle server makes ~1 per 5 s: the dispatcher lock's heartbeat). */
+/** Row changes within one poll past which the background checkpointer starts (an idle server makes ~1 per 5 s: the delivery lease's renewal). */
 export const DEMAND_CHANGES = 100
 
 const TOTAL_CHANGES = 'SELECT total_changes() AS n'

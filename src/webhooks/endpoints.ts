@@ -27,8 +27,11 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
   const { store, config, clock, fanOut, catalog } = deps
   const policy = urlPolicy(config.allowNetworks)
 
-  /** Validates settings on top of the zod shape and merges them over `base`. */
-  const settingsFrom = async (p: Patch & { url?: string }, base: EndpointSettings): Promise<EndpointSettings> => {
+  /** The catalog's issues with `event_types` (strict mode); read before any transaction, as it may reload the catalog. */
+  const typeIssues = async (p: Patch): Promise<Issue[]> => (p.eventTypes !== undefined ? catalog.subscriptionIssues(p.eventTypes) : [])
+
+  /** Validates settings on top of the zod shape (with the catalog's `typeIssues`) and merges them over `base`. */
+  const settingsFrom = (p: Patch & { url?: string }, base: EndpointSettings, typeIssues: Issue[]): EndpointSettings => {
     const issues: Issue[] = []
     const out: EndpointSettings = { ...base }
     if (p.url !== undefined) out.url = checkUrl(p.url, policy)
@@ -36,7 +39,7 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       issues.push(...headerIssues(p.headers))
       out.headers = p.headers
     }
-    if (p.eventTypes !== undefined) issues.push(...(await catalog.subscriptionIssues(p.eventTypes)))
+    issues.push(...typeIssues)
     if (p.retry_schedule !== undefined) {
       if (p.retry_schedule === null) out.retrySchedule = null
       else {
@@ -90,10 +93,11 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
     async create(input, scope) {
       const i = parseOrThrow(EndpointCreate, input)
       const appId = await appForWrite(store, scope, i.app_id)
-      const settings = await settingsFrom(camel(i), {
+      const patch = camel(i)
+      const settings = settingsFrom(patch, {
         url: '', description: '', eventTypes: null, headers: {}, method: 'POST', timeoutMs: config.requestTimeoutMs,
         maxConcurrency: 16, rateLimit: null, ordered: false, retrySchedule: null, signature: 'standard', metadata: {},
-      })
+      }, await typeIssues(patch))
       const secret = secretOrThrow(settings.signature, i.secret)
       const now = clock.now()
       const id = newId('ep', now)
@@ -112,12 +116,14 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       const p = parseOrThrow(EndpointUpdate, patch)
       const seen = await fanOut.endpointOr404(id, scope)
       if (p.app_id !== undefined && p.app_id !== seen.appId) throw appMoveRefused()
+      const changes = camel(p)
+      const issues = await typeIssues(changes)
       const now = clock.now()
       await store.tx(async (s) => {
         // Read again inside the transaction: the merge, the secret filter and the disable act on
         // the row as it is now, not as a concurrent update left it a moment before.
         const ep = await fanOut.endpointOr404(id, scope, s)
-        const settings = await settingsFrom(camel(p), ep)
+        const settings = settingsFrom(changes, ep, issues)
         if (settings.signature !== ep.signature && 'error' in normaliseSecret(settings.signature, ep.secret)) {
           throw errors.validation([{ path: 'signature', message: 'the current secret does not fit this mode; rotate it with a new secret first' }])
         }
