@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, type Config } from './config.js'
 import { createLogger, silentLogger } from './log.js'
 import { BackupTargetError, backupDatabase } from './store/backup.js'
 import { PgBackupUnsupportedError } from './store/pg/backup.js'
-import { databaseUrlFromEnv, redactPgUrl } from './store/pg/pool.js'
+import { redactPgUrl } from './store/pg/pool.js'
 import { checkPgDatabase, migratePgDatabase } from './store/pg/commands.js'
 import { openDatabase, SchemaOutdatedError, SchemaTooNewError, schemaVersion, SCHEMA_VERSION } from './store/db.js'
 import { openProtectedStore } from './data-files.js'
@@ -41,8 +41,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     throw err
   }
   const [command, ...rest] = args.positionals
-  const pgUrl = databaseUrlFromEnv(env)
-  if (pgUrl && (command === 'backup' || command === 'migrate' || command === 'check')) return runOnPg(command, pgUrl, config)
+  const pgUrl = config.databaseUrl
+  if (pgUrl !== null && (command === 'backup' || command === 'migrate' || command === 'check')) return runOnPg(command, pgUrl, config)
   try {
     return await run(command!, rest, args.flags, config)
   } catch (err) {
@@ -73,7 +73,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
     }
     case 'migrate': {
       const before = existsSync(config.dbPath) ? readVersion(config.dbPath) : 0
-      const store = openProtectedStore(config, { schema: 'migrate' })
+      const store = await openProtectedStore(config, { schema: 'migrate' })
       const after = schemaVersion(store.sqlite!.db)
       await store.close()
       out(`database ${config.dbPath}: schema version ${before} -> ${after}`)
@@ -122,7 +122,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
       return sendRequest(rest[0]!, flags, config)
     case 'stats': {
       requireDatabase(config, 'stats')
-      const store = openProtectedStore(config, { schema: 'current' })
+      const store = await openProtectedStore(config, { schema: 'current' })
       try {
         const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString())
         const [lock, deliveries, apps, requests, oldestPendingCreatedAt, nextDueAt, endpoints] = await Promise.all([
@@ -197,7 +197,7 @@ async function keys(rest: string[], flags: Record<string, string>, config: Confi
   // Only `keys create` may start a new file (an admin key provisioned before the first start).
   const isNew = !existsSync(config.dbPath)
   if (rest[0] !== 'create') requireDatabase(config, `keys ${rest[0] ?? ''}`.trim())
-  const store = openProtectedStore(config, { schema: 'current' })
+  const store = await openProtectedStore(config, { schema: 'current' })
   if (isNew) process.stderr.write(`postbox: created a new database at ${config.dbPath}\n`)
   try {
     const [sub, id] = rest

@@ -29,6 +29,11 @@ export const SETTING_TABLE = {
     derive: (c) => join(String(c.dataDir), 'postbox.db'),
   }),
   // The shape of a key is checked where it is used (admin-key.ts).
+  databaseUrl: text({
+    env: 'POSTBOX_DATABASE_URL', flag: '--database-url', default: null, docDefault: '(SQLite file)',
+    description: 'PostgreSQL instead of the SQLite file, e.g. postgres://user:pass@host:5432/postbox; many nodes may share it',
+    validate: (u, option) => (/^postgres(ql)?:\/\/[^\s]+$/i.test(u) ? null : `expected postgres://user:pass@host:port/database (option ${option})`),
+  }),
   adminKey: text({ env: 'POSTBOX_ADMIN_KEY', flag: '--admin-key', default: null, docDefault: '(generated)', description: 'First admin key, used only when no admin key exists yet' }),
   allowNetworks: list({
     env: 'POSTBOX_ALLOW_NETWORKS', flag: '--allow-networks', noun: 'CIDRs',

@@ -1,6 +1,8 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { openStore, type Store } from './store/index.js'
+import { openPgStore } from './store/pg/index.js'
+import { redactPgUrl } from './store/pg/pool.js'
 import type { Config } from './config.js'
 import type { Log } from './log.js'
 
@@ -36,19 +38,27 @@ export interface ProtectedStoreOptions {
   log?: Log
 }
 
-/** Opens the configured database with its files protected (CLI commands and the facade). */
-export function openProtectedStore(config: Config, opts: ProtectedStoreOptions): Store {
-  protectDatabaseFiles(config.dbPath)
+/**
+ * Opens the configured database: PostgreSQL when `databaseUrl` is set, else the SQLite file with
+ * its files protected (CLI commands and the facade).
+ */
+export async function openProtectedStore(config: Config, opts: ProtectedStoreOptions): Promise<Store> {
   const { log } = opts
-  return openStore(config.dbPath, {
-    synchronous: config.synchronous,
-    schema: opts.schema,
-    onMigrate: log
-      ? ({ from, to }) =>
-          log.info(
-            { db: config.dbPath, schema_from: from, schema_to: to },
-            from === 0 ? `database created at schema version ${to}` : `database schema upgraded from version ${from} to ${to}`,
-          )
-      : undefined,
-  })
+  const where = config.databaseUrl !== null ? redactPgUrl(config.databaseUrl) : config.dbPath
+  const onMigrate = log
+    ? ({ from, to }: { from: number; to: number }) =>
+        log.info(
+          { db: where, schema_from: from, schema_to: to },
+          from === 0 ? `database created at schema version ${to}` : `database schema upgraded from version ${from} to ${to}`,
+        )
+    : undefined
+  if (config.databaseUrl !== null) {
+    return openPgStore(config.databaseUrl, {
+      schema: opts.schema,
+      ...(onMigrate ? { onMigrate } : {}),
+      ...(log ? { onError: (err: Error) => log.warn({ err }, 'PostgreSQL connection error (it is retried)') } : {}),
+    })
+  }
+  protectDatabaseFiles(config.dbPath)
+  return openStore(config.dbPath, { synchronous: config.synchronous, schema: opts.schema, onMigrate })
 }

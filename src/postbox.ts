@@ -10,6 +10,7 @@ import { silentLogger, type Log } from './log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import type { Store } from './store/index.js'
 import { createRetentionRunner, storeRetention, type RetentionRunner } from './store/retention.js'
+import { pgRetention } from './store/pg/index.js'
 import type { Checkpointer } from './store/checkpointer.js'
 import { startCheckpointerOnDemand } from './store/checkpointer-on-demand.js'
 import { createWebhookService } from './webhooks/service.js'
@@ -76,7 +77,7 @@ export class Postbox {
   private checkpointer: Checkpointer | null = null
   private sweeping: Promise<unknown> | null = null
   /** Remembers where the previous sweep stopped, so the hourly sweep does not re-read what it keeps. */
-  private readonly retention: RetentionRunner | null
+  private readonly retention: Pick<RetentionRunner, 'sweepAsync'> | null
 
   private constructor(
     readonly config: Config,
@@ -95,7 +96,7 @@ export class Postbox {
     this.adminKey = adminKey
     this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify, apps, requests })
     // The SQLite sweep's batches go through the Store's transactions (storeRetention).
-    this.retention = store.sqlite ? createRetentionRunner(storeRetention(store)) : null
+    this.retention = store.sqlite ? createRetentionRunner(storeRetention(store)) : pgRetention(store)
   }
 
   /** Opens (creating and migrating) the database and wires every service; call `start()` to deliver. */
@@ -104,7 +105,7 @@ export class Postbox {
     const log = opts.log ?? silentLogger()
     const clock = opts.clock ?? systemClock
     const rng = opts.rng ?? Math.random
-    const store = openProtectedStore(config, { schema: 'migrate', log })
+    const store = await openProtectedStore(config, { schema: 'migrate', log })
     try {
       const adminKey = opts.bootstrapAdminKey === false ? ({ action: 'none' } as const) : await ensureAdminKey(store, config, log, clock.now())
       const webhooks = createWebhookService({ store, config, clock, rng, log })

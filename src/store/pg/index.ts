@@ -24,6 +24,8 @@ import { createPgReceiptsStore } from './receipts.js'
 import { createPgRequestsStore } from './requests.js'
 import { INBOX_NOTIFY_CHANNEL } from './schema-directory.js'
 import { createPgUserListStore } from './user-list.js'
+import { sweepPgRetention } from './retention.js'
+import type { RetentionOptions, RetentionResult } from '../retention.js'
 
 /** Options of `openPgStore`: the schema rule of `openStore`, the pool size, and where connection errors go. */
 export interface PgStoreOptions extends Pick<OpenOptions, 'schema' | 'onMigrate'> {
@@ -162,4 +164,11 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
   }
   await notifier.ready()
   return store
+}
+
+/** The retention sweep of a PostgreSQL store (docs/operations.md): batches in transactions of their own. */
+export function pgRetention(store: Store): { sweepAsync(opts: RetentionOptions): Promise<RetentionResult> } {
+  const pool = (store as PgStore).pool
+  if (store.backend !== 'postgres' || !pool) throw new Error('the PostgreSQL retention sweep needs a PostgreSQL store')
+  return { sweepAsync: (opts) => sweepPgRetention({ transact: (fn) => atomically(pool, fn), inbox: (q) => createPgInboxStore(q) }, opts) }
 }
