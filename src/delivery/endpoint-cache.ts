@@ -26,18 +26,25 @@ export function createEndpointCache(store: Store): EndpointCache {
   // The ids looked up since the last reload: the working set a reload keeps (others are dropped).
   let used = new Set<string>()
   let version = -1
+  let reloading: Promise<void> | null = null
   const fetch = async (ids: readonly string[]): Promise<(EndpointRow | null)[]> => Promise.all(ids.map((id) => store.endpoints.getAny(id)))
   return {
     async refresh() {
+      if (reloading) return reloading
       const v = await store.endpoints.version()
+      // A reload started meanwhile (by a call that saw the same move) is awaited, not passed by:
+      // returning before it ends would answer from the rows it is replacing.
+      if (reloading) return reloading
       if (v === version) return
       version = v
-      const ids = [...used].filter((id) => cache.has(id))
-      used = new Set()
-      const rows = await fetch(ids)
-      // A reload that another refresh overtook (a newer version) is dropped: that one reloads.
-      if (version !== v) return
-      cache = new Map(ids.map((id, i) => [id, rows[i]!]))
+      reloading = (async () => {
+        const ids = [...used].filter((id) => cache.has(id))
+        used = new Set()
+        const rows = await fetch(ids)
+        // A reload that another refresh overtook (a newer version) is dropped: that one reloads.
+        if (version === v) cache = new Map(ids.map((id, i) => [id, rows[i]!]))
+      })().finally(() => (reloading = null))
+      return reloading
     },
     peek(id) {
       used.add(id)
