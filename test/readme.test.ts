@@ -13,7 +13,7 @@ const ALL_DOCS = readdirSync(DOCS).filter((f) => f.endsWith('.md'))
 /** Pages other parts of this release write; linked from the README before they arrive. */
 const ARRIVING = ['applications.md', 'notifications.md', 'requests.md', 'console.md']
 /** Settings other parts of this release add (ported into SETTING_TABLE at merge). */
-const ARRIVING_SETTINGS = ['POSTBOX_PUBLIC_URL', 'POSTBOX_EVENT_TYPES', 'POSTBOX_TRACK_CLICKS', 'POSTBOX_PORTAL_ORIGINS', 'POSTBOX_INBOX_ORIGINS', 'POSTBOX_DATABASE_URL']
+const ARRIVING_SETTINGS = ['POSTBOX_PUBLIC_URL', 'POSTBOX_EVENT_TYPES', 'POSTBOX_TRACK_CLICKS', 'POSTBOX_PORTAL_ORIGINS', 'POSTBOX_INBOX_ORIGINS']
 
 /** The configuration table of the README: from its header row to the first line that is not a row. */
 function readmeTable(text: string): string | null {

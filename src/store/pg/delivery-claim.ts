@@ -3,7 +3,7 @@
  * claimer is src/store/delivery-claim.ts): expire dead leases, pick due rows, end exhausted rows
  * and rows of a deleted or disabled endpoint, and claim the rest with a fresh token and lease.
  *
- * Many nodes claim from one database (SPEC §14), so what one node's memory knows is not enough.
+ * Many nodes claim from one database (docs/operations.md), so what one node's memory knows is not enough.
  * The choice, per claim, in one transaction:
  * 1. Candidates are picked as SQLite's claimer picks them (`pick` below: the due queue in order
  *    until a key has no room, then turns by key from deliveries_endpoint_due), with the caller's

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL schema of the core tables (schema.sql is the truth for their columns; SPEC §14):
+ * The PostgreSQL schema of the core tables (schema.sql is the truth for their columns; docs/operations.md, "PostgreSQL and several nodes"):
  * events, endpoints, deliveries, attempts and requests, their indexes, the two ordering triggers
  * as PL/pgSQL, and two small tables only PostgreSQL needs: `endpoint_versions` (the counters
  * behind endpoints' `version()`/`settingsVersion()`, shared by every node) and `endpoint_tokens`
