@@ -4,6 +4,7 @@
  * database on POSTBOX_TEST_PG_URL with DIRECTORY_DDL applied). Each gives the same Async families.
  */
 import pg from 'pg'
+import { createPgPool } from '../../src/store/pg/pool.js'
 import { join } from 'node:path'
 import { liftSync, type Async } from '../../src/store/contract.js'
 import { openDatabase, type Db } from '../../src/store/db.js'
@@ -50,14 +51,8 @@ const DELIVERIES_STUB = `CREATE TABLE deliveries (
 const TABLES = `users, user_groups, subscriptions, preferences, templates, notifications, notification_suppressions,
   notification_clicks, inbox_messages, inbox_counters, inbox_stream, inbox_counts, deliveries`
 
-/** A pool whose int8 values are numbers (as pool.ts does), through the pool's own type parsers. */
-export function numberPool(url: string, max = 4): pg.Pool {
-  return new pg.Pool({
-    connectionString: url,
-    max,
-    types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser },
-  })
-}
+/** A pool whose int8 values are numbers, as every Postbox pool (createPgPool); connection errors of idle clients are ignored (the drop at the end ends them). */
+export const numberPool = (url: string, max = 4): pg.Pool => createPgPool(url, { max })
 
 /** The PostgreSQL families over `q` (the pool, or one node's pool on a shared database). */
 export function pgFamilies(q: PgQueryable) {

@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path'
 import pg from 'pg'
+import { createPgPool } from './pool.js'
 import { liftSync, type Async } from '../contract.js'
 import { openDatabase } from '../db.js'
 import { createDeliveriesStore } from '../deliveries.js'
@@ -37,15 +38,8 @@ export interface CoreFamilies {
   all<R>(sql: string, params?: readonly unknown[]): Promise<R[]>
 }
 
-/** A pool whose connections read int8 and numeric as numbers (as src/store/pg/pool.ts's). */
-export function testPool(url: string, max = 4): pg.Pool {
-  const types = new pg.TypeOverrides()
-  types.setTypeParser(pg.types.builtins.INT8, 'text', Number)
-  types.setTypeParser(pg.types.builtins.NUMERIC, 'text', Number)
-  const pool = new pg.Pool({ connectionString: url, max, types })
-  pool.on('error', () => {})
-  return pool
-}
+/** A test pool: createPgPool's (int8 and numeric as numbers, idle connection errors ignored). */
+export const testPool = (url: string, max = 4): pg.Pool => createPgPool(url, { max })
 
 const toPg = (sql: string): string => {
   let n = 0

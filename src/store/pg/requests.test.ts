@@ -116,7 +116,7 @@ describe.each(BACKENDS)('requests contract (%s)', (kind) => {
     expect((await f.requests.list({ limit: 1, cursor: Buffer.from(made[0]!).toString('base64url') })).data.map((r) => r.delivery.id)).toEqual([made[6]])
   })
 
-  it.runIf(kind === 'postgres')('two nodes creating the same (app, dedup key) at once store one request, and both answer with it', async () => {
+  if (kind === 'postgres') it('two nodes creating the same (app, dedup key) at once store one request, and both answer with it', async () => {
     const pools = [testPool(backend.url(), 2), testPool(backend.url(), 2)]
     try {
       for (let round = 0; round < 5; round++) {
