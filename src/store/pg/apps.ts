@@ -1,5 +1,4 @@
 import { decodeKeyCursor, encodeKeyCursor } from '../../lib/cursor.js'
-// eslint-disable-next-line no-restricted-imports -- src/store/apps.ts, the store's own family; the layer rule's pattern takes it for src/apps/
 import { DEFAULT_APP, type AppCounts, type AppRow, type AppsStore, type PortalTokenRow } from '../apps.js'
 import type { Async } from '../contract.js'
 import type { PgQueryable } from './queryable.js'
