@@ -126,32 +126,61 @@ describe.runIf(PG_URL)('three nodes on one PostgreSQL database', () => {
     }
   }, 180_000)
 
-  it("an inbox stream on node B receives a notification accepted on node A, in order with B's own", async () => {
+  it("an inbox stream on node B receives notifications accepted on node A, in order with B's own, and replays on A", async () => {
     const [a, b] = [apiClient(() => nodes[0]!.baseUrl, key), apiClient(() => nodes[1]!.baseUrl, key)]
     expect((await a('PUT', '/v1/users/mn_user', {})).status).toBeLessThan(300)
     const token = (await a('POST', '/v1/users/mn_user/tokens', {})).json.token as string
-    const ac = new AbortController()
-    cleanups.push(() => ac.abort())
-    const res = await fetch(`${nodes[1]!.baseUrl}/v1/inbox/stream?token=${token}`, { signal: ac.signal })
-    expect(res.status).toBe(200)
-    const sse = sseReader(res)
-    await sse.next((m) => m.comment === 'connected')
+    const open = async (node: ServerProcess, headers: Record<string, string> = {}) => {
+      const ac = new AbortController()
+      cleanups.push(() => ac.abort())
+      const res = await fetch(`${node.baseUrl}/v1/inbox/stream?token=${token}`, { headers, signal: ac.signal })
+      expect(res.status).toBe(200)
+      const sse = sseReader(res)
+      await sse.next((m) => m.comment === 'connected')
+      return { sse, close: () => ac.abort() }
+    }
+    /** Reads events until `notifications` notifications have come, or fails after 15 s. */
+    const read = async (sse: ReturnType<typeof sseReader>, notifications: number) => {
+      const got: { id: number; event: string; title?: string }[] = []
+      let timer: NodeJS.Timeout | undefined
+      const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`stream: ${JSON.stringify(got)}`)), 15_000)))
+      try {
+        while (got.filter((e) => e.event === 'notification').length < notifications) {
+          const m = await Promise.race([sse.next(), timeout])
+          got.push({ id: Number(m.id), event: m.event!, ...(m.event === 'notification' ? { title: (JSON.parse(m.data!) as { title: string }).title } : {}) })
+        }
+      } finally {
+        clearTimeout(timer)
+      }
+      return got
+    }
+    const notifyVia = async (via: typeof a, title: string) => {
+      expect((await via('POST', '/v1/notifications', { topic: 'multi.node', recipients: ['user:mn_user'], title })).status).toBe(202)
+    }
+    /** Ids strictly increasing by one: none twice, none out of order, none missing (the ids come from the database). */
+    const gapless = (seqs: number[]) => expect(seqs).toEqual(seqs.map((_, i) => seqs[0]! + i))
 
-    // Accepted on A, then on B, then on A: B's stream shows all three (whichever node's inbox
-    // channel wrote them), ids increasing, none twice, none missing.
-    for (const [i, via] of [a, b, a].entries()) {
-      expect((await via('POST', '/v1/notifications', { topic: 'multi.node', recipients: ['user:mn_user'], title: `n${i}` })).status).toBe(202)
-    }
-    const got: { id: number; event: string; title?: string }[] = []
-    while (got.filter((e) => e.event === 'notification').length < 3) {
-      const m = await sse.next()
-      got.push({ id: Number(m.id), event: m.event!, ...(m.event === 'notification' ? { title: (JSON.parse(m.data!) as { title: string }).title } : {}) })
-    }
-    expect(got.filter((e) => e.event === 'notification').map((e) => e.title).sort()).toEqual(['n0', 'n1', 'n2'])
-    const seqs = got.map((e) => e.id)
-    expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y))
-    // Every id from the first on, none missing: the per-user ids come from the database.
-    expect(seqs).toEqual(seqs.map((_, i) => seqs[0]! + i))
-    ac.abort()
-  }, 60_000)
+    const onB = await open(nodes[1]!)
+    // Accepted on A, then on B, then on A: B's stream shows all three, whichever node's inbox
+    // channel wrote them.
+    for (const [i, via] of [a, b, a].entries()) await notifyVia(via, `n${i}`)
+    const first = await read(onB.sse, 3)
+    expect(first.filter((e) => e.event === 'notification').map((e) => e.title).sort()).toEqual(['n0', 'n1', 'n2'])
+    gapless(first.map((e) => e.id))
+
+    // Both nodes at once: B's own pushes and A's notices interleave; the stream stays gapless.
+    const burst = Array.from({ length: 16 }, (_, i) => `m${i}`)
+    await Promise.all(burst.map((t, i) => notifyVia(i % 2 === 0 ? a : b, t)))
+    const second = await read(onB.sse, burst.length)
+    expect(second.filter((e) => e.event === 'notification').map((e) => e.title).sort()).toEqual([...burst].sort())
+    gapless([...first, ...second].map((e) => e.id))
+    onB.close()
+
+    // Last-Event-ID on node A replays what came after it, written by either node.
+    const cut = first[first.length - 1]!.id
+    const onA = await open(nodes[0]!, { 'last-event-id': String(cut) })
+    const replayed = await read(onA.sse, burst.length)
+    expect(replayed.map((e) => e.id)).toEqual(second.map((e) => e.id))
+    onA.close()
+  }, 90_000)
 })
