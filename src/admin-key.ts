@@ -48,12 +48,25 @@ export async function ensureAdminKey(store: Store, config: Config, log: Log, now
   if (config.adminKey !== null) {
     checkAdminKeySetting(config)
     const adminKey = config.adminKey
-    const { row } = await store.tx(async (s) => {
-      if (await s.keys.byHash(hashKey(adminKey))) throw new ConfigError('POSTBOX_ADMIN_KEY', 'this key already exists with another role or was revoked')
-      return createApiKey(s, { name: 'admin', role: 'admin', key: adminKey }, now)
-    })
-    log.info({ keyId: row.id }, 'created the first admin key from POSTBOX_ADMIN_KEY')
-    return { action: 'from_env', id: row.id }
+    const hash = hashKey(adminKey)
+    const isActiveAdmin = (r: { role: string; revokedAt: number | null } | null | undefined) => !!r && r.role === 'admin' && r.revokedAt === null
+    // Several nodes on one PostgreSQL database may start at once with the same key: the one that
+    // loses the race finds the key created (or hits its unique hash) and has nothing to do.
+    let created: Awaited<ReturnType<typeof createApiKey>> | null
+    try {
+      created = await store.tx(async (s) => {
+        const existing = await s.keys.byHash(hash)
+        if (isActiveAdmin(existing)) return null
+        if (existing) throw new ConfigError('POSTBOX_ADMIN_KEY', 'this key already exists with another role or was revoked')
+        return createApiKey(s, { name: 'admin', role: 'admin', key: adminKey }, now)
+      })
+    } catch (err) {
+      if (err instanceof ConfigError || !isActiveAdmin(await store.keys.byHash(hash))) throw err
+      created = null
+    }
+    if (created === null) return { action: 'none' }
+    log.info({ keyId: created.row.id }, 'created the first admin key from POSTBOX_ADMIN_KEY')
+    return { action: 'from_env', id: created.row.id }
   }
   mkdirSync(config.dataDir, { recursive: true })
   const file = join(config.dataDir, ADMIN_KEY_FILE)

@@ -177,6 +177,16 @@ const toSse = (e: StreamEvent) => ({ id: String(e.seq), event: e.kind, data: JSO
  * The SSE stream: subscribe to the live hub first, then replay the durable log after
  * Last-Event-ID / ?since=, then forward live events, skipping any the replay already sent
  * (seq is per-user increasing, so one comparison dedupes the overlap).
+ *
+ * With several nodes on one database (`inbox.watch` is not null: PostgreSQL), another node's
+ * commits reach this stream as notices `(lastSeq)`, and the stream reads them from the database.
+ * A user's ids are taken under their counter's row lock (store/pg/schema-directory.ts), so
+ * commits of one user are in id order and every read sees a gapless prefix. One chain handles
+ * local events and notices in the order they arrive, keeping `known`, the id up to which every
+ * event was queued (or left out by the token's scope): a local event at `known + 1` is queued
+ * as it is; one further ahead, or a notice beyond `known`, replays after `known` first. So no
+ * event is sent twice, none out of order, and none skipped when a notice comes after a later
+ * local event.
  */
 function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Response {
   const { userId, inbox } = inboxOf(c)
@@ -205,6 +215,33 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
       closed = true
       notifyLoop()
     }
+    /** Runs `work` after every earlier step of this stream; a failure ends the stream (the client reconnects). */
+    const step = (work: () => Promise<void>): Promise<void> => (scoping = scoping.then(work).catch(end))
+    // Several nodes: every id up to `known` is queued or out of scope; the highest noticed id.
+    let known = 0
+    let noticedSeq = 0
+    let catchUpQueued = false
+    /** Queues the events after `known` from the database, which holds at least every id up to `atLeast`. */
+    const catchUp = async (atLeast: number): Promise<void> => {
+      if (atLeast <= known || closed) return
+      for (const e of await inbox.replay(known)) {
+        if (e.seq <= known) continue
+        queue.push(e)
+        known = e.seq
+      }
+      known = Math.max(known, atLeast)
+      notifyLoop()
+    }
+    const unwatch = inbox.watch((lastSeq) => {
+      noticedSeq = Math.max(noticedSeq, lastSeq)
+      if (lastSeq <= known || catchUpQueued) return
+      catchUpQueued = true
+      void step(async () => {
+        catchUpQueued = false
+        await catchUp(noticedSeq)
+      })
+    })
+    const multiNode = unwatch !== null
     const unsubscribe = notify.stream.subscribe(
       userId,
       (e) => {
@@ -212,13 +249,22 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
         // reconnects with Last-Event-ID and the durable log replays what it missed.
         if (queue.length + scopingCount >= notify.streamMaxQueued) return end()
         scopingCount++
-        scoping = scoping.then(async () => {
-          const scoped = await inbox.scope(e)
-          scopingCount--
-          if (scoped === null || closed) return
-          queue.push(scoped)
-          notifyLoop()
-        }).catch(end)
+        void step(async () => {
+          try {
+            if (multiNode) {
+              if (e.seq <= known) return
+              // Another node's commit came before this one and its notice is still on the way.
+              if (e.seq !== known + 1) return await catchUp(e.seq)
+              known = e.seq
+            }
+            const scoped = await inbox.scope(e)
+            if (scoped === null || closed) return
+            queue.push(scoped)
+            notifyLoop()
+          } finally {
+            scopingCount--
+          }
+        })
       },
       end,
     )
@@ -238,14 +284,28 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
     }, notify.streamKeepaliveMs)
     stream.onAbort(end)
     try {
-      await stream.write(': connected\n\n')
       let last = -1
-      if (since !== null) {
-        // An id from the future (a stale client, a restored backup) must not hide new events.
-        last = Math.min(since, await inbox.lastSeq())
-        for (const e of await inbox.replay(since)) {
-          await stream.writeSSE(toSse(e))
-          last = e.seq
+      if (multiNode) {
+        // The starting point is read before `connected`, so whatever a client does after it is
+        // past it; the replay after Last-Event-ID runs in the chain, before later live events.
+        const start = since
+        await step(async () => {
+          const newest = await inbox.lastSeq()
+          // An id from the future (a stale client, a restored backup) must not hide new events.
+          known = start === null ? newest : Math.min(start, newest)
+          await catchUp(newest)
+          if (noticedSeq > known) await catchUp(noticedSeq)
+        })
+        await stream.write(': connected\n\n')
+      } else {
+        await stream.write(': connected\n\n')
+        if (since !== null) {
+          // An id from the future (a stale client, a restored backup) must not hide new events.
+          last = Math.min(since, await inbox.lastSeq())
+          for (const e of await inbox.replay(since)) {
+            await stream.writeSSE(toSse(e))
+            last = e.seq
+          }
         }
       }
       while (!closed && !stream.aborted) {
@@ -264,6 +324,7 @@ function streamInbox(c: Context<ApiEnv>, sinceQuery: string | undefined): Respon
       clearInterval(keepalive)
       if (expiry) clearTimeout(expiry)
       unsubscribe()
+      unwatch?.()
     }
   })
 }

@@ -63,6 +63,13 @@ export interface UserInbox {
    * carries it). Resolve these in the order the events came, as the SSE stream does.
    */
   scope(event: StreamEvent): Promise<StreamEvent | null>
+  /**
+   * Several nodes on one database (PostgreSQL): calls `listener` with the user's last stream id
+   * whenever any node (this one included) committed stream events of this user, so a live stream
+   * can replay what another node wrote; returns the function that stops it. Null when every write
+   * is this process's and reaches the local hub (SQLite).
+   */
+  watch(listener: (lastSeq: number) => void): (() => void) | null
 }
 
 /** Dependencies of the inboxes. */
@@ -108,6 +115,30 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
   // stale (it may predate a snooze that the later one saw) and is dropped.
   let armsIssued = 0
   let armsApplied = 0
+  // Live streams waiting for other nodes' commits, per user; one store listener for them all,
+  // taken at the first watcher (docs/architecture.md: LISTEN/NOTIFY carries inbox stream notices).
+  const watchers = new Map<string, Set<(lastSeq: number) => void>>()
+  let unlisten: (() => void) | null = null
+  const noticed = (userId: string, lastSeq: number): void => {
+    for (const l of watchers.get(userId) ?? []) {
+      try {
+        l(lastSeq)
+      } catch (err) {
+        log.warn({ err, user: userId }, 'inbox stream: a watcher of other nodes\' events threw')
+      }
+    }
+  }
+  const watch = (userId: string, listener: (lastSeq: number) => void): (() => void) | null => {
+    if (!store.onInboxStream || closed) return null
+    unlisten ??= store.onInboxStream(noticed)
+    let set = watchers.get(userId)
+    if (!set) watchers.set(userId, (set = new Set()))
+    set.add(listener)
+    return () => {
+      set.delete(listener)
+      if (set.size === 0 && watchers.get(userId) === set) watchers.delete(userId)
+    }
+  }
 
   const publish = (userId: string, r: ChangeResult): Updated => {
     hub.publish(userId, r.events)
@@ -272,6 +303,7 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
           log.warn({ err, user: userId }, 'inbox stream: the unread count of the token application could not be read; event left out')
           return null
         }),
+      watch: (listener) => watch(userId, listener),
     }
   }
 
@@ -283,6 +315,9 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
       closed = true
       if (timer) clearTimeout(timer)
       timer = null
+      unlisten?.()
+      unlisten = null
+      watchers.clear()
     },
   }
 }
