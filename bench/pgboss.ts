@@ -7,8 +7,11 @@
 import PgBoss from 'pg-boss'
 import { Agent } from 'undici'
 
-/** Jobs per second, from the first insert to the last job completed; `batch` jobs per fetch. */
-export async function pgbossThroughput(url: string, receiver: string, n: number, concurrency: number, batch = 1): Promise<number> {
+/**
+ * Jobs per second, from the first insert to the last job completed; `batch` jobs per fetch.
+ * `beforeStop` runs once every job is done, while pg-boss's connections are still open.
+ */
+export async function pgbossThroughput(url: string, receiver: string, n: number, concurrency: number, batch = 1, beforeStop?: () => Promise<void>): Promise<number> {
   const boss = new PgBoss({ connectionString: url, max: Math.max(4, Math.ceil(concurrency / batch) + 2), schedule: false, supervise: false, migrate: true })
   boss.on('error', () => {})
   await boss.start()
@@ -49,6 +52,7 @@ export async function pgbossThroughput(url: string, receiver: string, n: number,
   const ms = performance.now() - t0
   stop = true
   await Promise.all(loops)
+  await beforeStop?.()
   await boss.stop({ graceful: false, wait: true })
   await agent.close()
   return (n / ms) * 1000

@@ -18,6 +18,7 @@ const suites: [string, string][] = [
   ['api', './api.js'],
   ['apps', './apps.js'],
   ['requests', './requests.js'],
+  ['pg', './pg.js'],
 ]
 
 const only = process.argv[2]

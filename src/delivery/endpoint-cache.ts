@@ -26,25 +26,40 @@ export function createEndpointCache(store: Store): EndpointCache {
   // The ids looked up since the last reload: the working set a reload keeps (others are dropped).
   let used = new Set<string>()
   let version = -1
-  let reloading: Promise<void> | null = null
   const fetch = async (ids: readonly string[]): Promise<(EndpointRow | null)[]> => Promise.all(ids.map((id) => store.endpoints.getAny(id)))
+  // Refreshes coalesce: a caller arriving while one runs waits for the next, which starts after
+  // it ends (so it still reads a version no older than the call) and is shared by everyone who
+  // arrived meanwhile. On PostgreSQL a version read is a round trip per send otherwise.
+  let running: Promise<void> | null = null
+  let next: Promise<void> | null = null
+  const refresh = async (): Promise<void> => {
+    const v = await store.endpoints.version()
+    if (v === version) return
+    version = v
+    const ids = [...used].filter((id) => cache.has(id))
+    used = new Set()
+    const rows = await fetch(ids)
+    // A reload that another refresh overtook (a newer version) is dropped: that one reloads.
+    if (version !== v) return
+    cache = new Map(ids.map((id, i) => [id, rows[i]!]))
+  }
+  const start = (): Promise<void> => {
+    const p = refresh().finally(() => {
+      if (running === p) running = null
+    })
+    running = p
+    return p
+  }
   return {
-    async refresh() {
-      if (reloading) return reloading
-      const v = await store.endpoints.version()
-      // A reload started meanwhile (by a call that saw the same move) is awaited, not passed by:
-      // returning before it ends would answer from the rows it is replacing.
-      if (reloading) return reloading
-      if (v === version) return
-      version = v
-      reloading = (async () => {
-        const ids = [...used].filter((id) => cache.has(id))
-        used = new Set()
-        const rows = await fetch(ids)
-        // A reload that another refresh overtook (a newer version) is dropped: that one reloads.
-        if (version === v) cache = new Map(ids.map((id, i) => [id, rows[i]!]))
-      })().finally(() => (reloading = null))
-      return reloading
+    refresh() {
+      if (running === null) return start()
+      if (next === null) {
+        next = running.catch(() => {}).then(() => {
+          next = null
+          return start()
+        })
+      }
+      return next
     },
     peek(id) {
       used.add(id)

@@ -72,6 +72,9 @@ export function createHealthRecorder(deps: {
       if (cls.kind === 'success') {
         const last = healthySince.get(ep.id)
         if (last === undefined || now - last >= SUCCESS_WRITE_INTERVAL_MS || now < last) {
+          // A steady endpoint's slot is taken before the write, so the sends that finish while it
+          // runs do not all write too (on PostgreSQL they queued on the endpoint's row lock).
+          if (last !== undefined) healthySince.set(ep.id, now)
           const r = await store.tx(async (s) => {
             const r = await s.endpoints.recordSuccess(ep.id, now)
             // One truth: the breaker is closed, so nothing may stay parked behind its pause.
