@@ -119,13 +119,24 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
   // taken at the first watcher (docs/architecture.md: LISTEN/NOTIFY carries inbox stream notices).
   const watchers = new Map<string, Set<(lastSeq: number) => void>>()
   let unlisten: (() => void) | null = null
-  const noticed = (userId: string, lastSeq: number): void => {
+  const tell = (userId: string, lastSeq: number): void => {
     for (const l of watchers.get(userId) ?? []) {
       try {
         l(lastSeq)
       } catch (err) {
         log.warn({ err, user: userId }, 'inbox stream: a watcher of other nodes\' events threw')
       }
+    }
+  }
+  // null: the listening connection came back and notices may have been lost; every watched user's
+  // streams catch up to the last id the database holds.
+  const noticed = (notice: { userId: string; lastSeq: number } | null): void => {
+    if (notice !== null) return tell(notice.userId, notice.lastSeq)
+    for (const userId of watchers.keys()) {
+      store.inbox.lastSeq(userId).then(
+        (seq) => tell(userId, seq),
+        (err: unknown) => log.warn({ err, user: userId }, 'inbox stream: catching up after a lost connection failed'),
+      )
     }
   }
   const watch = (userId: string, listener: (lastSeq: number) => void): (() => void) | null => {

@@ -184,9 +184,11 @@ export interface Store {
   onDue(listener: () => void): () => void
   /**
    * PostgreSQL only: called with `(userId, lastSeq)` when any node committed inbox stream events
-   * for the user, so a node holding that user's live stream replays them; returns an unsubscribe.
+   * for the user, so a node holding that user's live stream replays them, and with `null` after
+   * the listening connection came back (notices may have been missed: every stream catches up
+   * from the database); returns an unsubscribe.
    */
-  readonly onInboxStream?: (listener: (userId: string, lastSeq: number) => void) => () => void
+  readonly onInboxStream?: (listener: (notice: { userId: string; lastSeq: number } | null) => void) => () => void
   /** Closes the connections (SQLite: after a WAL checkpoint), once any open transaction ended. */
   close(): Promise<void>
   /** SQLite only: the synchronous store on the same connection (backup, checkpointer, SQL tests). */

@@ -146,12 +146,12 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
       dueListeners.add(listener)
       return () => dueListeners.delete(listener)
     },
-    onInboxStream(listener: (userId: string, lastSeq: number) => void) {
+    onInboxStream(listener: (notice: { userId: string; lastSeq: number } | null) => void) {
       return notifier.on(INBOX_NOTIFY_CHANNEL, (payload) => {
-        if (payload === null) return
+        if (payload === null) return listener(null)
         const at = payload.indexOf(':')
         const seq = Number(payload.slice(0, at))
-        if (at > 0 && Number.isFinite(seq)) listener(payload.slice(at + 1), seq)
+        if (at > 0 && Number.isFinite(seq)) listener({ userId: payload.slice(at + 1), lastSeq: seq })
       })
     },
     async close() {
