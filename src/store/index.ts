@@ -70,6 +70,18 @@ export function openSqliteStore(path: string, opts: OpenOptions = {}): SqliteSto
   }
   const endpoints = createEndpointsStore(db)
   const deliveries = createDeliveriesStore(db, markDue)
+  // After a rollback nothing the outermost transaction enqueued exists, and endpoint caches may
+  // hold what the rolled-back work read or wrote (a disable, a new endpoint): they reload.
+  const rolledBack = (outermost: boolean): void => {
+    if (outermost) dueInTx = false
+    endpoints.invalidate()
+  }
+  // After the outermost commit, the wake listeners run when it enqueued due work.
+  const committed = (): void => {
+    if (depth !== 0 || !dueInTx) return
+    dueInTx = false
+    for (const l of listeners) l()
+  }
   const store: SqliteStore = {
     db,
     path,
@@ -94,18 +106,12 @@ export function openSqliteStore(path: string, opts: OpenOptions = {}): SqliteSto
       try {
         result = runTx.immediate(fn) as T
       } catch (err) {
-        if (depth === 1) dueInTx = false // rolled back: nothing it enqueued exists
-        // Endpoint caches may hold what the rolled-back work read or wrote (a disable, a new
-        // endpoint): they reload.
-        endpoints.invalidate()
+        rolledBack(depth === 1)
         throw err
       } finally {
         depth--
       }
-      if (depth === 0 && dueInTx) {
-        dueInTx = false
-        for (const l of listeners) l()
-      }
+      committed()
       return result
     },
     async txAsync<T>(fn: () => Promise<T>): Promise<T> {
@@ -119,16 +125,12 @@ export function openSqliteStore(path: string, opts: OpenOptions = {}): SqliteSto
         db.exec(nested ? `RELEASE ${name}` : 'COMMIT')
       } catch (err) {
         if (db.inTransaction) db.exec(nested ? `ROLLBACK TO ${name}; RELEASE ${name}` : 'ROLLBACK')
-        if (!nested) dueInTx = false
-        endpoints.invalidate()
+        rolledBack(!nested)
         throw err
       } finally {
         depth--
       }
-      if (depth === 0 && dueInTx) {
-        dueInTx = false
-        for (const l of listeners) l()
-      }
+      committed()
       return result
     },
     onDue(listener) {
