@@ -162,7 +162,8 @@ export interface EndpointsStore {
   invalidate(): void
 }
 
-type RawRow = Omit<EndpointRow, 'eventTypes' | 'headers' | 'retrySchedule' | 'previousSecrets' | 'metadata' | 'ordered' | 'disabled'> & {
+/** An endpoints row as both backends read it: JSON columns as text, flags as 0/1. */
+export type RawEndpointRow = Omit<EndpointRow, 'eventTypes' | 'headers' | 'retrySchedule' | 'previousSecrets' | 'metadata' | 'ordered' | 'disabled'> & {
   eventTypes: string | null
   headers: string
   retrySchedule: string | null
@@ -172,7 +173,8 @@ type RawRow = Omit<EndpointRow, 'eventTypes' | 'headers' | 'retrySchedule' | 'pr
   disabled: number
 }
 
-function mapRow(r: RawRow | undefined): EndpointRow | null {
+/** An endpoints row mapped to EndpointRow (JSON parsed, flags as booleans); null for none. */
+export function mapEndpointRow(r: RawEndpointRow | undefined): EndpointRow | null {
   if (!r) return null
   return {
     ...r,
@@ -245,18 +247,18 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
       s.insert.run({ ...settingsParams(row), id: row.id, appId: row.appId ?? 'default', secret: row.secret, disabled: row.disabled ? 1 : 0, disabledReason: row.disabledReason, now })
       bumpSettings(0)
     },
-    get: (id) => mapRow(s.get.get(id) as RawRow | undefined),
-    getAny: (id) => mapRow(s.getAny.get(id) as RawRow | undefined),
-    active: () => (s.active.all() as RawRow[]).map((r) => mapRow(r)!),
-    activeForApp: (appId) => (s.activeForApp.all(appId) as RawRow[]).map((r) => mapRow(r)!),
+    get: (id) => mapEndpointRow(s.get.get(id) as RawEndpointRow | undefined),
+    getAny: (id) => mapEndpointRow(s.getAny.get(id) as RawEndpointRow | undefined),
+    active: () => (s.active.all() as RawEndpointRow[]).map((r) => mapEndpointRow(r)!),
+    activeForApp: (appId) => (s.activeForApp.all(appId) as RawEndpointRow[]).map((r) => mapEndpointRow(r)!),
     removeForApp: (appId, now) => bumpSettings((s.removeForApp.all({ appId, now }) as { id: string }[]).map((r) => r.id)),
     list({ limit, cursor, appId }) {
       const after = decodeIdCursor(cursor)
       const app = appId !== undefined ? 'AND app_id = ?' : ''
       const sql = `SELECT ${COLUMNS} FROM endpoints WHERE deleted_at IS NULL ${app} ${after ? 'AND id < ?' : ''} ORDER BY id DESC LIMIT ?`
       const params = [...(appId !== undefined ? [appId] : []), ...(after ? [after] : []), limit + 1]
-      const page = pageById(listStatement(sql).all(...params) as RawRow[], limit)
-      return { data: page.data.map((r) => mapRow(r)!), next_cursor: page.next_cursor }
+      const page = pageById(listStatement(sql).all(...params) as RawEndpointRow[], limit)
+      return { data: page.data.map((r) => mapEndpointRow(r)!), next_cursor: page.next_cursor }
     },
     update: (id, settings, now) => bumpSettings(s.update.run({ ...settingsParams(settings), id, now }).changes > 0),
     softDelete: (id, now) => bumpSettings(s.softDelete.run({ id, now }).changes > 0),
@@ -271,7 +273,7 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
       return { pausedUntil, steady: r?.steady === 1 }
     },
     recordFailure: (id, breakerFailure, now) =>
-      mapRow(s.failure.get({ id, now, breaker: breakerFailure ? 1 : 0 }) as RawRow | undefined),
+      mapEndpointRow(s.failure.get({ id, now, breaker: breakerFailure ? 1 : 0 }) as RawEndpointRow | undefined),
     pause: (id, until) => void bump(s.pause.run({ id, until })),
     disable: (id, reason, now) => bumpSettings(s.disable.run({ id, reason, now }).changes > 0),
     enable: (id, now) => bumpSettings(s.enable.run({ id, now }).changes > 0),

@@ -3,9 +3,7 @@ import { decodeIdCursor, pageById, type Page } from '../../lib/cursor.js'
 import { DELIVERY_COLUMNS as SQLITE_DELIVERY_COLUMNS } from '../delivery-list.js'
 import type { Channel, Delivery, DeliveryFilter, DeliveryStatus } from '../delivery-types.js'
 import type { PgQueryable } from './queryable.js'
-
-/** A column list with its camelCase aliases quoted: PostgreSQL folds unquoted names to lower case. */
-export const quoteAliases = (columns: string): string => columns.replace(/\bAS ([A-Za-z_][A-Za-z0-9_]*)/g, 'AS "$1"')
+import { quoteAliases } from './atomic.js'
 
 /** The columns of a delivery row under the names `Delivery` gives them (SQLite's list, aliases quoted). */
 export const DELIVERY_COLUMNS = quoteAliases(SQLITE_DELIVERY_COLUMNS)

@@ -7,9 +7,9 @@
  * no LISTEN/NOTIFY needed for correctness (pg-base may put a notified cache in front of it).
  */
 import type { Async } from '../contract.js'
-import type { EndpointRow, EndpointSettings, EndpointsStore, PreviousSecret } from '../endpoints.js'
+import { mapEndpointRow, type EndpointRow, type EndpointSettings, type EndpointsStore, type RawEndpointRow } from '../endpoints.js'
 import { decodeIdCursor, pageById } from '../../lib/cursor.js'
-import { quoteAliases } from './delivery-list.js'
+import { quoteAliases } from './atomic.js'
 import type { PgQueryable } from './queryable.js'
 
 const COLUMNS = quoteAliases(`id, app_id AS appId, url, description, event_types AS eventTypes, headers, method, timeout_ms AS timeoutMs,
@@ -83,30 +83,6 @@ const SQL = {
   invalidate: `UPDATE endpoint_versions SET version = version + 1, settings_version = settings_version + 1 WHERE id = 1`,
 } as const
 
-type RawRow = Omit<EndpointRow, 'eventTypes' | 'headers' | 'retrySchedule' | 'previousSecrets' | 'metadata' | 'ordered' | 'disabled'> & {
-  eventTypes: string | null
-  headers: string
-  retrySchedule: string | null
-  previousSecrets: string
-  metadata: string
-  ordered: number
-  disabled: number
-}
-
-function mapRow(r: RawRow | undefined): EndpointRow | null {
-  if (!r) return null
-  return {
-    ...r,
-    eventTypes: r.eventTypes === null ? null : (JSON.parse(r.eventTypes) as string[]),
-    headers: JSON.parse(r.headers) as Record<string, string>,
-    retrySchedule: r.retrySchedule === null ? null : (JSON.parse(r.retrySchedule) as number[]),
-    previousSecrets: JSON.parse(r.previousSecrets) as PreviousSecret[],
-    metadata: JSON.parse(r.metadata) as Record<string, unknown>,
-    ordered: r.ordered === 1,
-    disabled: r.disabled === 1,
-  }
-}
-
 /** The settings as parameters $2 … $16 of SETTINGS (the caller puts the id first). */
 function settingsParams(s: EndpointSettings): unknown[] {
   return [
@@ -131,7 +107,7 @@ function settingsParams(s: EndpointSettings): unknown[] {
 /** Creates the endpoints family over `q` (the pool, or a transaction's client). */
 export function createPgEndpointsStore(q: PgQueryable): Async<EndpointsStore> {
   const rows = async (sql: string, params: unknown[] = []): Promise<EndpointRow[]> =>
-    (await q.query<RawRow>(sql, params)).rows.map((r) => mapRow(r)!)
+    (await q.query<RawEndpointRow>(sql, params)).rows.map((r) => mapEndpointRow(r)!)
   const changed = async (sql: string, params: unknown[]): Promise<boolean> => ((await q.query(sql, params)).rowCount ?? 0) > 0
   const versions = async (): Promise<{ version: number; settingsVersion: number }> =>
     (await q.query<{ version: number; settingsVersion: number }>(SQL.versions)).rows[0]!
@@ -139,8 +115,8 @@ export function createPgEndpointsStore(q: PgQueryable): Async<EndpointsStore> {
     async insert(row, now) {
       await q.query(SQL.insert, [row.id, ...settingsParams(row), row.appId ?? 'default', row.secret, row.disabled ? 1 : 0, row.disabledReason, now])
     },
-    get: async (id) => mapRow((await q.query<RawRow>(SQL.get, [id])).rows[0]),
-    getAny: async (id) => mapRow((await q.query<RawRow>(SQL.getAny, [id])).rows[0]),
+    get: async (id) => mapEndpointRow((await q.query<RawEndpointRow>(SQL.get, [id])).rows[0]),
+    getAny: async (id) => mapEndpointRow((await q.query<RawEndpointRow>(SQL.getAny, [id])).rows[0]),
     active: () => rows(SQL.active),
     activeForApp: (appId) => rows(SQL.activeForApp, [appId]),
     removeForApp: async (appId, now) => (await q.query<{ id: string }>(SQL.removeForApp, [appId, now])).rows.map((r) => r.id).sort(),
@@ -161,7 +137,7 @@ export function createPgEndpointsStore(q: PgQueryable): Async<EndpointsStore> {
       const r = (await q.query<{ pausedUntil: number | null; steady: boolean }>(SQL.success, [id, now])).rows[0]
       return { pausedUntil: r?.pausedUntil ?? null, steady: r?.steady === true }
     },
-    recordFailure: async (id, breakerFailure, now) => mapRow((await q.query<RawRow>(SQL.failure, [id, now, breakerFailure ? 1 : 0])).rows[0]),
+    recordFailure: async (id, breakerFailure, now) => mapEndpointRow((await q.query<RawEndpointRow>(SQL.failure, [id, now, breakerFailure ? 1 : 0])).rows[0]),
     async pause(id, until) {
       await q.query(SQL.pause, [id, until])
     },

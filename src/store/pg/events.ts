@@ -2,7 +2,7 @@
 import type { Async } from '../contract.js'
 import type { EventRow, EventsStore } from '../events.js'
 import { decodeIdCursor, pageById } from '../../lib/cursor.js'
-import { quoteAliases } from './delivery-list.js'
+import { quoteAliases } from './atomic.js'
 import type { PgQueryable } from './queryable.js'
 
 const COLUMNS = quoteAliases(`id, app_id AS appId, client_id AS clientId, type, ordering_key AS orderingKey, body, created_at AS createdAt`)

@@ -12,9 +12,8 @@
  */
 import type { Async } from '../contract.js'
 import type { ChangeResult, InboxBulkChange, InboxCounts, InboxSelection, InboxStateChange, InboxStore } from '../inbox.js'
-import { mapMessage, messageColumns, messageJson, STREAM_LOG_SIZE, type InboxMessage, type NewInboxMessage, type RawMessage, type StreamEvent } from '../inbox-types.js'
+import { mapMessage, messageColumns, newMessage, messageJson, STREAM_LOG_SIZE, type InboxMessage, type NewInboxMessage, type RawMessage, type StreamEvent } from '../inbox-types.js'
 import { SCAN_STATEMENT_LIMIT, scanForPage } from '../capped-scan.js'
-import { newId } from '../../lib/ids.js'
 import { decodeInboxCursor, encodeCursor } from '../../lib/cursor.js'
 import { atomically, quoteAliases } from './atomic.js'
 import { createPgReplay } from './inbox-replay.js'
@@ -92,30 +91,6 @@ export const PG_INBOX_SQL = {
 } as const
 
 // Fields listed one by one, as store/inbox.ts does (a spread measured ~4 µs a message more).
-const newMessage = (m: NewInboxMessage, now: number): InboxMessage => ({
-  id: newId('msg', now),
-  userId: m.userId,
-  appId: m.appId ?? 'default',
-  notificationId: m.notificationId,
-  deliveryId: m.deliveryId,
-  topic: m.topic,
-  title: m.title,
-  body: m.body,
-  bodyFormat: m.bodyFormat ?? 'text',
-  severity: m.severity,
-  actionUrl: m.actionUrl,
-  payload: m.payload,
-  tags: m.tags ?? [],
-  seen: false,
-  read: false,
-  archived: false,
-  seenAt: null,
-  readAt: null,
-  clickedAt: null,
-  archivedAt: null,
-  snoozedUntil: null,
-  createdAt: now,
-})
 
 /** The insert's sixteen column arrays, filled message by message. */
 class MessageColumns {

@@ -7,7 +7,8 @@ import type { DeliveriesStore, Delivery, DeliveryStatus } from '../delivery-type
 import { requestIdOf, type RequestRow, type RequestsStore, type RequestTarget } from '../requests.js'
 import { decodeIdCursor, encodeCursor } from '../../lib/cursor.js'
 import { byStatus } from './delivery-claim.js'
-import { DELIVERY_COLUMNS, quoteAliases } from './delivery-list.js'
+import { DELIVERY_COLUMNS } from './delivery-list.js'
+import { quoteAliases } from './atomic.js'
 import type { PgQueryable } from './queryable.js'
 
 const TARGET_COLUMNS = quoteAliases(`r.method, r.url, r.headers, r.body, r.body_json AS bodyJson, r.signing_secret AS signingSecret,
