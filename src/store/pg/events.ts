@@ -9,6 +9,11 @@ const COLUMNS = quoteAliases(`id, app_id AS appId, client_id AS clientId, type, 
 
 const SQL = {
   insert: `INSERT INTO events (id, app_id, client_id, type, ordering_key, body, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+  insertMany: `INSERT INTO events (id, app_id, client_id, type, ordering_key, body, created_at)
+    SELECT id, app_id, client_id, type, ordering_key, body, created_at
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) WITH ORDINALITY
+        AS t(id, app_id, client_id, type, ordering_key, body, created_at, n)
+      ORDER BY n`,
   get: `SELECT ${COLUMNS} FROM events WHERE id = $1`,
   byClientId: `SELECT ${COLUMNS} FROM events WHERE app_id = $1 AND client_id = $2`,
 } as const
@@ -18,6 +23,18 @@ export function createPgEventsStore(q: PgQueryable): Async<EventsStore> {
   return {
     async insert(row) {
       await q.query(SQL.insert, [row.id, row.appId ?? 'default', row.clientId, row.type, row.orderingKey, row.body, row.createdAt])
+    },
+    async insertMany(rows) {
+      if (rows.length === 0) return
+      await q.query(SQL.insertMany, [
+        rows.map((r) => r.id),
+        rows.map((r) => r.appId ?? 'default'),
+        rows.map((r) => r.clientId),
+        rows.map((r) => r.type),
+        rows.map((r) => r.orderingKey),
+        rows.map((r) => r.body),
+        rows.map((r) => r.createdAt),
+      ])
     },
     get: async (id) => (await q.query<EventRow>(SQL.get, [id])).rows[0] ?? null,
     byClientId: async (appId, clientId) => (await q.query<EventRow>(SQL.byClientId, [appId, clientId])).rows[0] ?? null,
