@@ -8,7 +8,7 @@ import { truncateBody } from '../deliveries.js'
 import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, SettleInput, SettleResult } from '../delivery-types.js'
 import { WAITING_IN_ORDER } from '../delivery-types.js'
 import { newId } from '../../lib/ids.js'
-import { byStatus, createPgClaimer, inPgTransaction, PG_DUE_KEY, PG_FINISH_IF_ENDPOINT_GONE, PG_WAITS_IN_ORDER } from './delivery-claim.js'
+import { byStatus, createPgClaimer, inPgTransaction, newPgClaimState, type PgClaimState, PG_DUE_KEY, PG_FINISH_IF_ENDPOINT_GONE, PG_WAITS_IN_ORDER } from './delivery-claim.js'
 import { createPgDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'
 import type { PgQueryable } from './queryable.js'
 
@@ -157,10 +157,11 @@ type SettleRow = { status: DeliveryStatus; attempts: number; keyed: boolean }
 /**
  * Creates the delivery family over `q` (the pool, or a transaction's client). `markDue` is called
  * whenever a write makes a row due now; the Store turns that into a wake after commit (and a
- * NOTIFY for the other nodes).
+ * NOTIFY for the other nodes). `claims` is shared by every family of one store (its pool's and
+ * its transactions'), so the claims' lease sweep is paced per node.
  */
-export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = () => {}): Async<DeliveriesStore> {
-  const claimer = createPgClaimer(q, markDue)
+export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = () => {}, claims: PgClaimState = newPgClaimState()): Async<DeliveriesStore> {
+  const claimer = createPgClaimer(q, markDue, claims)
   const one = async <R>(sql: string, params: unknown[]): Promise<R | undefined> => (await q.query<R>(sql, params)).rows[0]
   const count = async (sql: string, params: unknown[]): Promise<number> => (await q.query(sql, params)).rowCount ?? 0
 
