@@ -32,6 +32,8 @@ export interface EventsStore {
   get(id: string): EventRow | null
   /** The event an application's client id names. */
   byClientId(appId: string, clientId: string): EventRow | null
+  /** `byClientId` of each (application, client id), in input order (PostgreSQL: one statement). */
+  byClientIds(keys: readonly { appId: string; clientId: string }[]): (EventRow | null)[]
   list(opts: { limit: number; cursor?: string | null; type?: string; appId?: string }): Page<EventRow>
 }
 
@@ -76,6 +78,7 @@ export function createEventsStore(db: Db): EventsStore {
     },
     get: (id) => (get.get(id) as EventRow | undefined) ?? null,
     byClientId: (appId, clientId) => (byClientId.get(appId, clientId) as EventRow | undefined) ?? null,
+    byClientIds: (keys) => keys.map((k) => (byClientId.get(k.appId, k.clientId) as EventRow | undefined) ?? null),
     list(opts) {
       const { sql, params } = eventListQuery(opts)
       return pageById(listStatement(sql).all(...params) as EventRow[], opts.limit)

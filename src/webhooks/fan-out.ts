@@ -137,9 +137,9 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
     /**
      * Stores every event in the transaction `s`, in order (a later repeat of an earlier client id
      * is deduplicated); results in input order. The batch is written with one `events.insertMany`
-     * and one `deliveries.enqueueMany` (on PostgreSQL one round trip each, not two per event; on
-     * SQLite the same statements per row as `store`), after a `byClientId` read per event that
-     * carries a client id. Its events share one clock reading, as they share one commit.
+     * and one `deliveries.enqueueMany`, after one `events.byClientIds` for the events that carry a
+     * client id (on PostgreSQL one round trip each, not two or three per event; on SQLite the same
+     * statements per row as `store`). Its events share one clock reading, as they share one commit.
      */
     async storeMany(s: Store, evs: readonly EventToStore[]): Promise<EventAcceptedOutput[]> {
       await load(s, new Set(evs.map((ev) => ev.appId ?? 'default')))
@@ -152,6 +152,16 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
       /** appId, NUL, client id → the index in `rows` of the batch's first event with it. */
       const firstOf = new Map<string, number>()
       const repeats: [number, number][] = []
+      const keys: { appId: string; clientId: string }[] = []
+      const seen = new Set<string>()
+      for (const ev of evs) {
+        const appId = ev.appId ?? 'default'
+        if (!ev.clientId || seen.has(`${appId}\0${ev.clientId}`)) continue
+        seen.add(`${appId}\0${ev.clientId}`)
+        keys.push({ appId, clientId: ev.clientId })
+      }
+      const stored = new Map<string, EventRow>()
+      for (const e of await s.events.byClientIds(keys)) if (e) stored.set(`${e.appId}\0${e.clientId}`, e)
       for (let i = 0; i < evs.length; i++) {
         const ev = evs[i]!
         const appId = ev.appId ?? 'default'
@@ -162,7 +172,7 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
             repeats.push([i, earlier])
             continue
           }
-          const existing = await s.events.byClientId(appId, ev.clientId)
+          const existing = stored.get(key)
           // docs/api.md: a repeat returns the original, whatever it carries now (see storeLoaded).
           if (existing) {
             out[i] = accepted(existing, (await s.deliveries.byEvent(existing.id)).length, true)

@@ -16,6 +16,7 @@ const SQL = {
       ORDER BY n`,
   get: `SELECT ${COLUMNS} FROM events WHERE id = $1`,
   byClientId: `SELECT ${COLUMNS} FROM events WHERE app_id = $1 AND client_id = $2`,
+  byClientIds: `SELECT ${COLUMNS} FROM events WHERE (app_id, client_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
 } as const
 
 /** Creates the events family over `q` (the pool, or a transaction's client). */
@@ -38,6 +39,12 @@ export function createPgEventsStore(q: PgQueryable): Async<EventsStore> {
     },
     get: async (id) => (await q.query<EventRow>(SQL.get, [id])).rows[0] ?? null,
     byClientId: async (appId, clientId) => (await q.query<EventRow>(SQL.byClientId, [appId, clientId])).rows[0] ?? null,
+    async byClientIds(keys) {
+      if (keys.length === 0) return []
+      const { rows } = await q.query<EventRow>(SQL.byClientIds, [keys.map((k) => k.appId), keys.map((k) => k.clientId)])
+      const found = new Map(rows.map((r) => [`${r.appId}\0${r.clientId}`, r]))
+      return keys.map((k) => found.get(`${k.appId}\0${k.clientId}`) ?? null)
+    },
     async list({ limit, cursor, type, appId }) {
       const where: string[] = []
       const params: unknown[] = []
