@@ -8,6 +8,7 @@ import type {
   DeliveriesStore,
   Delivery,
   DeliveryStatus,
+  NewDelivery,
   Outcome,
   SettleInput,
   SettleResult,
@@ -262,43 +263,47 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     return out
   })
 
-  return {
-    enqueue(row, now) {
-      // ON CONFLICT DO NOTHING without RETURNING: `changes` says whether this call won, and
-      // skipping RETURNING measured ~20% faster per insert.
-      const id = newId('dlv', now)
-      const waits = row.orderingKey != null && row.endpointId != null && s.waitsInOrder.get(row.endpointId, row.orderingKey, id) !== undefined
-      const inserted = s.insert.run(
-        id,
-        row.channel,
-        row.eventId ?? null,
-        row.endpointId ?? null,
-        row.notificationId ?? null,
-        row.recipient ?? null,
-        row.eventType,
-        row.orderingKey ?? null,
-        row.payload ?? null,
-        row.groupKey ?? null,
-        row.maxAttempts,
-        waits ? WAITING_IN_ORDER : row.nextAttemptAt,
-        now,
-        now,
-        row.appId ?? 'default',
-        row.targetKey ?? null,
-      ).changes
-      if (inserted > 0) {
-        if (!waits && row.nextAttemptAt <= now) {
-          claimer.noteDue(dueKey(row))
-          onDue()
-        }
-        return { id, created: true }
+  const enqueue = (row: NewDelivery, now: number): { id: string; created: boolean } => {
+    // ON CONFLICT DO NOTHING without RETURNING: `changes` says whether this call won, and
+    // skipping RETURNING measured ~20% faster per insert.
+    const id = newId('dlv', now)
+    const waits = row.orderingKey != null && row.endpointId != null && s.waitsInOrder.get(row.endpointId, row.orderingKey, id) !== undefined
+    const inserted = s.insert.run(
+      id,
+      row.channel,
+      row.eventId ?? null,
+      row.endpointId ?? null,
+      row.notificationId ?? null,
+      row.recipient ?? null,
+      row.eventType,
+      row.orderingKey ?? null,
+      row.payload ?? null,
+      row.groupKey ?? null,
+      row.maxAttempts,
+      waits ? WAITING_IN_ORDER : row.nextAttemptAt,
+      now,
+      now,
+      row.appId ?? 'default',
+      row.targetKey ?? null,
+    ).changes
+    if (inserted > 0) {
+      if (!waits && row.nextAttemptAt <= now) {
+        claimer.noteDue(dueKey(row))
+        onDue()
       }
-      // Not inserted: the row repeats one of the two unique keys (a row may carry both).
-      const existing =
-        (row.eventId ? idByEvent.get(row.eventId, row.endpointId ?? null) : undefined) ??
-        idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel)
-      return { id: existing as string, created: false }
-    },
+      return { id, created: true }
+    }
+    // Not inserted: the row repeats one of the two unique keys (a row may carry both).
+    const existing =
+      (row.eventId ? idByEvent.get(row.eventId, row.endpointId ?? null) : undefined) ??
+      idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel)
+    return { id: existing as string, created: false }
+  }
+
+  return {
+    enqueue,
+    // One call per row: the same statements, so the CPU per row does not move.
+    enqueueMany: (rows, now) => rows.map((row) => enqueue(row, now)),
     insertDelivered(row, now) {
       const id = newId('dlv', now)
       const inserted = s.insertDelivered.run(

@@ -161,6 +161,13 @@ export interface DeliveryFilter {
 export interface DeliveriesStore {
   enqueue(row: NewDelivery, now: number): { id: string; created: boolean }
   /**
+   * Enqueues several rows, results in input order, exactly as `enqueue` called on each in turn
+   * (a repeat, of a stored row or of an earlier row of the batch, is `created: false` with the
+   * stored id; a keyed row waits behind an earlier row of the batch). PostgreSQL: one statement
+   * (two when some row repeats).
+   */
+  enqueueMany(rows: readonly NewDelivery[], now: number): { id: string; created: boolean }[]
+  /**
    * Inserts a notification row (no event, no endpoint) already delivered: status `success`,
    * attempts 1, completed at `now`, never claimed or settled. For a channel whose work is done in
    * the same transaction (the inbox). Unique per (notificationId, recipient, channel) as enqueue;

@@ -27,9 +27,13 @@ const SQL = {
 export interface EventsStore {
   /** Inserts an event (of `default` when `appId` is not given). */
   insert(row: Omit<EventRow, 'appId'> & { appId?: string }): void
+  /** Inserts several events as `insert` does each, all or none (PostgreSQL: one statement). */
+  insertMany(rows: readonly (Omit<EventRow, 'appId'> & { appId?: string })[]): void
   get(id: string): EventRow | null
   /** The event an application's client id names. */
   byClientId(appId: string, clientId: string): EventRow | null
+  /** `byClientId` of each (application, client id), in input order (PostgreSQL: one statement). */
+  byClientIds(keys: readonly { appId: string; clientId: string }[]): (EventRow | null)[]
   list(opts: { limit: number; cursor?: string | null; type?: string; appId?: string }): Page<EventRow>
 }
 
@@ -61,10 +65,20 @@ export function createEventsStore(db: Db): EventsStore {
   const get = db.prepare(SQL.get)
   const byClientId = db.prepare(SQL.byClientId)
   const listStatement = statementCache(db)
+  const insertOne = (row: Omit<EventRow, 'appId'> & { appId?: string }): void =>
+    void insert.run(row.id, row.appId ?? 'default', row.clientId, row.type, row.orderingKey, row.body, row.createdAt)
+  // A savepoint around the loop: all or none, as PostgreSQL's one statement.
+  const insertMany = db.transaction((rows: readonly (Omit<EventRow, 'appId'> & { appId?: string })[]) => {
+    for (const row of rows) insertOne(row)
+  })
   return {
-    insert: (row) => void insert.run(row.id, row.appId ?? 'default', row.clientId, row.type, row.orderingKey, row.body, row.createdAt),
+    insert: insertOne,
+    insertMany: (rows) => {
+      if (rows.length > 0) insertMany(rows)
+    },
     get: (id) => (get.get(id) as EventRow | undefined) ?? null,
     byClientId: (appId, clientId) => (byClientId.get(appId, clientId) as EventRow | undefined) ?? null,
+    byClientIds: (keys) => keys.map((k) => (byClientId.get(k.appId, k.clientId) as EventRow | undefined) ?? null),
     list(opts) {
       const { sql, params } = eventListQuery(opts)
       return pageById(listStatement(sql).all(...params) as EventRow[], opts.limit)

@@ -4,6 +4,8 @@ import { ManualClock } from '../lib/clock.js'
 import { createFanOut } from './fan-out.js'
 import { tempStore } from '../../test/helpers.js'
 import type { Store } from '../store/index.js'
+import { openPgStore } from '../store/pg/index.js'
+import { freshPgDatabase, PG_URL } from '../../test/support/pg.js'
 
 let t: ReturnType<typeof tempStore>
 beforeEach(() => {
@@ -89,5 +91,71 @@ describe('fan-out endpoint cache', () => {
     ).rejects.toThrow('disk full')
     expect((await store.endpoints.get('ep_a'))!.disabled).toBe(false)
     expect((await store.tx((s) => fanOut.store(s, { type: 'order.paid', data: {} }))).deliveries).toBe(2)
+  })
+})
+
+/** The fan-out's batch path on each backend: SQLite, and PostgreSQL when POSTBOX_TEST_PG_URL is set. */
+const backends: { name: string; open: () => Promise<{ store: Store; close: () => Promise<void> }> }[] = [
+  {
+    name: 'sqlite',
+    open: () => {
+      const tmp = tempStore()
+      return Promise.resolve({ store: tmp.store, close: () => Promise.resolve(tmp.cleanup()) })
+    },
+  },
+  ...(PG_URL
+    ? [
+        {
+          name: 'postgres',
+          open: async () => {
+            const db = await freshPgDatabase()
+            const store = await openPgStore(db.url)
+            return {
+              store: store as Store,
+              close: async () => {
+                await store.close()
+                await db.drop()
+              },
+            }
+          },
+        },
+      ]
+    : []),
+]
+
+describe.each(backends)('fan-out storeMany ($name)', ({ open }) => {
+  it('answers per event as store does: repeats of stored and of earlier client ids, filters, delayed events', async () => {
+    const { store, close } = await open()
+    try {
+      const clock = new ManualClock()
+      const fanOut = createFanOut({ store, config: testConfig(), clock })
+      await store.endpoints.insert(endpoint('ep_all', null), clock.now())
+      await store.endpoints.insert(endpoint('ep_b', ['b']), clock.now())
+      const stored = await store.tx((s) => fanOut.store(s, { type: 'b', data: {}, clientId: 'old' }))
+      const later = clock.now() + 60_000
+      const out = await store.tx((s) =>
+        fanOut.storeMany(s, [
+          { type: 'a', data: { n: 1 } },
+          { type: 'b', data: {}, clientId: 'c1' },
+          { type: 'b', data: {}, clientId: 'old' },
+          { type: 'b', data: {}, clientId: 'c1' },
+          { type: 'a', data: {}, deliverAt: later },
+          { type: 'b', data: {}, appId: 'default', clientId: 'c2', orderingKey: 'k' },
+        ]),
+      )
+      expect(out.map((o) => [o.deliveries, o.deduplicated])).toEqual([[1, false], [2, false], [2, true], [2, true], [1, false], [2, false]])
+      expect(out[2]!.id).toBe(stored.id)
+      expect(out[3]!.id).toBe(out[1]!.id)
+      expect(out[4]!.deliver_at).toBe(new Date(later).toISOString())
+      expect(new Set(out.map((o) => o.id)).size).toBe(5)
+      const dl = await store.deliveries.byEvent(out[4]!.id)
+      expect(dl.map((d) => [d.endpointId, d.nextAttemptAt])).toEqual([['ep_all', later]])
+      expect((await store.deliveries.byEvent(out[5]!.id)).map((d) => d.orderingKey)).toEqual(['k', 'k'])
+      expect(await store.events.get(out[0]!.id)).toMatchObject({ type: 'a', appId: 'default', clientId: null, createdAt: clock.now() })
+      expect(JSON.parse((await store.events.get(out[0]!.id))!.body)).toMatchObject({ id: out[0]!.id, type: 'a', data: { n: 1 } })
+      expect(await store.tx((s) => fanOut.storeMany(s, []))).toEqual([])
+    } finally {
+      await close()
+    }
   })
 })

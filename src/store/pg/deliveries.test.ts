@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { RESPONSE_BODY_LIMIT } from '../deliveries.js'
 import type { ClaimedDelivery, ClaimOptions, NewDelivery } from '../delivery-types.js'
+import { WAITING_IN_ORDER } from '../delivery-types.js'
 import { BACKENDS, coreBackend, type CoreFamilies } from './core-harness.js'
 import { row } from '../../../test/queue-helpers.js'
 
@@ -62,6 +63,71 @@ describe.each(BACKENDS)('deliveries contract (%s)', (kind) => {
       expect(first.created).toBe(true)
       expect(await f.deliveries.enqueue(row('u', NOW, { eventId: 'evt_2', endpointId: 'ep_1', notificationId: 'ntf_2' }), NOW)).toEqual({ id: first.id, created: false })
       expect(await f.deliveries.enqueue(row('v', NOW, { eventId: 'evt_1', endpointId: 'ep_1', notificationId: 'ntf_3' }), NOW)).toEqual({ id: first.id, created: false })
+    })
+  })
+
+  describe('enqueueMany', () => {
+    it('answers as enqueue on each row in turn: repeats of stored rows and of earlier rows of the batch', async () => {
+      const stored = await f.deliveries.enqueue(row('s', NOW), NOW)
+      expect(f.due.count).toBe(1)
+      const out = await f.deliveries.enqueueMany([row('a', NOW), row('s', NOW), row('b', NOW, { nextAttemptAt: NOW + 1000 }), row('a', NOW)], NOW)
+      expect(out.map((r) => r.created)).toEqual([true, false, true, false])
+      expect(out[1]!.id).toBe(stored.id)
+      expect(out[3]!.id).toBe(out[0]!.id)
+      expect(out[0]!.id < out[2]!.id).toBe(true)
+      expect(f.due.count).toBeGreaterThan(1)
+      expect(await f.deliveries.get(out[2]!.id)).toMatchObject({ status: 'pending', nextAttemptAt: NOW + 1000, createdAt: NOW, updatedAt: NOW, recipient: 'b' })
+      expect(await f.deliveries.queueDepth()).toEqual({ pending: 3, in_flight: 0 })
+      expect(await f.deliveries.enqueueMany([], NOW)).toEqual([])
+    })
+
+    it('does not wake for a batch of rows all due later or all repeats', async () => {
+      await f.deliveries.enqueueMany([row('x', NOW, { nextAttemptAt: NOW + 5000 })], NOW)
+      await f.deliveries.enqueueMany([row('x', NOW)], NOW)
+      expect(f.due.count).toBe(0)
+    })
+
+    it('a repeat of an event row returns the stored id; a repeat of the notification key of an event row too', async () => {
+      await insertEndpoint({ id: 'ep_1' })
+      for (const id of ['evt_1', 'evt_2', 'evt_3']) await insertEvent(id)
+      const ev = (e: string, extra: Partial<NewDelivery> = {}): NewDelivery => ({ channel: 'webhook', eventId: e, endpointId: 'ep_1', eventType: 'test.event', maxAttempts: 8, nextAttemptAt: NOW, ...extra })
+      const first = await f.deliveries.enqueue(ev('evt_1'), NOW)
+      const out = await f.deliveries.enqueueMany(
+        [ev('evt_2'), ev('evt_1'), ev('evt_3', { notificationId: 'ntf_9', recipient: 'u' }), ev('evt_3'), ev('evt_2', { notificationId: 'ntf_9', recipient: 'u' })],
+        NOW,
+      )
+      expect(out.map((r) => r.created)).toEqual([true, false, true, false, false])
+      expect(out[1]!.id).toBe(first.id)
+      expect(out[3]!.id).toBe(out[2]!.id)
+      expect(out[4]!.id).toBe(out[0]!.id)
+      expect((await f.deliveries.byEvent('evt_3')).map((d) => d.id)).toEqual([out[2]!.id])
+    })
+
+    it('on an ordered endpoint a keyed row waits behind a stored or an earlier row of its key, not behind a repeat', async () => {
+      await insertEndpoint({ id: 'ep_ord', ordered: true })
+      await insertEndpoint({ id: 'ep_free' })
+      for (let i = 1; i <= 6; i++) await insertEvent(`evt_${i}`)
+      const ev = (e: string, endpointId: string, orderingKey: string): NewDelivery => ({ channel: 'webhook', eventId: e, endpointId, orderingKey, eventType: 'test.event', maxAttempts: 8, nextAttemptAt: NOW })
+      const held = await f.deliveries.enqueue(ev('evt_1', 'ep_ord', 'k1'), NOW)
+      const out = await f.deliveries.enqueueMany(
+        [ev('evt_1', 'ep_ord', 'k2'), ev('evt_2', 'ep_ord', 'k1'), ev('evt_3', 'ep_ord', 'k2'), ev('evt_4', 'ep_ord', 'k3'), ev('evt_5', 'ep_free', 'k3'), ev('evt_6', 'ep_free', 'k3')],
+        NOW,
+      )
+      // evt_1 → ep_ord repeats the stored row: it holds nothing back for k2.
+      expect(out.map((r) => r.created)).toEqual([false, true, true, true, true, true])
+      expect(out[0]!.id).toBe(held.id)
+      const next = async (i: number): Promise<number | undefined> => (await f.deliveries.get(out[i]!.id))?.nextAttemptAt
+      expect(await next(1)).toBe(WAITING_IN_ORDER)
+      expect(await next(2)).toBe(NOW)
+      expect(await next(3)).toBe(NOW)
+      expect(await next(4)).toBe(NOW)
+      expect(await next(5)).toBe(NOW)
+      const second = await f.deliveries.enqueueMany([ev('evt_5', 'ep_ord', 'k2'), ev('evt_6', 'ep_ord', 'k2')], NOW)
+      for (const r of second) expect((await f.deliveries.get(r.id))?.nextAttemptAt).toBe(WAITING_IN_ORDER)
+      // Claimed in key order: the held k1 row first, then its follower after it succeeds.
+      const firstClaim = ids(await claim())
+      expect(firstClaim).toContain(held.id)
+      expect(firstClaim).not.toContain(out[1]!.id)
     })
   })
 

@@ -8,7 +8,7 @@ import { truncateBody } from '../deliveries.js'
 import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, SettleInput, SettleResult } from '../delivery-types.js'
 import { WAITING_IN_ORDER } from '../delivery-types.js'
 import { newId } from '../../lib/ids.js'
-import { byStatus, createPgClaimer, inPgTransaction, PG_DUE_KEY, PG_FINISH_IF_ENDPOINT_GONE, PG_WAITS_IN_ORDER } from './delivery-claim.js'
+import { byStatus, createPgClaimer, inPgTransaction, newPgClaimState, type PgClaimState, PG_DUE_KEY, PG_FINISH_IF_ENDPOINT_GONE, PG_WAITS_IN_ORDER } from './delivery-claim.js'
 import { createPgDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'
 import type { PgQueryable } from './queryable.js'
 
@@ -28,6 +28,46 @@ const SQL = {
       $13, $13, $14, $15)
     ON CONFLICT DO NOTHING
     RETURNING next_attempt_at AS "nextAttemptAt"`,
+  // `enqueue` for a batch in one statement. The statement cannot see its own rows, so what a
+  // single-row call would have read from the table about an earlier row of the batch is worked
+  // out here: `dup` (it repeats a stored row, or an earlier row of the batch, so it is not
+  // inserted) and `behind` (an earlier inserted row of the batch has its endpoint and key).
+  enqueueMany: `WITH j AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+          $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[]) WITH ORDINALITY
+        AS t(id, channel, event_id, endpoint_id, notification_id, recipient, event_type, ordering_key, payload, group_key,
+          max_attempts, next_attempt_at, app_id, target_key, n)
+    ), k AS (
+      SELECT j.*, (
+          (j.event_id IS NOT NULL AND j.endpoint_id IS NOT NULL AND (
+            EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = j.event_id AND d.endpoint_id = j.endpoint_id)
+            OR row_number() OVER (PARTITION BY j.event_id, j.endpoint_id ORDER BY j.n) > 1))
+          OR (j.notification_id IS NOT NULL AND j.recipient IS NOT NULL AND (
+            EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = j.notification_id AND d.recipient = j.recipient AND d.channel = j.channel)
+            OR row_number() OVER (PARTITION BY j.notification_id, j.recipient, j.channel ORDER BY j.n) > 1))
+        ) AS dup
+      FROM j
+    ), w AS (
+      SELECT k.*, coalesce(count(*) FILTER (WHERE NOT k.dup) OVER (PARTITION BY k.endpoint_id, k.ordering_key ORDER BY k.n
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) > 0 AS behind
+      FROM k
+    )
+    INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
+      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, app_id, target_key)
+    SELECT w.id, w.channel, w.event_id, w.endpoint_id, w.notification_id, w.recipient, w.event_type, w.ordering_key, w.payload, w.group_key,
+      'pending', 0, w.max_attempts,
+      CASE WHEN w.ordering_key IS NOT NULL AND w.endpoint_id IS NOT NULL AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = w.endpoint_id AND e.ordered = 1)
+        AND (w.behind OR EXISTS (SELECT 1 FROM deliveries o WHERE o.endpoint_id = w.endpoint_id AND o.ordering_key = w.ordering_key
+          AND o.status IN ('pending', 'in_flight') AND o.id < w.id)) THEN ${WAITING_IN_ORDER} ELSE w.next_attempt_at END,
+      $15, $15, w.app_id, w.target_key
+    FROM w ORDER BY w.n
+    ON CONFLICT DO NOTHING
+    RETURNING id, next_attempt_at AS "nextAttemptAt"`,
+  // The stored ids of rows `enqueueMany` did not insert, as `enqueue` looks them up.
+  existingIds: `SELECT (SELECT d.id FROM deliveries d WHERE j.event_id <> '' AND d.event_id = j.event_id AND d.endpoint_id = j.endpoint_id) AS "byEvent",
+      (SELECT d.id FROM deliveries d WHERE d.notification_id = j.notification_id AND d.recipient = j.recipient AND d.channel = j.channel) AS "byNotification"
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS j(event_id, endpoint_id, notification_id, recipient, channel, n)
+    ORDER BY j.n`,
   insertDelivered: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
       event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at, app_id)
     VALUES ($1, $2, NULL, NULL, $3, $4, $5, NULL, $6, $7, 'success', 1, $8, $9, $10, $10, $10, $11)
@@ -117,10 +157,11 @@ type SettleRow = { status: DeliveryStatus; attempts: number; keyed: boolean }
 /**
  * Creates the delivery family over `q` (the pool, or a transaction's client). `markDue` is called
  * whenever a write makes a row due now; the Store turns that into a wake after commit (and a
- * NOTIFY for the other nodes).
+ * NOTIFY for the other nodes). `claims` is shared by every family of one store (its pool's and
+ * its transactions'), so the claims' lease sweep is paced per node.
  */
-export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = () => {}): Async<DeliveriesStore> {
-  const claimer = createPgClaimer(q, markDue)
+export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = () => {}, claims: PgClaimState = newPgClaimState()): Async<DeliveriesStore> {
+  const claimer = createPgClaimer(q, markDue, claims)
   const one = async <R>(sql: string, params: unknown[]): Promise<R | undefined> => (await q.query<R>(sql, params)).rows[0]
   const count = async (sql: string, params: unknown[]): Promise<number> => (await q.query(sql, params)).rowCount ?? 0
 
@@ -237,6 +278,52 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
         (row.eventId ? (await one<{ id: string }>(SQL.idByEvent, [row.eventId, row.endpointId ?? null]))?.id : undefined) ??
         (await one<{ id: string }>(SQL.idByNotification, [row.notificationId ?? null, row.recipient ?? null, row.channel]))?.id
       return { id: existing as string, created: false }
+    },
+    async enqueueMany(rows, now) {
+      if (rows.length === 0) return []
+      const ids = rows.map(() => newId('dlv', now))
+      const { rows: inserted } = await q.query<{ id: string; nextAttemptAt: number }>(SQL.enqueueMany, [
+        ids,
+        rows.map((r) => r.channel),
+        rows.map((r) => r.eventId ?? null),
+        rows.map((r) => r.endpointId ?? null),
+        rows.map((r) => r.notificationId ?? null),
+        rows.map((r) => r.recipient ?? null),
+        rows.map((r) => r.eventType),
+        rows.map((r) => r.orderingKey ?? null),
+        rows.map((r) => r.payload ?? null),
+        rows.map((r) => r.groupKey ?? null),
+        rows.map((r) => r.maxAttempts),
+        rows.map((r) => r.nextAttemptAt),
+        rows.map((r) => r.appId ?? 'default'),
+        rows.map((r) => r.targetKey ?? null),
+        now,
+      ])
+      const at = new Map(inserted.map((r) => [r.id, r.nextAttemptAt]))
+      let due = false
+      const missed: number[] = []
+      const out = rows.map((row, i) => {
+        const next = at.get(ids[i]!)
+        if (next === undefined) {
+          missed.push(i)
+          return { id: '', created: false }
+        }
+        if (next !== WAITING_IN_ORDER && row.nextAttemptAt <= now) due = true
+        return { id: ids[i]!, created: true }
+      })
+      if (due) markDue()
+      if (missed.length > 0) {
+        const m = missed.map((i) => rows[i]!)
+        const { rows: found } = await q.query<{ byEvent: string | null; byNotification: string | null }>(SQL.existingIds, [
+          m.map((r) => r.eventId ?? null),
+          m.map((r) => r.endpointId ?? null),
+          m.map((r) => r.notificationId ?? null),
+          m.map((r) => r.recipient ?? null),
+          m.map((r) => r.channel),
+        ])
+        missed.forEach((i, k) => (out[i]!.id = (found[k]!.byEvent ?? found[k]!.byNotification) as string))
+      }
+      return out
     },
     async insertDelivered(row, now) {
       const id = newId('dlv', now)

@@ -4,7 +4,7 @@ import type { Async } from '../contract.js'
 import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type NewDelivery } from '../delivery-types.js'
 import { BACKENDS, coreBackend, testPool, type CoreFamilies } from './core-harness.js'
 import { createPgDeliveriesStore } from './deliveries.js'
-import { endpointLockKey } from './delivery-claim.js'
+import { endpointLockKey, EXPIRE_EVERY_MS, newPgClaimState, type PgClaimState } from './delivery-claim.js'
 import { row } from '../../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)
@@ -280,6 +280,32 @@ describe.runIf(BACKENDS.includes('postgres'))('claims of two nodes on one Postgr
     expect((await nodes[1]!.claimDue({ limit: 10, now: lease - 1, defaultTimeoutMs: 15_000 }))).toEqual([])
     const again = await nodes[1]!.claimDue({ limit: 10, now: lease, defaultTimeoutMs: 15_000 })
     expect(again.map((r) => r.attempts)).toEqual([2, 2, 2])
+  })
+
+  it('a node sweeps expired leases at most every EXPIRE_EVERY_MS of claim time, its transactions sharing the pace', async () => {
+    await enqueueMany(2, () => ({}))
+    // Each claim in its own transaction, as the dispatcher's settle-and-claim (no idle check first).
+    const claimIn = async (pool: pg.Pool, state: PgClaimState, now: number): Promise<number[]> => {
+      const c = await pool.connect()
+      try {
+        await c.query('BEGIN')
+        const out = await createPgDeliveriesStore(c, () => {}, state).claimDue({ limit: 1, now, defaultTimeoutMs: 15_000 })
+        await c.query('COMMIT')
+        return out.map((r) => r.attempts)
+      } finally {
+        c.release()
+      }
+    }
+    const nodeA = newPgClaimState()
+    expect(await claimIn(pools[0]!, nodeA, NOW)).toEqual([1])
+    const lease = (await f.all<{ leaseUntil: number }>(`SELECT lease_until AS "leaseUntil" FROM deliveries WHERE status = 'in_flight'`))[0]!.leaseUntil
+    expect(await claimIn(pools[0]!, nodeA, lease - 1)).toEqual([1])
+    // The first row's lease has ended, but node A swept 1 ms + EXPIRE_EVERY_MS - 2 ago.
+    expect(await claimIn(pools[0]!, nodeA, lease + EXPIRE_EVERY_MS - 2)).toEqual([])
+    expect(await claimIn(pools[0]!, nodeA, lease + EXPIRE_EVERY_MS - 1)).toEqual([2])
+    // Node B's pace is its own: it sweeps the second row's lease as soon as it ends.
+    const second = (await f.all<{ leaseUntil: number }>(`SELECT min(lease_until) AS "leaseUntil" FROM deliveries WHERE status = 'in_flight'`))[0]!.leaseUntil
+    expect(await claimIn(pools[1]!, newPgClaimState(), second)).toEqual([2])
   })
 
   it('enqueue the same delivery at once: one row, both answer with its id', async () => {

@@ -31,7 +31,10 @@
  * So `max_concurrency`, `rate_limit`, the half-open probe and ordering hold across all nodes
  * together; the per-channel (`#inbox`, `#email`) and per-origin (`@…`) slots stay each node's.
  * Leases work as on SQLite: a node killed with -9 leaves rows in flight until their lease ends,
- * then any node's next claim makes them pending again (the attempt stays spent).
+ * then any node's next claim makes them pending again (the attempt stays spent). A node sweeps
+ * expired leases at most once per EXPIRE_EVERY_MS of claim time (`PgClaimState`, shared by the
+ * store's transactions), not before every claim: a lease is at least 15 s, so a row comes back
+ * at most that much later, and a busy dispatcher's claim cycle saves a statement.
  */
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
@@ -44,6 +47,18 @@ import { atomically } from './atomic.js'
 
 /** The first key of every advisory lock a claim takes on an endpoint (the second is a hash of its id). */
 export const ENDPOINT_LOCK_SPACE = 0x5062_0001
+
+/** A claim sweeps expired leases when the last sweep of its store was at least this long before (in claim time). */
+export const EXPIRE_EVERY_MS = 250
+
+/** What one store's claims share across its transactions (each builds its families anew). */
+export interface PgClaimState {
+  /** The claim time (`opts.now`) of the last lease sweep; NaN before the first. */
+  expiredAt: number
+}
+
+/** A store's claim state before its first claim. */
+export const newPgClaimState = (): PgClaimState => ({ expiredAt: Number.NaN })
 
 /** At most this many candidate rows one statement reads. */
 const WINDOW_MAX = 4096
@@ -195,6 +210,7 @@ const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
 export function createPgClaimer(
   q: PgQueryable,
   onDue: () => void,
+  state: PgClaimState = newPgClaimState(),
 ): Pick<Async<DeliveriesStore>, 'claimDue' | 'releaseWaitingInOrder'> {
   const S = PG_CLAIM_SQL
 
@@ -370,7 +386,11 @@ export function createPgClaimer(
       if (isPool(q) && opts.limit > 0 && !(await q.query<{ work: boolean }>(S.hasWork, [opts.now])).rows[0]!.work) return []
       return inPgTransaction(q, async (c) => {
         const { now, limit } = opts
-        await c.query(S.expireLeases, [now])
+        // A clock that went back (an injected one, a repaired one) sweeps at once.
+        if (!(now >= state.expiredAt && now - state.expiredAt < EXPIRE_EVERY_MS)) {
+          await c.query(S.expireLeases, [now])
+          state.expiredAt = now
+        }
         if (limit <= 0) return []
         const { chosen, exhausted, gone, buckets } = await pick(c, opts)
         if (exhausted.length > 0) await c.query(S.markExhausted, [exhausted, now])

@@ -27,6 +27,37 @@ describe.each(BACKENDS)('events contract (%s)', (kind) => {
     await expect(f.events.insert({ id: id(2), clientId: 'dup', type: 't', orderingKey: null, body: '{}', createdAt: 2 })).rejects.toThrow()
   })
 
+  it('inserts a batch as insert does each, and all or none when one repeats a client id', async () => {
+    await f.events.insertMany([])
+    await f.events.insertMany([
+      { id: id(1), clientId: 'c-1', type: 'order.paid', orderingKey: 'o1', body: '{"a":1}', createdAt: 1000 },
+      { id: id(2), appId: 'app_x', clientId: null, type: 'order.sent', orderingKey: null, body: '{}', createdAt: 1000 },
+    ])
+    expect(await f.events.get(id(1))).toEqual({ id: id(1), appId: 'default', clientId: 'c-1', type: 'order.paid', orderingKey: 'o1', body: '{"a":1}', createdAt: 1000 })
+    expect(await f.events.get(id(2))).toEqual({ id: id(2), appId: 'app_x', clientId: null, type: 'order.sent', orderingKey: null, body: '{}', createdAt: 1000 })
+    await expect(
+      f.events.insertMany([
+        { id: id(3), clientId: 'c-2', type: 't', orderingKey: null, body: '{}', createdAt: 2 },
+        { id: id(4), clientId: 'c-1', type: 't', orderingKey: null, body: '{}', createdAt: 2 },
+      ]),
+    ).rejects.toThrow()
+    expect(await f.events.get(id(3))).toBeNull()
+  })
+
+  it('reads several client ids at once, in input order, null where none', async () => {
+    await f.events.insert({ id: id(1), clientId: 'c-1', type: 't', orderingKey: null, body: '{}', createdAt: 1 })
+    await f.events.insert({ id: id(2), appId: 'app_x', clientId: 'c-1', type: 't', orderingKey: null, body: '{}', createdAt: 2 })
+    expect(await f.events.byClientIds([])).toEqual([])
+    const out = await f.events.byClientIds([
+      { appId: 'app_x', clientId: 'c-1' },
+      { appId: 'default', clientId: 'c-9' },
+      { appId: 'default', clientId: 'c-1' },
+      { appId: 'app_x', clientId: 'c-1' },
+    ])
+    expect(out.map((e) => e?.id ?? null)).toEqual([id(2), null, id(1), id(2)])
+    expect(out[2]).toEqual(await f.events.get(id(1)))
+  })
+
   it('pages newest first, by type and by application, with cursors', async () => {
     for (let i = 0; i < 9; i++) {
       await f.events.insert({ id: id(i), appId: i % 2 ? 'app_odd' : undefined, clientId: null, type: i % 3 === 0 ? 'rare.type' : 'common', orderingKey: null, body: '{}', createdAt: i })

@@ -9,8 +9,14 @@ const COLUMNS = quoteAliases(`id, app_id AS appId, client_id AS clientId, type, 
 
 const SQL = {
   insert: `INSERT INTO events (id, app_id, client_id, type, ordering_key, body, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+  insertMany: `INSERT INTO events (id, app_id, client_id, type, ordering_key, body, created_at)
+    SELECT id, app_id, client_id, type, ordering_key, body, created_at
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) WITH ORDINALITY
+        AS t(id, app_id, client_id, type, ordering_key, body, created_at, n)
+      ORDER BY n`,
   get: `SELECT ${COLUMNS} FROM events WHERE id = $1`,
   byClientId: `SELECT ${COLUMNS} FROM events WHERE app_id = $1 AND client_id = $2`,
+  byClientIds: `SELECT ${COLUMNS} FROM events WHERE (app_id, client_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
 } as const
 
 /** Creates the events family over `q` (the pool, or a transaction's client). */
@@ -19,8 +25,26 @@ export function createPgEventsStore(q: PgQueryable): Async<EventsStore> {
     async insert(row) {
       await q.query(SQL.insert, [row.id, row.appId ?? 'default', row.clientId, row.type, row.orderingKey, row.body, row.createdAt])
     },
+    async insertMany(rows) {
+      if (rows.length === 0) return
+      await q.query(SQL.insertMany, [
+        rows.map((r) => r.id),
+        rows.map((r) => r.appId ?? 'default'),
+        rows.map((r) => r.clientId),
+        rows.map((r) => r.type),
+        rows.map((r) => r.orderingKey),
+        rows.map((r) => r.body),
+        rows.map((r) => r.createdAt),
+      ])
+    },
     get: async (id) => (await q.query<EventRow>(SQL.get, [id])).rows[0] ?? null,
     byClientId: async (appId, clientId) => (await q.query<EventRow>(SQL.byClientId, [appId, clientId])).rows[0] ?? null,
+    async byClientIds(keys) {
+      if (keys.length === 0) return []
+      const { rows } = await q.query<EventRow>(SQL.byClientIds, [keys.map((k) => k.appId), keys.map((k) => k.clientId)])
+      const found = new Map(rows.map((r) => [`${r.appId}\0${r.clientId}`, r]))
+      return keys.map((k) => found.get(`${k.appId}\0${k.clientId}`) ?? null)
+    },
     async list({ limit, cursor, type, appId }) {
       const where: string[] = []
       const params: unknown[] = []

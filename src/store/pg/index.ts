@@ -11,6 +11,7 @@ import type { Store } from '../index.js'
 import { createPgAdminFamilies, newPgAdminState, type PgAdminState } from './admin-families.js'
 import { atomically } from './atomic.js'
 import { createPgDeliveriesStore } from './deliveries.js'
+import { newPgClaimState, type PgClaimState } from './delivery-claim.js'
 import { createPgDirectoryStore } from './directory.js'
 import { createPgEndpointsStore } from './endpoints.js'
 import { createPgEventsStore } from './events.js'
@@ -36,8 +37,8 @@ export interface PgStoreOptions extends Pick<OpenOptions, 'schema' | 'onMigrate'
 }
 
 /** The families of one PostgreSQL store over `q` (the pool, or one transaction's connection). */
-export function pgFamilies(q: PgQueryable, admin: PgAdminState, markDue: () => void) {
-  const deliveries: Async<DeliveriesStore> = createPgDeliveriesStore(q, markDue)
+export function pgFamilies(q: PgQueryable, admin: PgAdminState, markDue: () => void, claims?: PgClaimState) {
+  const deliveries: Async<DeliveriesStore> = createPgDeliveriesStore(q, markDue, claims)
   return {
     deliveries,
     requests: createPgRequestsStore(q, deliveries),
@@ -82,10 +83,11 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
   }
   const stopDue = notifier.on(DUE_CHANNEL, () => wakeLocal())
   const admin = newPgAdminState()
+  const claims = newPgClaimState()
   // Outside a transaction a family's statement has committed when it returns, or (settle and the
   // operator actions) its own transaction commits before the call resolves: the wake waits for that.
   let poolDue = false
-  const poolFamilies = pgFamilies(pool, admin, () => (poolDue = true))
+  const poolFamilies = pgFamilies(pool, admin, () => (poolDue = true), claims)
   const afterPoolCall = <T extends object>(family: T): T => {
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(family)) {
@@ -107,7 +109,7 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
   let closed = false
   const txOn = async <T>(client: PgQueryable, fn: (s: Store) => Promise<T>, store: PgStore): Promise<{ out: T; due: boolean }> => {
     let due = false
-    const families = pgFamilies(client, admin, () => (due = true))
+    const families = pgFamilies(client, admin, () => (due = true), claims)
     const inner: PgStore = {
       ...store,
       ...families,
