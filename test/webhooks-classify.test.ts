@@ -65,6 +65,8 @@ describe('response classification (docs/delivery.md)', () => {
     h.dispatcher.start()
     await until(async () => (await h.webhooks.endpoints.get(ep.id)).disabled)
     expect(await h.webhooks.endpoints.get(ep.id)).toMatchObject({ disabled: true, disabled_reason: 'gone' })
+    // The disable commits before the 410's own outcome (health first, then the settle batch).
+    await until(async () => (await h.webhooks.deliveries.list({ endpoint_id: ep.id, status: 'dead' })).data.length === 2)
     const [second, first] = (await h.webhooks.deliveries.list({ endpoint_id: ep.id })).data
     expect(first).toMatchObject({ status: 'dead', last_error: 'gone', last_status_code: 410 })
     expect(second).toMatchObject({ status: 'dead', last_error: 'endpoint_disabled', attempt_count: 0 })

@@ -26,18 +26,28 @@ export function createEndpointCache(store: Store): EndpointCache {
   // The ids looked up since the last reload: the working set a reload keeps (others are dropped).
   let used = new Set<string>()
   let version = -1
+  let reloading: Promise<void> | null = null
   const fetch = async (ids: readonly string[]): Promise<(EndpointRow | null)[]> => Promise.all(ids.map((id) => store.endpoints.getAny(id)))
   return {
     async refresh() {
       const v = await store.endpoints.version()
-      if (v === version) return
+      // The reload of this version may still be reading: wait for it, or the caller would read
+      // the rows of before the write (concurrent sends on a store with real latency).
+      if (v === version) return reloading ?? undefined
       version = v
       const ids = [...used].filter((id) => cache.has(id))
       used = new Set()
-      const rows = await fetch(ids)
-      // A reload that another refresh overtook (a newer version) is dropped: that one reloads.
-      if (version !== v) return
-      cache = new Map(ids.map((id, i) => [id, rows[i]!]))
+      const reload = (async () => {
+        const rows = await fetch(ids)
+        // A reload that another refresh overtook (a newer version) is dropped: that one reloads.
+        if (version === v) cache = new Map(ids.map((id, i) => [id, rows[i]!]))
+      })()
+      reloading = reload
+      try {
+        await reload
+      } finally {
+        if (reloading === reload) reloading = null
+      }
     },
     peek(id) {
       used.add(id)
