@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { apiFixture, type ApiFixture } from './support/api.js'
+import { runSql } from './support/backend.js'
 
 describe('operations routes', () => {
   let f: ApiFixture
@@ -47,8 +48,8 @@ describe('operations routes', () => {
       // Failures without a pause yet (4xx count only towards auto-disable); a pause; after it.
       for (const [failures, pauses, pausedFor] of [[7, 0, null], [5, 1, 60_000], [5, 1, -1_000]] as const) {
         const pausedUntil = pausedFor === null ? null : Date.now() + pausedFor
-        f.pb.store.sqlite!.db.prepare(`UPDATE endpoints SET consecutive_failures = ?, failures_since_success = ?, pause_count = ?, paused_until = ? WHERE id = ?`)
-          .run(failures, failures, pauses, pausedUntil, ep.id)
+        await runSql(f.pb.store, `UPDATE endpoints SET consecutive_failures = ?, failures_since_success = ?, pause_count = ?, paused_until = ? WHERE id = ?`,
+          [failures, failures, pauses, pausedUntil, ep.id])
         const api = (await f.json('GET', `/v1/endpoints/${ep.id}`)).body as { circuit: string }
         // The metrics read endpoint states once per event-loop turn.
         await new Promise((r) => setImmediate(r))

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LEASE_TTL_MS } from '../src/delivery/lease.js'
 import { LEASE_MARGIN_MS } from '../src/store/delivery-claim.js'
 import { tempDir } from './helpers.js'
+import { crashData, CRASH_ON_SQLITE, type CrashData } from './support/crash-data.js'
 import { startCrashReceiver, type CrashReceiver } from './support/crash-receiver.js'
 import {
   apiClient,
@@ -21,7 +22,8 @@ import {
 
 /**
  * docs/delivery.md under SIGKILL: the real server runs as a child process on a temp data directory and
- * is killed at random moments while events stream in, then restarted on the same files.
+ * is killed at random moments while events stream in, then restarted on the same files (on
+ * PostgreSQL, in the `postgres` project: the same database, test/support/crash-data.ts).
  * Everything acknowledged must arrive; the only duplicates allowed are re-sends of deliveries
  * that were in flight when a kill hit.
  */
@@ -89,10 +91,10 @@ function duplicates(receiver: CrashReceiver, kills: readonly number[]): Duplicat
   return { count, unexplained }
 }
 
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number, detail: () => string = () => ''): Promise<void> {
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number, detail: () => string | Promise<string> = () => ''): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} ${detail()}`)
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} ${await detail()}`)
     await sleep(50)
   }
 }
@@ -105,22 +107,30 @@ function checkDb(path: string): Database.Database {
   return db
 }
 
+/** A fresh crash database, removed after the suite. */
+async function newData(prefix: string): Promise<CrashData> {
+  const data = await crashData(prefix)
+  cleanups.push(() => data.cleanup())
+  return data
+}
+
 describe('crash recovery (SIGKILL)', () => {
+  let data: CrashData | null = null
   let dataDir = ''
   let endpointId = ''
 
   /** A data directory with an endpoint and a few delivered events, when the first test did not leave one. */
   async function seedDataDir(): Promise<void> {
-    const tmp = tempDir('postbox-crash-')
-    cleanups.push(tmp.cleanup)
+    const tmp = await newData('postbox-crash-')
     const receiver = await startCrashReceiver()
     cleanups.push(() => receiver.close())
-    const server = await startServer(serverEnv(tmp.dir, key))
+    const server = await startServer(tmp.env(key))
     const call = apiClient(() => server.baseUrl, key)
     const ep = await call('POST', '/v1/endpoints', { url: receiver.url })
     expect((await call('POST', '/v1/events/batch', { events: Array.from({ length: 100 }, (_, seq) => ({ type: 'seed', data: { seq } })) })).status).toBe(202)
     await waitFor('the seed events', () => receiver.successesBySeq().size === 100, 10_000)
     expect(await server.stop()).toBe(0)
+    data = tmp
     dataDir = tmp.dir
     endpointId = ep.json.id
   }
@@ -128,10 +138,9 @@ describe('crash recovery (SIGKILL)', () => {
   it('loses nothing acknowledged when killed at random moments under continuous ingest', async () => {
     const receiver = await startCrashReceiver({ failEvery: 5 })
     cleanups.push(() => receiver.close())
-    const tmp = tempDir('postbox-crash-')
-    cleanups.push(tmp.cleanup)
-    dataDir = tmp.dir
-    const env = serverEnv(dataDir, key, { POSTBOX_RETRY_SCHEDULE: '50ms,100ms,200ms,300ms,500ms,500ms,500ms,500ms,500ms' })
+    const d = (data = await newData('postbox-crash-'))
+    dataDir = d.dir
+    const env = d.env(key, { POSTBOX_RETRY_SCHEDULE: '50ms,100ms,200ms,300ms,500ms,500ms,500ms,500ms,500ms' })
     let server: ServerProcess = await startServer(env)
     const call = apiClient(() => server.baseUrl, key)
     const ep = await call('POST', '/v1/endpoints', { url: receiver.url, timeout_ms: TIMEOUT_MS })
@@ -186,17 +195,18 @@ describe('crash recovery (SIGKILL)', () => {
     expect(acked.size).toBeGreaterThan(500)
 
     expect(await server.stop()).toBe(0)
-    const db = checkDb(join(dataDir, 'postbox.db'))
+    await d.check()
     // Accepted means committed together: no event without its delivery.
-    expect(db.prepare(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)`).pluck().get()).toBe(0)
-    expect(db.prepare(`SELECT count(*) FROM deliveries WHERE status = 'in_flight'`).pluck().get()).toBe(0)
-    db.close()
+    expect(await d.count(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)`)).toBe(0)
+    expect(await d.count(`SELECT count(*) FROM deliveries WHERE status = 'in_flight'`)).toBe(0)
   }, 30_000 + RECOVERY_MS)
 
   it('loses nothing when killed while a burst of deliveries is being settled', async () => {
+    if (data === null) await seedDataDir()
+    const d = data!
     const receiver = await startCrashReceiver()
     cleanups.push(() => receiver.close())
-    const env = serverEnv(dataDir, key, { POSTBOX_RETRY_SCHEDULE: '50ms,100ms,200ms' })
+    const env = d.env(key, { POSTBOX_RETRY_SCHEDULE: '50ms,100ms,200ms' })
     let server = await startServer(env)
     const call = apiClient(() => server.baseUrl, key)
     const ep = await call('PATCH', `/v1/endpoints/${endpointId}`, { url: receiver.url, timeout_ms: TIMEOUT_MS })
@@ -216,35 +226,29 @@ describe('crash recovery (SIGKILL)', () => {
     const got = (): number => [...receiver.successesBySeq().keys()].filter((s) => s >= base).length
     // Received is not settled: a request answered just before the kill stays in flight until its
     // claim lease ends, then is sent again and settled.
-    const watch = new Database(join(dataDir, 'postbox.db'), { readonly: true })
-    cleanups.push(() => void (watch.open && watch.close()))
-    const open = watch.prepare(`SELECT count(*) FROM deliveries d JOIN events e ON e.id = d.event_id
-      WHERE e.type = 'crash.burst' AND d.status IN ('pending', 'in_flight')`).pluck()
-    const states = watch.prepare(`SELECT d.status, d.attempts, d.last_error AS error, d.last_status_code AS code, count(*) AS n
+    const open = (): Promise<number> => d.count(`SELECT count(*) FROM deliveries d JOIN events e ON e.id = d.event_id
+      WHERE e.type = 'crash.burst' AND d.status IN ('pending', 'in_flight')`)
+    const states = (): Promise<unknown[]> => d.rows(`SELECT d.status, d.attempts, d.last_error AS error, d.last_status_code AS code, count(*) AS n
       FROM deliveries d JOIN events e ON e.id = d.event_id WHERE e.type = 'crash.burst' GROUP BY 1, 2, 3, 4`)
-    await waitFor('all 2,000 burst events, settled', () => got() === 2000 && open.get() === 0, RECOVERY_MS, () => `got ${got()}: ${JSON.stringify(states.all())}`)
-    watch.close()
+    await waitFor('all 2,000 burst events, settled', async () => got() === 2000 && (await open()) === 0, RECOVERY_MS, async () => `got ${got()}: ${JSON.stringify(await states())}`)
     const dup = duplicates(receiver, kills)
     console.log(`[crash] burst: killed after ${seenAtKill} of 2000 deliveries, requests=${receiver.log.length} duplicates=${dup.count}`)
     expect(dup.unexplained).toEqual([])
     expect(await server.stop()).toBe(0)
 
-    const db = checkDb(join(dataDir, 'postbox.db'))
-    const burst = db
-      .prepare(`SELECT d.status, d.attempts, (SELECT count(*) FROM attempts a WHERE a.delivery_id = d.id) AS logged
-                  FROM deliveries d JOIN events e ON e.id = d.event_id WHERE e.type = 'crash.burst'`)
-      .all() as { status: string; attempts: number; logged: number }[]
+    await d.check()
+    const burst = await d.rows<{ status: string; attempts: number; logged: number }>(`SELECT d.status, d.attempts,
+        (SELECT count(*) FROM attempts a WHERE a.delivery_id = d.id) AS logged
+      FROM deliveries d JOIN events e ON e.id = d.event_id WHERE e.type = 'crash.burst'`)
     expect(burst).toHaveLength(2000)
     expect(burst.filter((r) => r.status !== 'success')).toEqual([])
     // A kill may lose an attempt's log row, never invent one: logged attempts <= spent attempts.
     expect(burst.filter((r) => r.logged > r.attempts || r.logged === 0)).toEqual([])
-    db.close()
   }, 30_000 + RECOVERY_MS)
 
   it('inbox notifications survive kills exactly once, with exact unread counts', async () => {
-    const tmp = tempDir('postbox-crash-inbox-')
-    cleanups.push(tmp.cleanup)
-    const env = serverEnv(tmp.dir, key, { POSTBOX_NOTIFICATION_RETRY_SCHEDULE: '50ms,100ms,200ms,500ms,500ms' })
+    const d = await newData('postbox-crash-inbox-')
+    const env = d.env(key, { POSTBOX_NOTIFICATION_RETRY_SCHEDULE: '50ms,100ms,200ms,500ms,500ms' })
     let server = await startServer(env)
     const call = apiClient(() => server.baseUrl, key)
     const users = ['u_1', 'u_2', 'u_3', 'u_4', 'u_5']
@@ -272,30 +276,27 @@ describe('crash recovery (SIGKILL)', () => {
     }
     stop = true
     await Promise.all(loops)
-    const path = join(tmp.dir, 'postbox.db')
-    const watch = new Database(path, { readonly: true })
-    cleanups.push(() => void (watch.open && watch.close()))
-    const open = watch.prepare(`SELECT count(*) FROM deliveries WHERE channel = 'inbox' AND status IN ('pending', 'in_flight')`).pluck()
-    await waitFor('every inbox delivery to finish', () => open.get() === 0, RECOVERY_MS, () => `${String(open.get())} open`)
-    watch.close()
+    const open = (): Promise<number> => d.count(`SELECT count(*) FROM deliveries WHERE channel = 'inbox' AND status IN ('pending', 'in_flight')`)
+    await waitFor('every inbox delivery to finish', async () => (await open()) === 0, RECOVERY_MS, async () => `${await open()} open`)
     expect(await server.stop()).toBe(0)
-    const db = checkDb(path)
-    const perUser = db.prepare(`SELECT user_id AS user, title, count(*) AS n FROM inbox_messages GROUP BY user_id, title`).all() as { user: string; title: string; n: number }[]
+    await d.check()
+    const perUser = await d.rows<{ user: string; title: string; n: number }>(`SELECT user_id AS "user", title, count(*) AS n FROM inbox_messages GROUP BY user_id, title`)
     const twice = perUser.filter((r) => r.n > 1)
     const got = new Set(perUser.map((r) => `${r.user}/${r.title}`))
     const missing = acked.flatMap((k) => users.map((u) => `${u}/${k}`)).filter((x) => !got.has(x))
-    const counters = db.prepare(`SELECT c.user_id AS user, c.unread_count AS counted,
+    const counters = await d.rows<{ user: string; counted: number; actual: number }>(`SELECT c.user_id AS "user", c.unread_count AS counted,
         (SELECT count(*) FROM inbox_messages m WHERE m.user_id = c.user_id AND m.read = 0 AND m.archived = 0) AS actual
-      FROM inbox_counters c`).all() as { user: string; counted: number; actual: number }[]
+      FROM inbox_counters c`)
     console.log(`[crash] inbox: ${acked.length} notifications x ${users.length} users acknowledged, ${kills.length} kills, duplicated messages ${twice.length}`)
     expect(missing).toEqual([])
     expect(twice).toEqual([])
     expect(counters.filter((c) => c.counted !== c.actual)).toEqual([])
     expect(counters.length).toBe(users.length)
-    db.close()
   }, 30_000 + RECOVERY_MS)
 
-  it('keeps the database consistent when killed during the retention sweep', async () => {
+  // The SQLite file's own sweep and backup: PostgreSQL's retention is tested in src/store/pg, and
+  // `postbox backup` refuses there (pg_dump).
+  it.runIf(CRASH_ON_SQLITE)('keeps the database consistent when killed during the retention sweep', async () => {
     if (dataDir === '') await seedDataDir()
     const path = join(dataDir, 'postbox.db')
     const OLD = 30_000
@@ -371,7 +372,7 @@ describe('crash recovery (SIGKILL)', () => {
     expect(await server.stop()).toBe(0)
   }, 60_000)
 
-  it('leaves a backup file that is either absent or complete when the backup is killed', async () => {
+  it.runIf(CRASH_ON_SQLITE)('leaves a backup file that is either absent or complete when the backup is killed', async () => {
     if (dataDir === '') await seedDataDir()
     const path = join(dataDir, 'postbox.db')
     const db = new Database(path)

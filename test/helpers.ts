@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openSqliteStore, openStore, type SqliteStore, type Store } from '../src/store/index.js'
+import { openPgStore } from '../src/store/pg/index.js'
+import { testDatabase } from './support/backend.js'
 
 /** A fresh temporary directory, removed by the returned cleanup. */
 export function tempDir(prefix = 'postbox-test-'): { dir: string; cleanup: () => void } {
@@ -18,6 +20,34 @@ export function tempStore(): { store: Store; dir: string; cleanup: () => Promise
     dir,
     cleanup: async () => {
       await store.close()
+      cleanup()
+    },
+  }
+}
+
+/**
+ * A real store on the backend under test (test/support/backend.ts): SQLite in a temp directory,
+ * or a fresh PostgreSQL database in the `postgres` project; `cleanup` closes it, removes the
+ * directory and drops the database.
+ */
+export async function tempBackendStore(): Promise<{ store: Store; dir: string; cleanup: () => Promise<void> }> {
+  const db = await testDatabase()
+  if (db.databaseUrl === undefined) return tempStore()
+  const { dir, cleanup } = tempDir()
+  let store: Store
+  try {
+    store = await openPgStore(db.databaseUrl)
+  } catch (err) {
+    await db.drop()
+    cleanup()
+    throw err
+  }
+  return {
+    store,
+    dir,
+    cleanup: async () => {
+      await store.close()
+      await db.drop()
       cleanup()
     },
   }

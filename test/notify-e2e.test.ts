@@ -2,20 +2,31 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { join } from 'node:path'
 import { Postbox } from '../src/postbox.js'
 import { tempDir } from './helpers.js'
+import { testDatabase, type TestDatabase } from './support/backend.js'
 
 let pb: Postbox | null = null
 let cleanup: (() => void) | null = null
+let database: TestDatabase | null = null
 afterEach(async () => {
   await pb?.close()
   pb = null
+  await database?.drop()
+  database = null
   cleanup?.()
 })
+
+/** The facade on the backend under test (a fresh PostgreSQL database in the `postgres` project). */
+async function open(dir: string): Promise<Postbox> {
+  database = await testDatabase()
+  const url = database.databaseUrl
+  return Postbox.open({ db: join(dir, 'postbox.db'), bootstrapAdminKey: false, ...(url !== undefined ? { databaseUrl: url } : {}) })
+}
 
 describe('notifications through the library facade and the real dispatcher', () => {
   it('delivers an inbox notification and a notification webhook event', async () => {
     const t = tempDir()
     cleanup = t.cleanup
-    pb = await Postbox.open({ db: join(t.dir, 'postbox.db'), bootstrapAdminKey: false })
+    pb = await open(t.dir)
     await pb.users.put('u_1', { roles: ['staff'] })
     pb.start()
     const r = await pb.notifications.send({ topic: 'comment.created', recipients: ['role:staff'], title: 'New comment', channels: ['inbox', 'webhook'] })
@@ -36,7 +47,7 @@ describe('notifications through the library facade and the real dispatcher', () 
   it('publishes notification.<topic> for a topic of the full 200 characters', async () => {
     const t = tempDir()
     cleanup = t.cleanup
-    pb = await Postbox.open({ db: join(t.dir, 'postbox.db'), bootstrapAdminKey: false })
+    pb = await open(t.dir)
     pb.start()
     const topic = 'a'.repeat(200)
     const r = await pb.notifications.send({ topic, recipients: ['u_1'], title: 'Long', channels: ['webhook'] })

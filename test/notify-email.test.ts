@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { SMTPServer } from 'smtp-server'
 import type { AddressInfo } from 'node:net'
 import { notifyHarness, type NotifyHarness } from './notify-harness.js'
+import { runSql } from './support/backend.js'
 
 interface Mail {
   from: string
@@ -227,7 +228,7 @@ describe('email channel over a real SMTP sink', () => {
     for (const title of ['A', 'B', 'C']) ids.push((await h.notify.notifications.send({ topic: 'c', recipients: ['temp@example.com'], channels: ['email'], title })).id)
     const [a, b, c] = (await Promise.all(ids.map((id) => h.store.deliveries.byNotification(id)))).map((rows) => rows[0]!)
     // A has failed five times before (of six): this claim is its last attempt.
-    h.store.sqlite!.db.prepare(`UPDATE deliveries SET attempts = 5 WHERE id = ?`).run(a!.id)
+    await runSql(h.store, `UPDATE deliveries SET attempts = 5 WHERE id = ?`, [a!.id])
     h.clock.set(Date.parse('2026-01-16T00:00:00Z'))
     const start = h.clock.now()
     // A carries the message, B is claimed with it, C is carried from the store; the server says 451.

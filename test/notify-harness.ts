@@ -3,7 +3,7 @@ import { ManualClock } from '../src/lib/clock.js'
 import { silentLogger } from '../src/log.js'
 import type { SettleResult } from '../src/store/deliveries.js'
 import { createNotifyService, type NotifyDeps, type NotifyService } from '../src/notify/service.js'
-import { tempStore } from './helpers.js'
+import { tempBackendStore } from './helpers.js'
 
 /** A published webhook event captured by the harness. */
 export interface Published {
@@ -13,12 +13,12 @@ export interface Published {
 }
 
 /**
- * A notify service over a real SQLite file with a manual clock, plus `drain()`: a minimal
+ * A notify service over a real store (SQLite, or PostgreSQL in the `postgres` project) with a manual clock, plus `drain()`: a minimal
  * dispatcher (claim every due row, send it through its notify channel, settle the batch). The
  * applications `a1` and `a2` exist beside `default`.
  */
 export async function notifyHarness(overrides: Partial<Config> = {}, deps: Partial<NotifyDeps> = {}) {
-  const { store, dir, cleanup } = tempStore()
+  const { store, dir, cleanup } = await tempBackendStore()
   const clock = new ManualClock(Date.parse('2026-01-15T12:00:00Z'))
   // Two applications besides default, for the app-scoped inbox tests (an unknown app_id is 404).
   for (const id of ['a1', 'a2']) await store.apps.insert({ id, name: id, metadata: {} }, clock.now())

@@ -6,6 +6,7 @@ import { encodePayload } from '../src/notify/delivery-payload.js'
 import { newId } from '../src/lib/ids.js'
 import { notifyHarness, type NotifyHarness } from './notify-harness.js'
 import { sseReader } from './support/sse.js'
+import { runSql } from './support/backend.js'
 
 // The inbox is written by the accept transaction of POST /v1/notifications (docs/notifications-basics.md: "written at
 // once"): these tests never start the dispatcher unless they test the paths that still use it.
@@ -112,11 +113,15 @@ describe('inbox written by the accept transaction (real SQLite, real HTTP)', () 
     const pushed: unknown[] = []
     f.pb.notify.stream.subscribe('u1', (e) => pushed.push(e))
     // The last write of the transaction fails, after the messages and attempts were written.
-    const db = f.pb.store.sqlite!.db
-    db.exec(`CREATE TEMP TRIGGER fail_notification BEFORE INSERT ON notifications BEGIN SELECT RAISE(ABORT, 'disk trouble'); END`)
+    const sqlite = f.pb.store.backend === 'sqlite'
+    if (sqlite) await runSql(f.pb.store, `CREATE TEMP TRIGGER fail_notification BEFORE INSERT ON notifications BEGIN SELECT RAISE(ABORT, 'disk trouble'); END`)
+    else {
+      await runSql(f.pb.store, `CREATE FUNCTION fail_notification() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk trouble'; END $$`)
+      await runSql(f.pb.store, `CREATE TRIGGER fail_notification BEFORE INSERT ON notifications FOR EACH ROW EXECUTE FUNCTION fail_notification()`)
+    }
     const failed = await f.call('POST', '/v1/notifications', { body: { topic: 't', recipients: ['u1', 'u2'], dedup_key: 'd' } })
     expect(failed.status).toBe(500)
-    db.exec('DROP TRIGGER fail_notification')
+    await runSql(f.pb.store, sqlite ? 'DROP TRIGGER fail_notification' : 'DROP TRIGGER fail_notification ON notifications')
     expect(await f.pb.inbox('u1').list()).toMatchObject({ unread_count: 0, data: [] })
     expect(await f.pb.inbox('u1').lastSeq()).toBe(0)
     expect(await f.pb.store.deliveries.countByStatus()).toEqual({ pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 })

@@ -14,7 +14,7 @@ afterEach(async () => {
 /** Sends one event to an endpoint answering `reply` and returns the delivery once its first attempt settled. */
 async function firstAttempt(reply: Reply, endpoint: Record<string, unknown> = {}) {
   rx = await startReceiver(reply)
-  h = webhookHarness()
+  h = await webhookHarness()
   const ep = await h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['1h'], ...endpoint })
   await h.webhooks.events.send({ type: 'a', data: {} })
   const t0 = Date.now()
@@ -58,13 +58,15 @@ describe('response classification (docs/delivery.md)', () => {
 
   it('410 Gone is dead and disables the endpoint with reason gone, killing its pending deliveries', async () => {
     rx = await startReceiver({ status: 410 })
-    h = webhookHarness()
+    h = await webhookHarness()
     const ep = await h.webhooks.endpoints.create({ url: rx.url, max_concurrency: 1 })
     await h.webhooks.events.send({ type: 'a', data: {} })
     await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
     await until(async () => (await h.webhooks.endpoints.get(ep.id)).disabled)
     expect(await h.webhooks.endpoints.get(ep.id)).toMatchObject({ disabled: true, disabled_reason: 'gone' })
+    // The disable commits before the 410's own outcome (health first, then the settle batch).
+    await until(async () => (await h.webhooks.deliveries.list({ endpoint_id: ep.id, status: 'dead' })).data.length === 2)
     const [second, first] = (await h.webhooks.deliveries.list({ endpoint_id: ep.id })).data
     expect(first).toMatchObject({ status: 'dead', last_error: 'gone', last_status_code: 410 })
     expect(second).toMatchObject({ status: 'dead', last_error: 'endpoint_disabled', attempt_count: 0 })
@@ -96,7 +98,7 @@ describe('response classification (docs/delivery.md)', () => {
     const tmp = await startReceiver()
     const url = tmp.url
     await tmp.close()
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url, retry_schedule: ['1h'] })
     await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()

@@ -20,7 +20,7 @@ const invalid = async (fn: () => Promise<unknown>, path: string): Promise<void> 
 
 describe('endpoints', () => {
   it('creates with defaults, never shows the secret in get/list, and lists newest first', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     const a = await h.webhooks.endpoints.create({ url: 'https://a.example.com/hook' })
     const b = await h.webhooks.endpoints.create({ url: 'https://b.example.com/hook', retry_schedule: ['500ms', 2000, '1m'], rate_limit: 5 })
     expect(a).toMatchObject({
@@ -38,7 +38,7 @@ describe('endpoints', () => {
   })
 
   it('validates fields with details', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', timeout_ms: 500 }), 'timeout_ms')
     await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', timeout_ms: 61_000 }), 'timeout_ms')
     await invalid(() => h.webhooks.endpoints.create({ url: 'https://x.example', event_types: ['bad type'] }), 'event_types.0')
@@ -63,7 +63,7 @@ describe('endpoints', () => {
   })
 
   it('accepts user secrets of 24–64 bytes with or without the prefix, usable by standardwebhooks', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     const raw = Buffer.alloc(64, 3).toString('base64')
     const ep = await h.webhooks.endpoints.create({ url: 'https://x.example', secret: raw })
     expect(ep.secret).toBe('whsec_' + raw)
@@ -71,7 +71,7 @@ describe('endpoints', () => {
   })
 
   it('updates, disables manually (killing pending deliveries), re-enables and soft-deletes (cancelling pending)', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     const ep = await h.webhooks.endpoints.create({ url: 'https://x.example/a', event_types: ['invoice.*'] })
     const up = await h.webhooks.endpoints.update(ep.id, { description: 'billing', rate_limit: null, headers: { 'X-Env': 'prod' } })
     expect(up).toMatchObject({ description: 'billing', headers: { 'X-Env': 'prod' }, event_types: ['invoice.*'] })
@@ -88,7 +88,7 @@ describe('endpoints', () => {
   })
 
   it('refuses to switch to standard signatures while the secret is not a whsec_ key', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     const ep = await h.webhooks.endpoints.create({ url: 'https://x.example', signature: 'hmac-sha256', secret: 'a plain secret string' })
     await invalid(() => h.webhooks.endpoints.update(ep.id, { signature: 'standard' }), 'signature')
   })
@@ -96,7 +96,7 @@ describe('endpoints', () => {
 
 describe('events and fan-out', () => {
   it('fans out to enabled endpoints whose filter matches, in the same transaction', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     const all = await h.webhooks.endpoints.create({ url: 'https://all.example' })
     const inv = await h.webhooks.endpoints.create({ url: 'https://inv.example', event_types: ['invoice.*'] })
     const exact = await h.webhooks.endpoints.create({ url: 'https://exact.example', event_types: ['user.created', 'invoice.paid'] })
@@ -114,7 +114,7 @@ describe('events and fan-out', () => {
   })
 
   it('dedups on the client id, returning the original with deduplicated: true', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url: 'https://all.example' })
     const first = await h.webhooks.events.send({ type: 'a', data: { n: 1 }, id: 'client-1' })
     const again = await h.webhooks.events.send({ type: 'a', data: { n: 2 }, id: 'client-1' })
@@ -124,7 +124,7 @@ describe('events and fan-out', () => {
   })
 
   it('sendMany stores a batch in one transaction, in order, dedup within the batch included', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url: 'https://all.example' })
     const res = await h.webhooks.events.sendMany([
       { type: 'a', data: {}, id: 'x' },
@@ -138,7 +138,7 @@ describe('events and fan-out', () => {
   })
 
   it('validates events', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     await invalid(() => h.webhooks.events.send({ type: '', data: {} }), 'type')
     await invalid(() => h.webhooks.events.send({ type: 'x'.repeat(201), data: {} }), 'type')
     await invalid(() => h.webhooks.events.send({ type: 'a', data: [] as never }), 'data')
@@ -147,7 +147,7 @@ describe('events and fan-out', () => {
   })
 
   it('test() sends postbox.ping to that endpoint only', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     const a = await h.webhooks.endpoints.create({ url: 'https://a.example', event_types: ['x'] })
     await h.webhooks.endpoints.create({ url: 'https://b.example' })
     const ev = await h.webhooks.endpoints.test(a.id)

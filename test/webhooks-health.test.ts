@@ -24,7 +24,7 @@ describe('isolation and flow control', () => {
   it('a stuck endpoint does not delay a fast one', async () => {
     const slow = await rx({ hang: true })
     const fast = await rx()
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url: slow.url, max_concurrency: 2 })
     await h.webhooks.endpoints.create({ url: fast.url })
     for (let i = 0; i < 40; i++) await h.webhooks.events.send({ type: 'a', data: { i } })
@@ -39,7 +39,7 @@ describe('isolation and flow control', () => {
     const slow = await rx({ hang: true })
     const fast = await rx()
     // A cap of 16 keeps 2 slots for endpoints with fewer than 4 requests in flight.
-    h = webhookHarness({ config: { concurrency: 16 } })
+    h = await webhookHarness({ config: { concurrency: 16 } })
     await h.webhooks.endpoints.create({ url: slow.url, max_concurrency: 16, timeout_ms: 60_000, event_types: ['slow.*'] })
     await h.webhooks.endpoints.create({ url: fast.url, event_types: ['fast.*'] })
     for (let i = 0; i < 40; i++) await h.webhooks.events.send({ type: 'slow.a', data: { i } })
@@ -54,7 +54,7 @@ describe('isolation and flow control', () => {
 
   it('never claims more than the global concurrency cap', async () => {
     const slow = await rx({ hang: true })
-    h = webhookHarness({ config: { concurrency: 3 } })
+    h = await webhookHarness({ config: { concurrency: 3 } })
     await h.webhooks.endpoints.create({ url: slow.url })
     for (let i = 0; i < 10; i++) await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
@@ -68,7 +68,7 @@ describe('isolation and flow control', () => {
   it('rate_limit spends one token per request', async () => {
     const clock = new ManualClock()
     const r = await rx()
-    h = webhookHarness({ clock })
+    h = await webhookHarness({ clock })
     await h.webhooks.endpoints.create({ url: r.url, rate_limit: 2 })
     for (let i = 0; i < 5; i++) await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
@@ -86,7 +86,7 @@ describe('endpoint health (docs/delivery.md)', () => {
   it('opens the breaker after 5 consecutive 5xx, sends one probe after the pause, doubles on failure, closes on success', async () => {
     const clock = new ManualClock()
     const r = await rx({ status: 500 })
-    h = webhookHarness({ clock })
+    h = await webhookHarness({ clock })
     const ep = await h.webhooks.endpoints.create({ url: r.url, max_concurrency: 1, retry_schedule: zeros(20) })
     for (let i = 0; i < 3; i++) await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
@@ -126,7 +126,7 @@ describe('endpoint health (docs/delivery.md)', () => {
     let open: () => void = () => {}
     const gate = new Promise<void>((resolve) => (open = resolve))
     const r = await rx(async (_req, i) => (i < 12 ? { status: 500 } : (await gate, { status: 200 })))
-    h = webhookHarness({ clock })
+    h = await webhookHarness({ clock })
     const ep = await h.webhooks.endpoints.create({ url: r.url, max_concurrency: 16, retry_schedule: zeros(20) })
     for (let i = 0; i < 40; i++) await h.webhooks.events.send({ type: 'a', data: { i } })
     h.dispatcher.start()
@@ -160,7 +160,7 @@ describe('endpoint health (docs/delivery.md)', () => {
     it(`keeps sending to a receiver failing half of its requests (${name}): the breaker never opens`, async () => {
       const clock = new ManualClock()
       const r = await rx((_req, i) => ({ status: fails(i) ? 503 : 200 }))
-      h = webhookHarness({ clock })
+      h = await webhookHarness({ clock })
       const ep = await h.webhooks.endpoints.create({ url: r.url, max_concurrency: 1, retry_schedule: zeros(20) })
       for (let i = 0; i < 60; i++) await h.webhooks.events.send({ type: 'a', data: { i } })
       h.dispatcher.start()
@@ -174,7 +174,7 @@ describe('endpoint health (docs/delivery.md)', () => {
   it('takes the threshold and pauses from the endpoint, over the global settings', async () => {
     const clock = new ManualClock()
     const r = await rx({ status: 500 })
-    h = webhookHarness({ clock, config: { breakerPauseMs: 60_000 } })
+    h = await webhookHarness({ clock, config: { breakerPauseMs: 60_000 } })
     const ep = await h.webhooks.endpoints.create({ url: r.url, max_concurrency: 1, retry_schedule: zeros(20), breaker_pause_ms: 5000 })
     expect(ep).toMatchObject({ breaker_pause_ms: 5000, breaker_threshold: null, breaker_max_pause_ms: null })
     await h.webhooks.events.send({ type: 'a', data: {} })
@@ -199,7 +199,7 @@ describe('endpoint health (docs/delivery.md)', () => {
     const gate = new Promise<void>((resolve) => (open = resolve))
     // Six failures (404, 400 and 403 are dead at once; 429 and 500 are retried), then successes.
     const r = await rx(async (_req, i) => (i < 6 ? { status: [404, 429, 400, 500, 404, 403][i]! } : (await gate, { status: 200 })))
-    h = webhookHarness({ clock })
+    h = await webhookHarness({ clock })
     const ep = await h.webhooks.endpoints.create({ url: r.url, max_concurrency: 1, retry_schedule: zeros(8) })
     expect(await h.webhooks.endpoints.get(ep.id)).toMatchObject({ consecutive_failures: 0, failing_since: null })
     for (let i = 0; i < 6; i++) await h.webhooks.events.send({ type: 'a', data: { i } })
@@ -217,7 +217,7 @@ describe('endpoint health (docs/delivery.md)', () => {
     const failing = await rx({ status: 400 })
     const ops = await rx()
     const catchAll = await rx()
-    h = webhookHarness({ clock, config: { disableAfterMs: 60_000 } })
+    h = await webhookHarness({ clock, config: { disableAfterMs: 60_000 } })
     const ep = await h.webhooks.endpoints.create({ url: failing.url, event_types: ['a'] })
     await h.webhooks.endpoints.create({ url: ops.url, event_types: ['postbox.endpoint.disabled'] })
     await h.webhooks.endpoints.create({ url: catchAll.url })
@@ -248,7 +248,7 @@ describe('endpoint health (docs/delivery.md)', () => {
 
 describe('graceful stop', () => {
   it('releases a claim whose request never went out (attempt refunded)', async () => {
-    h = webhookHarness({ sender: { resolve: (() => {}) as never } })
+    h = await webhookHarness({ sender: { resolve: (() => {}) as never } })
     await h.webhooks.endpoints.create({ url: 'http://hangs.example:8080/hook' })
     await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
@@ -262,7 +262,7 @@ describe('graceful stop', () => {
 
   it('waits for in-flight requests, then aborts the rest keeping their attempt', async () => {
     const r = await rx((_q, i) => (i === 0 ? { status: 200, delayMs: 50 } : { hang: true }))
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url: r.url })
     await h.webhooks.events.send({ type: 'a', data: { n: 0 } })
     await h.webhooks.events.send({ type: 'a', data: { n: 1 } })

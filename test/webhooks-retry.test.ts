@@ -13,7 +13,7 @@ afterEach(async () => {
 describe('retries, redeliver and recover', () => {
   it('retries until success and logs every attempt', async () => {
     rx = await startReceiver((_r, i) => ({ status: i < 2 ? 503 : 200, body: `try ${i + 1}` }))
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['10ms', 10, '10ms'] })
     const ev = await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
@@ -30,7 +30,7 @@ describe('retries, redeliver and recover', () => {
 
   it('is dead after the schedule is exhausted, then redeliver sends it again with history kept', async () => {
     rx = await startReceiver({ status: 500 })
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['10ms', '10ms'] })
     await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
@@ -50,7 +50,7 @@ describe('retries, redeliver and recover', () => {
   })
 
   it('redeliver of a pending delivery is 409 not_eligible', async () => {
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/x' })
     await h.webhooks.events.send({ type: 'a', data: {} })
     const [d] = (await h.webhooks.deliveries.list()).data
@@ -59,7 +59,7 @@ describe('retries, redeliver and recover', () => {
 
   it('recover sends the dead deliveries of a window back to pending', async () => {
     rx = await startReceiver({ status: 400 })
-    h = webhookHarness()
+    h = await webhookHarness()
     const ep = await h.webhooks.endpoints.create({ url: rx.url })
     for (let i = 0; i < 3; i++) await h.webhooks.events.send({ type: 'a', data: { i } })
     h.dispatcher.start()
@@ -76,7 +76,7 @@ describe('retries, redeliver and recover', () => {
   it('a delivery in flight when its endpoint is deleted or disabled ends cancelled or dead when it fails, not pending', async () => {
     const release: (() => void)[] = []
     rx = await startReceiver(() => new Promise((r) => release.push(() => r({ status: 500 }))))
-    h = webhookHarness()
+    h = await webhookHarness()
     const gone = await h.webhooks.endpoints.create({ url: rx.url + '/deleted', retry_schedule: ['10ms'] })
     const off = await h.webhooks.endpoints.create({ url: rx.url + '/disabled', retry_schedule: ['10ms'] })
     await h.webhooks.events.send({ type: 'a', data: {} })
@@ -110,7 +110,7 @@ describe('retries, redeliver and recover', () => {
       }
       return { status: 200 }
     })
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url: rx.url, ordered: true, retry_schedule: ['10ms', '10ms', '10ms'] })
     for (let n = 0; n < 4; n++) await h.webhooks.events.send({ type: 'a', data: { n }, ordering_key: 'acct_1' })
     // Rows behind the first wait for their turn: pending, with no time of their own yet.
@@ -123,7 +123,7 @@ describe('retries, redeliver and recover', () => {
 
   it('an unordered endpoint does not hold newer deliveries behind a failing one', async () => {
     rx = await startReceiver((r) => ({ status: JSON.parse(r.body).data.n === 0 ? 500 : 200 }))
-    h = webhookHarness()
+    h = await webhookHarness()
     await h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['1h'] })
     for (let n = 0; n < 3; n++) await h.webhooks.events.send({ type: 'a', data: { n }, ordering_key: 'k' })
     h.dispatcher.start()

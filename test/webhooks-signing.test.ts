@@ -18,7 +18,7 @@ const headersOf = (r: { headers: Record<string, string | string[] | undefined> }
 describe('signed webhook requests', () => {
   it('sends the Standard Webhooks headers (docs/delivery.md) and a body the standardwebhooks library verifies; a tampered body fails', async () => {
     rx = await startReceiver()
-    h = webhookHarness()
+    h = await webhookHarness()
     const ep = await h.webhooks.endpoints.create({ url: `${rx.url}/hook?x=1`, headers: { 'X-Tenant': 't1' } })
     expect(ep.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
     const ev = await h.webhooks.events.send({ type: 'invoice.paid', data: { amount: 5 } })
@@ -46,7 +46,7 @@ describe('signed webhook requests', () => {
 
   it('sends the same body byte for byte on a retry, with a fresh signature', async () => {
     rx = await startReceiver((_r, i) => ({ status: i === 0 ? 500 : 200 }))
-    h = webhookHarness()
+    h = await webhookHarness()
     const ep = await h.webhooks.endpoints.create({ url: rx.url, retry_schedule: ['5ms'] })
     await h.webhooks.events.send({ type: 'a.b', data: { x: 'é' } })
     h.dispatcher.start()
@@ -59,7 +59,7 @@ describe('signed webhook requests', () => {
 
   it('during a rotation grace period both secrets verify; after it only the new one', async () => {
     rx = await startReceiver()
-    h = webhookHarness()
+    h = await webhookHarness()
     const ep = await h.webhooks.endpoints.create({ url: rx.url })
     const supplied = 'whsec_' + Buffer.alloc(24, 7).toString('base64')
     const { secret } = await h.webhooks.endpoints.rotateSecret(ep.id, { secret: supplied })
@@ -86,7 +86,7 @@ describe('signed webhook requests', () => {
 
   it('hmac-sha256 mode signs the body with the UTF-8 secret string and honours PUT', async () => {
     rx = await startReceiver()
-    h = webhookHarness()
+    h = await webhookHarness()
     const secret = 'my plain shared secret'
     const ep = await h.webhooks.endpoints.create({ url: rx.url, signature: 'hmac-sha256', secret, method: 'PUT' })
     expect(ep.secret).toBe(secret)
@@ -102,7 +102,7 @@ describe('signed webhook requests', () => {
 
   it('keeps data, metadata and custom headers exactly as accepted, __proto__ and constructor keys included', async () => {
     rx = await startReceiver()
-    h = webhookHarness()
+    h = await webhookHarness()
     const ep = await h.webhooks.endpoints.create(JSON.parse(`{"url": "${rx.url}", "headers": {"__proto__": "kept"}, "metadata": {"__proto__": {"m": 1}}}`))
     expect(JSON.stringify(ep.headers)).toBe('{"__proto__":"kept"}')
     expect(JSON.stringify((await h.webhooks.endpoints.get(ep.id)).metadata)).toBe('{"__proto__":{"m":1}}')
@@ -116,7 +116,7 @@ describe('signed webhook requests', () => {
 
   it('switching from hmac-sha256 to standard during a rotation grace keeps delivering, signed with the new key', async () => {
     rx = await startReceiver()
-    h = webhookHarness()
+    h = await webhookHarness()
     const ep = await h.webhooks.endpoints.create({ url: rx.url, signature: 'hmac-sha256', secret: 'my-plain-secret-1234' })
     const { secret } = await h.webhooks.endpoints.rotateSecret(ep.id, { secret: Buffer.alloc(32, 7).toString('base64') })
     // The plain secret stays in its grace period, but it means nothing to a standard receiver.

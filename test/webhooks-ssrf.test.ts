@@ -20,39 +20,39 @@ describe('destination safety (docs/delivery.md)', () => {
   ]
   for (const url of refused) {
     it(`refuses ${url} at create with 422 destination_not_allowed`, async () => {
-      h = webhookHarness({ config: { allowNetworks: [] } })
+      h = await webhookHarness({ config: { allowNetworks: [] } })
       await expect(h.webhooks.endpoints.create({ url })).rejects.toThrow(expect.objectContaining({ code: 'destination_not_allowed', status: 422 }))
     })
   }
 
   it('accepts public literals and hostnames at create', async () => {
-    h = webhookHarness({ config: { allowNetworks: [] } })
+    h = await webhookHarness({ config: { allowNetworks: [] } })
     expect((await h.webhooks.endpoints.create({ url: 'https://93.184.215.14/x' })).url).toBe('https://93.184.215.14/x')
     expect((await h.webhooks.endpoints.create({ url: 'http://[2606:4700::1111]/' })).url).toBe('http://[2606:4700::1111]/')
     expect((await h.webhooks.endpoints.create({ url: 'http://localhost:9/x' })).url).toBe('http://localhost:9/x')
   })
 
   it('refuses a private literal on update too', async () => {
-    h = webhookHarness({ config: { allowNetworks: [] } })
+    h = await webhookHarness({ config: { allowNetworks: [] } })
     const ep = await h.webhooks.endpoints.create({ url: 'https://example.com/' })
     await expect(h.webhooks.endpoints.update(ep.id, { url: 'http://192.168.0.10/' })).rejects.toThrow(expect.objectContaining({ code: 'destination_not_allowed' }))
   })
 
   for (const url of ['ftp://example.com/', 'http://user:pass@example.com/', 'http://user@example.com/', 'not a url', 'file:///etc/passwd']) {
     it(`rejects ${url} with 400 validation_failed`, async () => {
-      h = webhookHarness({ config: { allowNetworks: [] } })
+      h = await webhookHarness({ config: { allowNetworks: [] } })
       await expect(h.webhooks.endpoints.create({ url })).rejects.toThrow(expect.objectContaining({ code: 'validation_failed', status: 400 }))
     })
   }
 
   it('allow-networks opens a range for literals', async () => {
-    h = webhookHarness({ config: { allowNetworks: ['10.0.0.0/8'] } })
+    h = await webhookHarness({ config: { allowNetworks: ['10.0.0.0/8'] } })
     expect((await h.webhooks.endpoints.create({ url: 'http://10.9.9.9/' })).url).toBe('http://10.9.9.9/')
   })
 
   it('refuses a hostname that resolves to loopback at connect time: dead, and the receiver gets nothing', async () => {
     rx = await startReceiver()
-    h = webhookHarness({ config: { allowNetworks: [] } })
+    h = await webhookHarness({ config: { allowNetworks: [] } })
     await h.webhooks.endpoints.create({ url: `http://localhost:${rx.port}/hook` })
     await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
@@ -64,7 +64,7 @@ describe('destination safety (docs/delivery.md)', () => {
 
   it('the same hostname is delivered once its range is allowed', async () => {
     rx = await startReceiver()
-    h = webhookHarness({ config: { allowNetworks: ['127.0.0.0/8'] } })
+    h = await webhookHarness({ config: { allowNetworks: ['127.0.0.0/8'] } })
     await h.webhooks.endpoints.create({ url: `http://localhost:${rx.port}/hook` })
     await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()
@@ -78,7 +78,7 @@ describe('destination safety (docs/delivery.md)', () => {
       lookups++
       cb(null, [{ address: '127.0.0.1', family: 4 }])
     }) as never
-    h = webhookHarness({ sender: { resolve } })
+    h = await webhookHarness({ sender: { resolve } })
     await h.webhooks.endpoints.create({ url: `http://rebind.example:${rx.port}/` })
     await h.webhooks.events.send({ type: 'a', data: {} })
     h.dispatcher.start()

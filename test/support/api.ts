@@ -1,6 +1,7 @@
 import { createApiKey } from '../../src/auth/keys.js'
 import { Postbox, type PostboxOptions } from '../../src/postbox.js'
 import { tempDir } from '../helpers.js'
+import { testDatabase } from './backend.js'
 
 /** The first admin key every API fixture starts with (POSTBOX_ADMIN_KEY). */
 export const ADMIN_KEY = 'pbk_' + 'A'.repeat(43)
@@ -26,10 +27,25 @@ export interface ApiFixture {
   close(): Promise<void>
 }
 
-/** Opens a fixture; `close()` closes the Postbox and deletes the directory. */
+/**
+ * Opens a fixture on the backend under test (test/support/backend.ts: a fresh PostgreSQL
+ * database in the `postgres` project); `close()` closes the Postbox, deletes the directory and
+ * drops the database.
+ */
 export async function apiFixture(opts: Partial<PostboxOptions> = {}): Promise<ApiFixture> {
   const { dir, cleanup } = tempDir('postbox-api-')
-  const pb = await Postbox.open({ dataDir: dir, adminKey: ADMIN_KEY, allowNetworks: ['127.0.0.0/8'], ...opts })
+  const db = await testDatabase()
+  let pb: Postbox
+  try {
+    pb = await Postbox.open({
+      dataDir: dir, adminKey: ADMIN_KEY, allowNetworks: ['127.0.0.0/8'],
+      ...(db.databaseUrl !== undefined ? { databaseUrl: db.databaseUrl } : {}), ...opts,
+    })
+  } catch (err) {
+    await db.drop()
+    cleanup()
+    throw err
+  }
   const now = Date.now()
   const publisher = (await createApiKey(pb.store, { name: 'pub', role: 'publisher' }, now)).key
   const viewer = (await createApiKey(pb.store, { name: 'view', role: 'viewer' }, now)).key
@@ -63,6 +79,7 @@ export async function apiFixture(opts: Partial<PostboxOptions> = {}): Promise<Ap
     },
     async close() {
       await pb.close()
+      await db.drop()
       cleanup()
     },
   }

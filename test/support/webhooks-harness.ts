@@ -7,9 +7,9 @@ import type { WebhookSender, WebhookSenderDeps } from '../../src/delivery/http-s
 import { createDeliveryStack } from '../../src/engine.js'
 import { createWebhookService } from '../../src/webhooks/service.js'
 import type { WebhookService } from '../../src/webhooks/types.js'
-import { tempStore } from '../helpers.js'
+import { tempBackendStore } from '../helpers.js'
 
-/** A wired webhook stack over a temp store: service, sender and dispatcher. */
+/** A wired webhook stack over a temp store (either backend): service, sender and dispatcher. */
 export interface WebhookHarness {
   store: Store
   config: Config
@@ -19,11 +19,15 @@ export interface WebhookHarness {
   close(): Promise<void>
 }
 
-/** Builds the stack with the engine's own factory (createDeliveryStack); allowNetworks opens 127.0.0.0/8 by default. */
-export function webhookHarness(
+/**
+ * Builds the stack with the engine's own factory (createDeliveryStack) over the backend under
+ * test (a fresh PostgreSQL database in the `postgres` project); allowNetworks opens 127.0.0.0/8
+ * by default.
+ */
+export async function webhookHarness(
   opts: { config?: Partial<Config>; clock?: Clock; sender?: Partial<WebhookSenderDeps>; rng?: () => number } = {},
-): WebhookHarness {
-  const { store, cleanup } = tempStore()
+): Promise<WebhookHarness> {
+  const { store, cleanup } = await tempBackendStore()
   const config = testConfig({ allowNetworks: ['127.0.0.0/8'], pollIntervalMs: 20, ...opts.config })
   const clock = opts.clock ?? systemClock
   const rng = opts.rng ?? (() => 0.5)
