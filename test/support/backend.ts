@@ -3,6 +3,13 @@ import type { Store } from '../../src/store/index.js'
 import type { PgStore } from '../../src/store/pg/index.js'
 import { freshPgDatabase, PG_URL } from './pg.js'
 
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The migrated database the `postgres` project's fixtures copy (CREATE DATABASE … TEMPLATE). */
+    pgTemplate: string
+  }
+}
+
 /**
  * Which backend the scenario tests run on: the `postgres` project of vitest.config.ts sets
  * POSTBOX_TEST_BACKEND=postgres (and needs POSTBOX_TEST_PG_URL); every other run is SQLite.

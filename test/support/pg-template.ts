@@ -2,12 +2,6 @@ import type { TestProject } from 'vitest/node'
 import { openPgStore } from '../../src/store/pg/index.js'
 import { freshPgDatabase } from './pg.js'
 
-declare module 'vitest' {
-  export interface ProvidedContext {
-    /** The migrated database the `postgres` project's fixtures copy (CREATE DATABASE … TEMPLATE). */
-    pgTemplate: string
-  }
-}
 
 /**
  * Global setup of the `postgres` project (vitest.config.ts): one database migrated to the

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { RESPONSE_BODY_LIMIT } from '../deliveries.js'
 import type { ClaimedDelivery, ClaimOptions, NewDelivery } from '../delivery-types.js'
 import { WAITING_IN_ORDER } from '../delivery-types.js'
-import { BACKENDS, coreBackend, type CoreFamilies } from './core-harness.js'
+import { BACKENDS, coreBackend, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { row } from '../../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)

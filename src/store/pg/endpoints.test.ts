@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { addEndpoint, BACKENDS, coreBackend, endpointSettings, testPool, type CoreFamilies } from './core-harness.js'
+import { addEndpoint, BACKENDS, coreBackend, endpointSettings, testPool, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { createPgEndpointsStore } from './endpoints.js'
 
 /** An endpoint id of the shape cursors accept. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { BACKENDS, coreBackend, type CoreFamilies } from './core-harness.js'
+import { BACKENDS, coreBackend, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 
 describe.each(BACKENDS)('events contract (%s)', (kind) => {
   const backend = coreBackend(kind)

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { originKey } from '../delivery-claim.js'
 import { deliveryIdOf, requestIdOf, type NewRequest } from '../requests.js'
-import { BACKENDS, coreBackend, pgFamilies, testPool, type CoreFamilies } from './core-harness.js'
+import { BACKENDS, coreBackend, pgFamilies, testPool, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 
 const NOW = Date.UTC(2026, 0, 1)
 const DAY = 86_400_000
