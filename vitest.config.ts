@@ -34,6 +34,9 @@ const base = {
 export default defineConfig({
   test: {
     reporters: ['default'],
+    // Two at a time (vitest's default on 2 CPUs is one): most files wait on servers, sockets and
+    // timers, not on the CPU, and the two backends' projects double the files.
+    maxWorkers: 2,
     projects: [
       { test: { ...base, name: 'sqlite', include: ['src/**/*.test.ts', 'test/**/*.test.ts'] } },
       ...(process.env.POSTBOX_TEST_PG_URL

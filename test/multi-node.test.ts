@@ -8,7 +8,7 @@ import { sseReader } from './support/sse.js'
 import { apiClient, ensureBuilt, killAllChildren, newAdminKey, serverEnv, startServer, type ServerProcess } from './support/server-process.js'
 
 /**
- * Three real `postbox serve` processes on one PostgreSQL database (SPEC §14, docs/operations.md):
+ * Three real `postbox serve` processes on one PostgreSQL database (docs/operations.md, "PostgreSQL and several nodes"):
  * every node claims, the endpoint's max_concurrency and ordering hold across the three (measured
  * at the receiver), a node killed with SIGKILL under load loses nothing (its in-flight rows come
  * back after their claim leases: duplicates are only those re-sends), and an inbox stream on one

@@ -15,6 +15,9 @@ const ARRIVING = ['applications.md', 'notifications.md', 'requests.md', 'console
 /** Settings other parts of this release add (ported into SETTING_TABLE at merge). */
 const ARRIVING_SETTINGS = ['POSTBOX_PUBLIC_URL', 'POSTBOX_EVENT_TYPES', 'POSTBOX_TRACK_CLICKS', 'POSTBOX_PORTAL_ORIGINS', 'POSTBOX_INBOX_ORIGINS']
 
+/** Variables of the test suite and the benchmarks (docs/architecture.md, docs/performance.md), not settings of Postbox. */
+const DEVELOPMENT_VARIABLES = ['POSTBOX_TEST_PG_URL', 'POSTBOX_REQUIRE_PG', 'POSTBOX_TEST_BACKEND', 'POSTBOX_BENCH_PG_URL', 'POSTBOX_BENCH_BASE_DIST']
+
 /** The configuration table of the README: from its header row to the first line that is not a row. */
 function readmeTable(text: string): string | null {
   const start = text.indexOf('| variable | flag | default | description |')
@@ -32,7 +35,7 @@ describe('README configuration table', () => {
   })
 
   it('documents no POSTBOX_ variable that does not exist, in the README or docs/', () => {
-    const known = new Set([...SETTINGS.map((s) => s.env), ...ARRIVING_SETTINGS])
+    const known = new Set([...SETTINGS.map((s) => s.env), ...ARRIVING_SETTINGS, ...DEVELOPMENT_VARIABLES])
     for (const [name, text] of [['README.md', README], ...ALL_DOCS.map((f) => [f, doc(f)])] as const) {
       for (const v of new Set(text.match(/POSTBOX_[A-Z_]+/g) ?? [])) expect(known, `${v} in ${name}`).toContain(v)
     }
