@@ -155,7 +155,7 @@ describe('error catalogue (docs/api.md)', () => {
   })
 
   // SQLite's max_page_count makes the file full; PostgreSQL has no such switch.
-  it.runIf(TEST_BACKEND === 'sqlite')('unavailable: a full database → 503 and nothing accepted', async () => {
+  if (TEST_BACKEND === 'sqlite') it('unavailable: a full database → 503 and nothing accepted', async () => {
     const db = f.pb.store.sqlite!.db
     const pages = db.pragma('page_count', { simple: true }) as number
     db.pragma(`max_page_count = ${pages}`)
