@@ -14,12 +14,10 @@ export interface CheckpointWorkerData {
   /** The database file. */
   path: string
   intervalMs: number
-  /** A WAL longer than this (pages) is reported, so the writer finishes a checkpoint itself. */
-  maxWalPages: number
 }
 
-/** A message from the worker: ready once the file is open, then WAL sizes and errors. */
-export type CheckpointWorkerMessage = { ready: true } | { walPages: number } | { error: string }
+/** A message from the worker: ready once the file is open, then errors. */
+export type CheckpointWorkerMessage = { ready: true } | { error: string }
 
 /** The part of a better-sqlite3 connection the worker uses. */
 interface Connection {
@@ -41,8 +39,7 @@ post({ ready: true })
 
 const checkpoint = (): void => {
   try {
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[]
-    if (r && r.log > data.maxWalPages) post({ walPages: r.log })
+    db.pragma('wal_checkpoint(PASSIVE)')
   } catch (err) {
     post({ error: err instanceof Error ? err.message : String(err) })
   }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { silentLogger } from '../log.js'
 import { startCheckpointerOnDemand } from './checkpointer-on-demand.js'
-import type { Checkpointer } from './checkpointer.js'
+import { MAX_WAL_PAGES, type Checkpointer } from './checkpointer.js'
 import { tempSqliteStore } from '../../test/helpers.js'
 
 const autocheckpoint = (db: { pragma(s: string, o: { simple: true }): unknown }): unknown => db.pragma('wal_autocheckpoint', { simple: true })
@@ -31,9 +31,9 @@ describe('checkpointer on demand', () => {
     expect(c.active()).toBe(false)
     expect(autocheckpoint(t.store.db)).toBe(1000)
     write(60)
-    await until(() => autocheckpoint(t.store.db) === 0)
+    await until(() => autocheckpoint(t.store.db) === MAX_WAL_PAGES)
     expect(c.active()).toBe(true)
-    expect(autocheckpoint(t.store.db)).toBe(0)
+    expect(autocheckpoint(t.store.db)).toBe(MAX_WAL_PAGES)
     await c.stop()
     expect(c.active()).toBe(false)
     expect(autocheckpoint(t.store.db)).toBe(1000)

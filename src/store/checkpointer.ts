@@ -8,7 +8,7 @@ import type { SqliteStore } from './index.js'
 
 /** How often the background connection checkpoints the WAL. */
 export const CHECKPOINT_INTERVAL_MS = 200
-/** WAL size (pages of 4 KiB, so 64 MiB: journal_size_limit) past which the writer finishes a checkpoint itself, so the WAL starts over. */
+/** WAL size (pages of 4 KiB, so 64 MiB: journal_size_limit) past which the committing connection checkpoints itself (its wal_autocheckpoint while the worker runs), so the WAL starts over. */
 export const MAX_WAL_PAGES = 16_384
 
 /** A running background checkpointer. */
@@ -54,7 +54,7 @@ export function startCheckpointer(store: SqliteStore, log: Log, opts: { interval
   }
   if (store.path === ':memory:' || db.memory || db.readonly) return { stop: async () => {}, active: () => false }
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
-  const workerData: CheckpointWorkerData = { driver, path: store.path, intervalMs, maxWalPages }
+  const workerData: CheckpointWorkerData = { driver, path: store.path, intervalMs }
   const worker = new Worker((workerUrlOnce ??= workerUrl()), { workerData })
   let running = true
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
@@ -67,21 +67,14 @@ export function startCheckpointer(store: SqliteStore, log: Log, opts: { interval
   worker.on('error', fail)
   worker.on('message', (m: CheckpointWorkerMessage) => {
     // The writer keeps its own checkpoints until the worker has the file open: a worker slow to
-    // start (a loaded machine) must not leave the WAL growing meanwhile.
-    if ('ready' in m && running && db.open) db.pragma('wal_autocheckpoint = 0')
+    // start (a loaded machine) must not leave the WAL growing meanwhile. Then the writer's own
+    // threshold moves up to maxWalPages instead of off: under a steady stream of commits the
+    // background checkpoint never catches up with the last frame, and SQLite only starts the WAL
+    // over once a checkpoint has, so the WAL would grow without bound. Past maxWalPages the
+    // committing connection checkpoints once itself (the worker has already copied nearly
+    // everything, so only the tail), at that commit, with no message round trip to wait for.
+    if ('ready' in m && running && db.open) db.pragma(`wal_autocheckpoint = ${maxWalPages}`)
     if ('error' in m) log.debug({ err: m.error }, 'background checkpoint failed; retrying')
-    // Under a steady stream of commits the background checkpoint never catches up with the last
-    // frame, and SQLite only starts the WAL over once a checkpoint has; the WAL would grow
-    // without bound. Past MAX_WAL_PAGES the writer checkpoints once itself, between its
-    // transactions: the worker has already copied nearly everything, so this copies only the
-    // tail, and the next commit starts the WAL from the beginning.
-    if ('walPages' in m && running && db.open) {
-      try {
-        db.pragma('wal_checkpoint(PASSIVE)')
-      } catch (err) {
-        log.debug({ err }, 'writer checkpoint failed; retrying')
-      }
-    }
   })
   void exited.then(() => fail(new Error('checkpoint worker exited')))
   // After the listeners: adding a 'message' listener refs the worker's port again, and a
