@@ -38,8 +38,38 @@ export const errors = {
   unavailable: (msg = 'Service unavailable; nothing was accepted') => new AppError('unavailable', 503, msg),
 }
 
-/** True when `err` is SQLite reporting a full disk or an I/O failure (maps to 503 unavailable). */
+/**
+ * PostgreSQL's SQLSTATEs for a server that cannot take the work now: connection exceptions (08),
+ * insufficient resources (53: disk full, out of memory, too many connections), operator
+ * intervention (57P01–57P03: shutdown, crash, cannot connect now), a database that is gone or
+ * refuses connections (3D000, 55000 with ALLOW_CONNECTIONS false) and refused credentials (28).
+ */
+const PG_UNAVAILABLE = /^(08|53|57P0[1-3]|3D000|28000|28P01)/
+/** Socket errors node-postgres passes on when the server is unreachable or the connection dies. */
+const NET_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'])
+
+/**
+ * True when `err` says the database cannot take the work now (maps to 503 unavailable): SQLite
+ * reporting a full disk, an I/O failure or a lock; PostgreSQL unreachable, shutting down, out of
+ * resources, or its connection lost (docs/api.md, "Errors").
+ */
 export function isStorageUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null
+  const code = e?.code
+  if (typeof code === 'string') {
+    if (/^SQLITE_(FULL|IOERR|READONLY|BUSY|LOCKED|CANTOPEN)/.test(code)) return true
+    if (PG_UNAVAILABLE.test(code) || NET_UNAVAILABLE.has(code)) return true
+    if (code === '55000' && typeof e?.message === 'string' && /not currently accepting connections/.test(e.message)) return true
+  }
+  // node-postgres's own errors for a dropped connection or a full pool carry no code.
+  return err instanceof Error && /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(err.message)
+}
+
+/**
+ * True when PostgreSQL refused a text value it cannot store: a NUL character (U+0000) in a text
+ * column (22021) or in a JSON string (22P05). SQLite stores such text; PostgreSQL answers 400.
+ */
+export function isUnstorableText(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
-  return typeof code === 'string' && /^SQLITE_(FULL|IOERR|READONLY|BUSY|LOCKED|CANTOPEN)/.test(code)
+  return code === '22021' || code === '22P05'
 }

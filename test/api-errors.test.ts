@@ -3,7 +3,10 @@ import { createApp } from '../src/api/app.js'
 import type { ApiDeps } from '../src/api/deps.js'
 import { createLogger } from '../src/log.js'
 import { apiFixture, type ApiFixture, type Req } from './support/api.js'
+import pg from 'pg'
+import type { PgStore } from '../src/store/pg/index.js'
 import { TEST_BACKEND } from './support/backend.js'
+import { PG_URL } from './support/pg.js'
 
 /** One row of the error catalogue (docs/api.md): a request and the status and code it must give. */
 interface Scenario {
@@ -86,6 +89,9 @@ const SCENARIOS: Scenario[] = [
   { name: 'inbox without a token, oversized body', method: 'POST', path: '/v1/inbox/read', req: { key: null, raw: big(300_000), headers: { 'content-type': 'application/json' } }, status: 401, code: 'unauthorized' },
   { name: 'inbox without a token, bad query', method: 'GET', path: '/v1/inbox?limit=0', req: { key: null }, status: 401, code: 'unauthorized' },
   { name: 'inbox without a token, bad body', method: 'POST', path: '/v1/inbox/read', req: { key: null, body: { ids: 'x' } }, status: 401, code: 'unauthorized' },
+  // No id, filter or cursor holds a NUL, and PostgreSQL cannot compare text with one.
+  { name: 'NUL in a path id', method: 'GET', path: '/v1/endpoints/ep_%00', status: 400, code: 'validation_failed' },
+  { name: 'NUL in a query filter', method: 'GET', path: '/v1/deliveries?endpoint_id=ep_%00x', status: 400, code: 'validation_failed' },
   { name: 'basic auth instead of bearer', method: 'GET', path: '/v1/endpoints', req: { key: null, headers: { authorization: 'Basic YTpi' } }, status: 401, code: 'invalid_token' },
   { name: 'garbage bearer', method: 'GET', path: '/v1/endpoints', req: { key: 'not-a-key' }, status: 401, code: 'invalid_token' },
 ]
@@ -169,6 +175,54 @@ describe('error catalogue (docs/api.md)', () => {
     expect((await f.pb.store.events.list({ limit: 10, type: 'fill.single' })).data).toEqual([])
     db.pragma('max_page_count = 1073741823')
     expect((await f.json('POST', '/v1/events', { body: { type: 'ok.again', data: {} } })).status).toBe(202)
+  })
+
+  it('a NUL in a query value is named as its parameter', async () => {
+    const res = await f.json('GET', '/v1/events?type=a%00b')
+    expect(res.status).toBe(400)
+    expect(res.body.error.details).toEqual([{ field: 'type', message: 'contains a NUL character (%00)', in: 'query' }])
+  })
+
+  it('a NUL in a stored text field: stored as sent on SQLite; on PostgreSQL 400 and nothing stored', async () => {
+    const res = await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/h', description: 'a\u0000b' } })
+    const ntf = await f.json('POST', '/v1/notifications', { body: { topic: 'a.b', recipients: ['u1'], title: 'a\u0000b' } })
+    // A NUL inside the JSON of an event's data is stored as the JSON escape on both backends.
+    const evt = await f.json('POST', '/v1/events', { body: { type: 'a.b', data: { s: 'a\u0000b' } } })
+    expect(evt.status).toBe(202)
+    expect((await f.json('GET', `/v1/events/${evt.body.id}`)).body.data).toEqual({ s: 'a\u0000b' })
+    if (TEST_BACKEND === 'sqlite') {
+      expect(res).toMatchObject({ status: 201, body: { description: 'a\u0000b' } })
+      expect(ntf.status).toBe(202)
+      return
+    }
+    for (const r of [res, ntf]) {
+      expect(r.status).toBe(400)
+      expect(r.body.error).toMatchObject({ code: 'validation_failed', details: [{ field: '(text)', in: 'body' }] })
+    }
+    expect((await f.json('GET', '/v1/endpoints')).body.data).toEqual([])
+    expect((await f.json('GET', '/v1/notifications')).body.data).toEqual([])
+  })
+
+  // PostgreSQL can refuse connections (a database closed to connections, a server shutting down).
+  if (TEST_BACKEND === 'postgres') it('unavailable: a database that refuses connections → 503, then work again once it accepts them', async () => {
+    const pool = (f.pb.store as PgStore).pool
+    const name = (await pool.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d
+    const admin = new pg.Client({ connectionString: PG_URL })
+    await admin.connect()
+    const allow = (on: boolean) => admin.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS ${on}`)
+    try {
+      await allow(false)
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
+      for (const [m, p, body] of [['POST', '/v1/events', { type: 'a.b', data: {} }], ['GET', '/v1/endpoints', undefined], ['POST', '/v1/events/batch', { events: [{ type: 'a.b', data: {} }] }]] as const) {
+        const res = await f.json(m, p, body ? { body } : {})
+        expect(res, `${m} ${p}`).toMatchObject({ status: 503, body: { error: { code: 'unavailable' } } })
+      }
+      await allow(true)
+      expect((await f.json('POST', '/v1/events', { body: { type: 'ok.again', data: {} } })).status).toBe(202)
+    } finally {
+      await allow(true)
+      await admin.end()
+    }
   })
 
   it('every error body has exactly {error: {code, message, details?}}', async () => {

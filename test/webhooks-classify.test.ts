@@ -115,6 +115,13 @@ describe('response classification (docs/delivery.md)', () => {
     expect(Date.now() - t).toBeLessThan(2900)
   })
 
+  // PostgreSQL's text cannot hold a NUL: the settle would fail, and the row stay in flight.
+  it('a NUL in a response body is kept as U+FFFD, and the delivery settles', async () => {
+    const { d } = await firstAttempt({ status: 500, body: 'a\u0000b\u0000' })
+    expect(d.status).toBe('pending')
+    expect(d.attempts).toMatchObject([{ outcome: 'retry', status_code: 500, response_body: 'a\uFFFDb\uFFFD' }])
+  })
+
   it('keeps at most 16 KiB of a large response body', async () => {
     const { d } = await firstAttempt({ status: 200, body: 'x'.repeat(100_000) })
     expect(d.attempts[0]!.response_body).toHaveLength(16 * 1024)

@@ -5,7 +5,7 @@ import { HTTPException } from 'hono/http-exception'
 import { matchedRoutes } from 'hono/route'
 import { ZodError } from 'zod'
 import { packageVersion } from '../delivery/version.js'
-import { AppError, errors, isStorageUnavailable, type ErrorStatus } from '../errors.js'
+import { AppError, errors, isStorageUnavailable, isUnstorableText, type ErrorStatus } from '../errors.js'
 import { authenticate } from './auth.js'
 import { jsonBodyGuard } from './body.js'
 import { validationHook, zodDetails } from './common.js'
@@ -19,7 +19,7 @@ import { opsRoutes } from './ops.js'
 import { notificationRoutes } from './notifications.js'
 import { directoryRoutes } from './directory.js'
 import { inboxRoutes, userToken } from './inbox.js'
-import { allowedMethods, strictQuery } from './strict-routes.js'
+import { allowedMethods, refuseNul, strictQuery } from './strict-routes.js'
 import { keySelfRoutes } from './key-self.js'
 import { statsRoutes } from './stats.js'
 import { templatePreviewRoutes } from './template-preview.js'
@@ -101,6 +101,7 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
   const auth = authenticate()
   // The inbox authenticates with user tokens, also before the body guard.
   app.use('/v1/*', async (c, next) => (SELF_AUTH.test(c.req.path) ? (deps.notify ? userToken(c, next) : next()) : auth(c, next)))
+  app.use('*', refuseNul())
   app.use('*', strictQuery(app))
   app.use('*', idempotencyKeyGuard())
   app.use('*', jsonBodyGuard(deps.config.maxBody))
@@ -163,6 +164,7 @@ function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err
   if (err instanceof ZodError) return errors.validation(zodDetails(err))
   if (isStorageUnavailable(err)) return errors.unavailable()
+  if (isUnstorableText(err)) return errors.validation([{ field: '(text)', message: 'a text field contains a NUL character (U+0000), which PostgreSQL cannot store', in: 'body' }])
   if (err instanceof HTTPException) {
     const status = err.status as number
     if (status === 400) return errors.invalidJson()

@@ -62,6 +62,26 @@ export function strictQuery(app: OpenAPIHono<ApiEnv>): MiddlewareHandler<ApiEnv>
   }
 }
 
+/**
+ * Refuses a NUL character (U+0000, `%00`) in the path or in a query value with 400
+ * `validation_failed`: no id, filter or cursor holds one, and PostgreSQL cannot compare text
+ * with it (docs/api.md, "Errors").
+ */
+export function refuseNul(): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    if (c.req.path.includes('\0') || /%00/.test(c.req.path)) {
+      throw errors.validation([{ field: '(path)', message: 'contains a NUL character (%00)', in: 'path' }])
+    }
+    const url = c.req.url
+    const q = url.indexOf('?')
+    if (q >= 0 && (/%00/.test(url.slice(q)) || url.includes('\0', q))) {
+      const bad = Object.entries(c.req.queries()).filter(([k, vs]) => k.includes('\0') || vs.some((v) => v.includes('\0')))
+      throw errors.validation((bad.length ? bad.map(([k]) => k) : ['(query)']).map((field) => ({ field, message: 'contains a NUL character (%00)', in: 'query' })))
+    }
+    await next()
+  }
+}
+
 /** A Hono route path as a regular expression over request paths (exact: the router is strict about a trailing slash). */
 function pathPattern(path: string): RegExp {
   const body = path

@@ -69,6 +69,8 @@ export function startExchange(agent: Dispatcher, req: ExchangeRequest, limit = R
       const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).subarray(0, limit).toString('utf8')
       // A cut in the middle of a multi-byte character leaves a replacement char; drop it.
       body = size > limit ? text.replace(/\uFFFD$/, '') : text
+      // PostgreSQL's text cannot hold a NUL; a receiver's body is kept as U+FFFD in its place (docs/delivery.md).
+      if (body.includes('\0')) body = body.replaceAll('\0', '\uFFFD')
     }
     chunks = []
     settle({ statusCode: error === null ? statusCode : null, retryAfter, body, error, timedOut, aborted, requestSent })
