@@ -73,3 +73,9 @@ export function isUnstorableText(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
   return code === '22021' || code === '22P05'
 }
+
+/** True when `err` is a unique index refusing a row (PostgreSQL 23505, SQLite's UNIQUE or PRIMARY KEY constraint). */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+}

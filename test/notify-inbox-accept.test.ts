@@ -125,13 +125,22 @@ describe('inbox written by the accept transaction (real SQLite, real HTTP)', () 
     expect(await f.pb.inbox('u1').list()).toMatchObject({ unread_count: 0, data: [] })
     expect(await f.pb.inbox('u1').lastSeq()).toBe(0)
     expect(await f.pb.store.deliveries.countByStatus()).toEqual({ pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 })
-    expect(await f.pb.store.notifications.byDedupKey('d')).toBeNull()
+    expect(await f.pb.store.notifications.byDedupKey('default', 'd')).toBeNull()
     expect(pushed).toEqual([])
     expect(await inboxMetric(f)).toBe(0)
     const ok = await f.json('POST', '/v1/notifications', { body: { topic: 't', recipients: ['u1', 'u2'], dedup_key: 'd' } })
     expect(ok.body).toMatchObject({ deduplicated: false, deliveries: 2 })
     expect(pushed).toHaveLength(2)
     expect([await f.pb.inbox('u1').unreadCount(), await f.pb.inbox('u2').unreadCount()]).toEqual([1, 1])
+  })
+
+  it('sends of one new dedup_key at once: one notification, every other answered as its repeat', async () => {
+    f = await apiFixture()
+    const sent = await Promise.all(Array.from({ length: 6 }, () => f!.json('POST', '/v1/notifications', { body: { topic: 't', recipients: ['u1'], dedup_key: 'race' } })))
+    expect(sent.map((r) => r.status)).toEqual([202, 202, 202, 202, 202, 202])
+    expect(new Set(sent.map((r) => r.body.id)).size).toBe(1)
+    expect(sent.filter((r) => r.body.deduplicated === false)).toHaveLength(1)
+    expect((await f.pb.inbox('u1').list()).data).toHaveLength(1)
   })
 
   it('library mode: send() returns with the inbox written and the view delivered', async () => {

@@ -136,7 +136,7 @@ describe('GET /v1/stats?app_id=', () => {
 })
 
 describe('a notification dedup_key already used in another application', () => {
-  it('is 409 conflict, never the other application’s notification answered as a repeat', async () => {
+  it('is a new notification of this application, never the other one’s answered as a repeat', async () => {
     const { admin, call } = await setup()
     expect((await call('PUT', '/v1/users/u1', admin, {})).status).toBe(201)
     const first = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], app_id: 'a1', dedup_key: 'inv-1' })
@@ -144,6 +144,12 @@ describe('a notification dedup_key already used in another application', () => {
     const repeat = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], app_id: 'a1', dedup_key: 'inv-1' })
     expect(repeat.body).toMatchObject({ id: first.body.id, deduplicated: true })
     const other = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], app_id: 'a2', dedup_key: 'inv-1' })
-    expect([other.status, other.body.error?.code]).toEqual([409, 'conflict'])
+    expect(other.status).toBe(202)
+    expect(other.body).toMatchObject({ deduplicated: false, recipients: 1 })
+    expect(other.body.id).not.toBe(first.body.id)
+    const again = await call('POST', '/v1/notifications', admin, { topic: 't.x', recipients: ['u1'], app_id: 'a2', dedup_key: 'inv-1' })
+    expect(again.body).toMatchObject({ id: other.body.id, deduplicated: true })
+    expect((await call('GET', `/v1/notifications/${first.body.id}`, admin)).body).toMatchObject({ app_id: 'a1', dedup_key: 'inv-1' })
+    expect((await call('GET', `/v1/notifications/${other.body.id}`, admin)).body).toMatchObject({ app_id: 'a2', dedup_key: 'inv-1' })
   })
 })

@@ -91,6 +91,35 @@ describe('schema migrations', () => {
     }
   })
 
+  it('v9 → v10 keeps every notification, its receipts trigger, and makes dedup_key unique per application', () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const path = join(t.dir, 'v9.db')
+    const raw = new Database(path)
+    for (const step of MIGRATIONS.slice(0, 9)) raw.exec(step)
+    raw.pragma('user_version = 9')
+    raw.exec(`INSERT INTO notifications (id, app_id, topic, tags, dedup_key, request, recipients, deliveries, created_at)
+        VALUES ('ntf_1', 'a', 't', '["x"]', 'k1', '{}', 2, 3, 10), ('ntf_2', 'default', 't', '[]', NULL, '{}', 0, 0, 11);
+      INSERT INTO notification_clicks (notification_id, recipient, clicked_at) VALUES ('ntf_1', 'u1', 12);`)
+    expect(() => raw.exec(`INSERT INTO notifications (id, app_id, topic, dedup_key, request, recipients, deliveries, created_at) VALUES ('ntf_3', 'b', 't', 'k1', '{}', 0, 0, 1)`)).toThrow(/UNIQUE/)
+    raw.close()
+    const db = openDatabase(path)
+    try {
+      expect(schemaVersion(db)).toBe(SCHEMA_VERSION)
+      expect(db.prepare(`SELECT id, app_id, topic, tags, dedup_key, recipients, deliveries, created_at FROM notifications ORDER BY id`).all()).toEqual([
+        { id: 'ntf_1', app_id: 'a', topic: 't', tags: '["x"]', dedup_key: 'k1', recipients: 2, deliveries: 3, created_at: 10 },
+        { id: 'ntf_2', app_id: 'default', topic: 't', tags: '[]', dedup_key: null, recipients: 0, deliveries: 0, created_at: 11 },
+      ])
+      // Another application may now use the key; the same application still may not.
+      db.exec(`INSERT INTO notifications (id, app_id, topic, dedup_key, request, recipients, deliveries, created_at) VALUES ('ntf_3', 'b', 't', 'k1', '{}', 0, 0, 1)`)
+      expect(() => db.exec(`INSERT INTO notifications (id, app_id, topic, dedup_key, request, recipients, deliveries, created_at) VALUES ('ntf_4', 'a', 't', 'k1', '{}', 0, 0, 1)`)).toThrow(/UNIQUE/)
+      db.exec(`DELETE FROM notifications WHERE id = 'ntf_1'`)
+      expect(db.prepare(`SELECT count(*) FROM notification_clicks`).pluck().get()).toBe(0)
+    } finally {
+      db.close()
+    }
+  })
+
   it('schema.sql ends at the version the migrations reach', () => {
     expect(SCHEMA_VERSION).toBe(MIGRATIONS.length)
     expect(MIGRATIONS.every((m) => m.trim().length > 0)).toBe(true)

@@ -6,7 +6,7 @@ import type { Clock } from '../lib/clock.js'
 import type { Log } from '../log.js'
 import type { DispatchObserver } from '../delivery/channel.js'
 import { newId } from '../lib/ids.js'
-import { errors } from '../errors.js'
+import { isUniqueViolation } from '../errors.js'
 import { maxAttemptsFor } from '../delivery/retry-policy.js'
 import { resolveRecipients, type Recipient } from './recipients.js'
 import { decideChannel, type ChannelDecision, type NotifyChannel } from './preferences.js'
@@ -105,10 +105,7 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
     store.tx(async (s) => {
       const now = clock.now()
       if (req.dedup_key !== null) {
-        const prior = await s.notifications.byDedupKey(req.dedup_key)
-        // dedup_key is unique over every application (one column): another application's key is a
-        // 409, never that application's notification answered as this one's (docs/notifications.md).
-        if (prior && prior.appId !== req.app_id) throw errors.conflict('This dedup_key is already used by a notification of another application')
+        const prior = await s.notifications.byDedupKey(req.app_id, req.dedup_key)
         if (prior) {
           const result = { id: prior.id, deduplicated: true, recipients: prior.recipients, deliveries: prior.deliveries }
           return { result, written: null, delivered: 0, durationMs: 0 }
@@ -188,7 +185,12 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
     })
 
   return async (req) => {
-    const a = await accept(req)
+    const a = await accept(req).catch((err: unknown) => {
+      // Two sends of one new dedup_key at once (PostgreSQL, read committed): the later insert
+      // meets the unique index and rolls back; run again, it finds the first as its repeat.
+      if (req.dedup_key !== null && isUniqueViolation(err)) return accept(req)
+      throw err
+    })
     if (a.written !== null) publishInboxEvents(hub, a.written)
     if (observer) for (let i = 0; i < a.delivered; i++) observer.attempt('inbox', 'success', a.durationMs)
     return a.result

@@ -544,4 +544,34 @@ CREATE INDEX requests_app ON requests (app_id, delivery_id);
 CREATE INDEX requests_source ON requests (source, delivery_id) WHERE source IS NOT NULL;
 CREATE INDEX requests_ref ON requests (ref_id, delivery_id) WHERE ref_id IS NOT NULL;
 `,
+  /* v9 → v10: a notification's dedup_key is unique per application (see schema.sql). */
+  `
+-- ── v10: a notification's dedup_key is unique per application ──
+-- Two applications may use the same dedup_key (docs/notifications.md). SQLite cannot drop the
+-- column's UNIQUE, so the table is rebuilt with its columns in the same order.
+CREATE TABLE notifications_v10 (
+  id          TEXT PRIMARY KEY,              -- ntf_…
+  topic       TEXT NOT NULL,
+  dedup_key   TEXT,
+  request     TEXT NOT NULL,                 -- the accepted request as JSON
+  recipients  INTEGER NOT NULL,
+  deliveries  INTEGER NOT NULL,
+  created_at  INTEGER NOT NULL,
+  app_id      TEXT NOT NULL DEFAULT 'default',
+  tags        TEXT NOT NULL DEFAULT '[]'
+);
+INSERT INTO notifications_v10 (id, topic, dedup_key, request, recipients, deliveries, created_at, app_id, tags)
+  SELECT id, topic, dedup_key, request, recipients, deliveries, created_at, app_id, tags FROM notifications;
+DROP TABLE notifications;
+ALTER TABLE notifications_v10 RENAME TO notifications;
+CREATE UNIQUE INDEX notifications_dedup ON notifications (app_id, dedup_key) WHERE dedup_key IS NOT NULL;
+CREATE INDEX notifications_app ON notifications (app_id, id);
+CREATE INDEX notifications_topic ON notifications (topic, id);
+-- Retention removes a notification with its suppressions and clicks.
+CREATE TRIGGER notifications_receipts_delete AFTER DELETE ON notifications
+BEGIN
+  DELETE FROM notification_suppressions WHERE notification_id = OLD.id;
+  DELETE FROM notification_clicks WHERE notification_id = OLD.id;
+END;
+`,
 ]

@@ -36,7 +36,7 @@ const SQL = {
   insert: `INSERT INTO notifications (id, app_id, topic, tags, dedup_key, request, recipients, deliveries, created_at)
     VALUES (@id, @appId, @topic, @tags, @dedupKey, @request, @recipients, @deliveries, @createdAt)`,
   get: `SELECT ${COLUMNS} FROM notifications WHERE id = ?`,
-  byDedupKey: `SELECT ${COLUMNS} FROM notifications WHERE dedup_key = ?`,
+  byDedupKey: `SELECT ${COLUMNS} FROM notifications WHERE app_id = ? AND dedup_key = ?`,
   list: `SELECT ${COLUMNS} FROM notifications n
     WHERE (@topic IS NULL OR topic = @topic) AND (@appId IS NULL OR app_id = @appId)
       AND (@since IS NULL OR created_at >= @since) AND (@until IS NULL OR created_at < @until)
@@ -51,7 +51,8 @@ const SQL = {
 export interface NotificationsStore {
   insert(row: NewNotificationRow): void
   get(id: string): NotificationRow | null
-  byDedupKey(key: string): NotificationRow | null
+  /** The notification of application `appId` with this dedup_key (unique per application). */
+  byDedupKey(appId: string, key: string): NotificationRow | null
   /** Newest first. */
   list(filter: NotificationFilter): NotificationRow[]
 }
@@ -68,7 +69,7 @@ export function createNotificationsStore(db: Db): NotificationsStore {
   return {
     insert: (row) => void insert.run({ ...row, appId: row.appId ?? 'default', tags: JSON.stringify(row.tags ?? []) }),
     get: (id) => map(get.get(id) as Raw | undefined),
-    byDedupKey: (key) => map(byDedupKey.get(key) as Raw | undefined),
+    byDedupKey: (appId, key) => map(byDedupKey.get(appId, key) as Raw | undefined),
     list: (f) => (list.all(f) as Raw[]).map((r) => map(r)!),
   }
 }

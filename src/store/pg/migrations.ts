@@ -26,7 +26,13 @@ export const PG_BASELINE_VERSION = 9
  * next version. Every SQLite step after the baseline needs its PostgreSQL twin here (the test
  * checks the counts agree), and the DDL files must be edited to the new version at the same time.
  */
-export const PG_MIGRATIONS: readonly string[] = []
+export const PG_MIGRATIONS: readonly string[] = [
+  /* v9 → v10: a notification's dedup_key is unique per application. */
+  `
+ALTER TABLE notifications DROP CONSTRAINT notifications_dedup_key_key;
+CREATE UNIQUE INDEX notifications_dedup ON notifications (app_id, dedup_key) WHERE dedup_key IS NOT NULL;
+`,
+]
 
 /** The whole current schema of a new database, the version row included. */
 export function pgSchemaDdl(): string {

@@ -28,12 +28,15 @@ describe.each(BACKENDS)('notifications contract on $name', ({ open }) => {
     await n.insert(row('ntf_1'))
     await n.insert(row('ntf_2', { appId: 'a1', tags: ['x', 'y'], dedupKey: 'k1' }))
     expect(await n.get('ntf_1')).toEqual({ ...row('ntf_1'), appId: 'default', tags: [] })
-    expect(await n.byDedupKey('k1')).toEqual({ ...row('ntf_2', { dedupKey: 'k1' }), appId: 'a1', tags: ['x', 'y'] })
+    expect(await n.byDedupKey('a1', 'k1')).toEqual({ ...row('ntf_2', { dedupKey: 'k1' }), appId: 'a1', tags: ['x', 'y'] })
     expect(await n.get('ntf_none')).toBeNull()
-    expect(await n.byDedupKey('none')).toBeNull()
-    // dedup_key is unique over every application: the second insert fails, the first stays.
-    await expect(n.insert(row('ntf_3', { dedupKey: 'k1' }))).rejects.toThrow(/unique/i)
-    expect(await n.get('ntf_3')).toBeNull()
+    expect(await n.byDedupKey('a1', 'none')).toBeNull()
+    expect(await n.byDedupKey('default', 'k1')).toBeNull()
+    // dedup_key is unique per application: another application may use it, the same one may not.
+    await n.insert(row('ntf_3', { dedupKey: 'k1' }))
+    expect(await n.byDedupKey('default', 'k1')).toMatchObject({ id: 'ntf_3', appId: 'default' })
+    await expect(n.insert(row('ntf_4', { appId: 'a1', dedupKey: 'k1' }))).rejects.toThrow(/unique/i)
+    expect(await n.get('ntf_4')).toBeNull()
   })
 
   it('lists newest id first with each filter, and pages after an id', async () => {

@@ -11,7 +11,7 @@ export const PG_NOTIFICATIONS_SQL = {
   insert: `INSERT INTO notifications (id, app_id, topic, tags, dedup_key, request, recipients, deliveries, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
   get: `SELECT ${COLUMNS} FROM notifications WHERE id = $1`,
-  byDedupKey: `SELECT ${COLUMNS} FROM notifications WHERE dedup_key = $1`,
+  byDedupKey: `SELECT ${COLUMNS} FROM notifications WHERE app_id = $1 AND dedup_key = $2`,
   list: `SELECT ${COLUMNS} FROM notifications n
     WHERE ($1::text IS NULL OR topic = $1) AND ($2::text IS NULL OR app_id = $2)
       AND ($3::bigint IS NULL OR created_at >= $3) AND ($4::bigint IS NULL OR created_at < $4)
@@ -46,8 +46,8 @@ export function createPgNotificationsStore(q: PgQueryable): Async<NotificationsS
       const r = (await q.query<Raw>(S.get, [id])).rows[0]
       return r ? map(r) : null
     },
-    byDedupKey: async (key) => {
-      const r = (await q.query<Raw>(S.byDedupKey, [key])).rows[0]
+    byDedupKey: async (appId, key) => {
+      const r = (await q.query<Raw>(S.byDedupKey, [appId, key])).rows[0]
       return r ? map(r) : null
     },
     list: async (f) =>

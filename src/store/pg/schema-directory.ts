@@ -93,12 +93,13 @@ CREATE TABLE notifications (
   app_id      text COLLATE "C" NOT NULL DEFAULT 'default',
   topic       text COLLATE "C" NOT NULL,
   tags        text NOT NULL DEFAULT '[]',
-  dedup_key   text COLLATE "C" UNIQUE,
+  dedup_key   text COLLATE "C",
   request     text NOT NULL,
   recipients  integer NOT NULL,
   deliveries  integer NOT NULL,
   created_at  bigint NOT NULL
 );
+CREATE UNIQUE INDEX notifications_dedup ON notifications (app_id, dedup_key) WHERE dedup_key IS NOT NULL;
 CREATE INDEX notifications_app ON notifications (app_id, id);
 CREATE INDEX notifications_topic ON notifications (topic, id);
 CREATE INDEX notifications_created ON notifications (created_at);
