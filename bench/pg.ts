@@ -12,7 +12,10 @@
  * 2. One node against three on one database: N deliveries enqueued first, then 1 or 3 Postbox
  *    nodes (worker threads of this process, each with its own pool and dispatcher: bench/pg-node.ts)
  *    drain them; the endpoint's max_concurrency (64) holds across the nodes.
- * 3. The SQLite path against the build before the asynchronous Store (commit 301aee2, extracted
+ * 3. Notification fan-out: one notification to a role of 1,000 users on the inbox channel (the
+ *    accept transaction writes every inbox row), on PostgreSQL and on a SQLite file in the same
+ *    run: `send()` time, median and p95 of FANOUT_RUNS.
+ * 4. The SQLite path against the build before the asynchronous Store (commit 301aee2, extracted
  *    with `git archive` and built once into a temporary directory, or POSTBOX_BENCH_BASE_DIST):
  *    main-thread CPU per delivery end to end, each measurement in a child process, alternating.
  *
@@ -25,13 +28,19 @@
  */
 import { execFile, execSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Worker } from 'node:worker_threads'
 import pg from 'pg'
+import { testConfig } from '../src/config.js'
+import { systemClock } from '../src/lib/clock.js'
+import { silentLogger } from '../src/log.js'
+import { createNotifyService } from '../src/notify/service.js'
+import { openStore, type Store } from '../src/store/index.js'
+import { openPgStore } from '../src/store/pg/index.js'
 import type { Figure } from './figures.js'
 import { pgStack } from './pg-stack.js'
 import { pgbossThroughput, type PgbossConsumer } from './pgboss.js'
@@ -43,6 +52,8 @@ const SQLITE_ROUNDS = 3
 const CONCURRENCY = 64
 const PGBOSS_BATCHES = [4, 16]
 const BASE_COMMIT = '301aee2'
+const FANOUT_USERS = 1_000
+const FANOUT_RUNS = 20
 /** Target: Postbox on PostgreSQL at least this many times pg-boss's rate. */
 export const PGBOSS_TARGET = 5
 /** Target: SQLite main-thread CPU per delivery at most this many times the build before the async Store's. */
@@ -208,6 +219,42 @@ async function drain(adminUrl: string, receiver: string, n: number, nodes: numbe
   }
 }
 
+/** One notification to FANOUT_USERS inbox users, FANOUT_RUNS times, on `store`: each `send()`'s time in ms. */
+async function fanout(store: Store): Promise<number[]> {
+  const notify = createNotifyService({
+    store, config: testConfig({}), clock: systemClock, rng: Math.random, log: silentLogger(), tokenKey: 'k', publishEvent: async () => {},
+  })
+  await store.tx(async (s) => {
+    for (let i = 0; i < FANOUT_USERS; i++) await s.directory.putUser(`u${i}`, { roles: ['everyone'] }, Date.now())
+  })
+  const times: number[] = []
+  for (let run = 0; run < FANOUT_RUNS; run++) {
+    const t = performance.now()
+    const sent = await notify.notifications.send({ topic: 'bench.fanout', recipients: ['role:everyone'], title: `run ${run}` })
+    times.push(performance.now() - t)
+    if (sent.deliveries !== FANOUT_USERS) throw new Error(`fan-out run ${run}: ${sent.deliveries} deliveries`)
+  }
+  return times
+}
+
+const p95 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]!
+
+/** Fan-out on a fresh PostgreSQL database and on a SQLite file, one after the other. */
+async function fanouts(adminUrl: string): Promise<{ pg: number[]; sqlite: number[] }> {
+  const db = await freshDb(adminUrl)
+  const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-fanout-'))
+  try {
+    const pgStore = await openPgStore(db.url)
+    const onPg = await fanout(pgStore).finally(() => pgStore.close())
+    const sqliteStore = openStore(join(dir, 'fanout.db'))
+    const onSqlite = await fanout(sqliteStore).finally(() => sqliteStore.close())
+    return { pg: onPg, sqlite: onSqlite }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+    await db.drop()
+  }
+}
+
 /** The dist root of the build before the asynchronous Store: POSTBOX_BENCH_BASE_DIST, or built once from git; null when it cannot be. */
 function baseDist(): string | null {
   if (process.env.POSTBOX_BENCH_BASE_DIST) return resolve(process.env.POSTBOX_BENCH_BASE_DIST)
@@ -257,6 +304,7 @@ export async function run(): Promise<Figure[]> {
       for (const b of PGBOSS_BATCHES) boss.push(['fetch', b, await pgboss(url, rx.url, N, b, 'fetch')])
       const one = await drain(url, rx.url, N, 1)
       const three = await drain(url, rx.url, N, 3)
+      const fan = await fanouts(url)
       const count = (await rx.stats()).count
       console.log(`PostgreSQL: ${fmt(N)} deliveries per run, one loopback receiver (worker thread), ${CONCURRENCY} in flight; fresh database per run; receiver saw ${fmt(count)} requests in all`)
       console.log('| run | deliveries/s | statements per delivery | main-thread CPU per delivery | PostgreSQL backend CPU per delivery |')
@@ -275,7 +323,10 @@ export async function run(): Promise<Figure[]> {
       const scale = three.rate / one.rate
       const busy = (r: typeof one): number => ((r.processCpuUs + (r.backendCpuUs ?? 0)) * r.rate) / 1e6
       console.log(`CPUs busy (node side + this database's backends): 1 node ${busy(one).toFixed(2)}, 3 nodes ${busy(three).toFixed(2)} of ${availableParallelism()}`)
+      const ms = (x: number): string => `${x.toFixed(1)} ms`
+      console.log(`Fan-out of one notification to ${fmt(FANOUT_USERS)} inbox users, ${FANOUT_RUNS} runs: PostgreSQL median ${ms(median(fan.pg))}, p95 ${ms(p95(fan.pg))}; SQLite median ${ms(median(fan.sqlite))}, p95 ${ms(p95(fan.sqlite))}`)
       figures.push(
+        { measure: `PostgreSQL fan-out to ${fmt(FANOUT_USERS)} inbox users, p95 (SQLite in the same run)`, value: `${ms(p95(fan.pg))} (SQLite ${ms(p95(fan.sqlite))})`, target: '(report; 50 ms on SQLite)', met: null },
         { measure: `PostgreSQL end to end / ${bossRun(work[0], work[1])}, same server, receiver, ${CONCURRENCY} in flight`, value: `${fmt(ours.rate)} / ${fmt(work[2].rate)} = ${vsBoss.toFixed(2)}`, target: `>= ${PGBOSS_TARGET}`, met: vsBoss >= PGBOSS_TARGET },
         { measure: `PostgreSQL end to end / ${bossRun(loop[0], loop[1])} (no polling sleep)`, value: `${fmt(ours.rate)} / ${fmt(loop[2].rate)} = ${vsLoop.toFixed(2)}`, target: '(report)', met: null },
         { measure: 'PostgreSQL three nodes / one node (drain, worker threads, same database)', value: `${fmt(three.rate)} / ${fmt(one.rate)} = ${scale.toFixed(2)}`, target: '(report; bound: CPUs)', met: null },

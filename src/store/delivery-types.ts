@@ -62,6 +62,8 @@ export interface ClaimedDelivery extends Delivery {
  * webhook rows carry both ids and notification rows a recipient.
  */
 export interface NewDelivery {
+  /** The row's id, when the caller orders rows written by separate calls (a notification's fan-out); a new `dlv_` id otherwise. */
+  id?: string
   channel: Channel
   eventId?: string | null
   endpointId?: string | null
@@ -174,6 +176,8 @@ export interface DeliveriesStore {
    * log its attempt with `logDelivered`.
    */
   insertDelivered(row: NewDelivery, now: number): { id: string; created: boolean }
+  /** `insertDelivered` for several rows, results in input order as if called on each in turn. PostgreSQL: one statement (two when some row repeats). */
+  insertDeliveredMany(rows: readonly NewDelivery[], now: number): { id: string; created: boolean }[]
   /** Logs the one success attempt (attempt 1, no status code) of rows inserted by `insertDelivered`, in one statement. */
   logDelivered(ids: readonly string[], attempt: AttemptRecord): void
   claimDue(opts: ClaimOptions): ClaimedDelivery[]

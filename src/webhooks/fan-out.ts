@@ -103,23 +103,21 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
     const row: EventRow = { id, appId, clientId: ev.clientId ?? null, type: ev.type, orderingKey: ev.orderingKey ?? null, body, createdAt: now }
     await s.events.insert(row)
     const targets = only ? [only] : await targetsFor(s, appId, ev.type)
-    let n = 0
-    for (const ep of targets) {
-      const r = await s.deliveries.enqueue(
-        {
-          channel: 'webhook',
-          eventId: id,
-          endpointId: ep.id,
-          eventType: ev.type,
-          orderingKey: row.orderingKey,
-          maxAttempts: maxAttemptsFor(ep.retrySchedule ?? config.retrySchedule),
-          nextAttemptAt: ev.deliverAt !== undefined && ev.deliverAt > now ? ev.deliverAt : now,
-          appId,
-        },
-        now,
-      )
-      if (r.created) n++
-    }
+    const nextAttemptAt = ev.deliverAt !== undefined && ev.deliverAt > now ? ev.deliverAt : now
+    const made = await s.deliveries.enqueueMany(
+      targets.map((ep) => ({
+        channel: 'webhook' as const,
+        eventId: id,
+        endpointId: ep.id,
+        eventType: ev.type,
+        orderingKey: row.orderingKey,
+        maxAttempts: maxAttemptsFor(ep.retrySchedule ?? config.retrySchedule),
+        nextAttemptAt,
+        appId,
+      })),
+      now,
+    )
+    const n = made.filter((r) => r.created).length
     const out = accepted(row, n, false)
     return ev.deliverAt !== undefined && ev.deliverAt > now ? { ...out, deliver_at: toIso(ev.deliverAt) } : out
   }

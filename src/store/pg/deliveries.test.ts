@@ -157,6 +157,23 @@ describe.each(BACKENDS)('deliveries contract (%s)', (kind) => {
     })
   })
 
+  describe('insertDeliveredMany', () => {
+    it('answers as insertDelivered on each row in turn: repeats of stored rows and of earlier rows of the batch', async () => {
+      const inbox = { channel: 'inbox' as const, payload: '{"title":"t"}' }
+      const stored = await f.deliveries.insertDelivered(row('a', NOW, inbox), NOW)
+      const got = await f.deliveries.insertDeliveredMany([row('b', NOW, inbox), row('a', NOW, inbox), row('c', NOW, inbox), row('b', NOW, inbox)], NOW)
+      expect(got.map((g) => g.created)).toEqual([true, false, true, false])
+      expect(got[1]!.id).toBe(stored.id)
+      expect(got[3]!.id).toBe(got[0]!.id)
+      expect(await f.deliveries.insertDeliveredMany([], NOW)).toEqual([])
+      expect(f.due.count).toBe(0)
+      expect(await claim(NOW + 60_000)).toEqual([])
+      for (const g of [got[0]!, got[2]!]) {
+        expect(await f.deliveries.get(g.id)).toMatchObject({ channel: 'inbox', status: 'success', attempts: 1, completedAt: NOW, payload: '{"title":"t"}' })
+      }
+    })
+  })
+
   describe('claimDue', () => {
     it('spends the attempt at claim and sets a lease longer than the timeout plus 15 s', async () => {
       await insertEndpoint({ id: 'ep_slow', timeoutMs: 60_000 })

@@ -72,6 +72,16 @@ const SQL = {
       event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at, app_id)
     VALUES ($1, $2, NULL, NULL, $3, $4, $5, NULL, $6, $7, 'success', 1, $8, $9, $10, $10, $10, $11)
     ON CONFLICT DO NOTHING`,
+  // `insertDelivered` for a batch: rows that repeat a stored row or an earlier one are skipped.
+  insertDeliveredMany: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
+      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at, app_id)
+    SELECT t.id, t.channel, NULL, NULL, t.notification_id, t.recipient, t.event_type, NULL, t.payload, t.group_key, 'success', 1,
+      t.max_attempts, t.next_attempt_at, $10, $10, $10, t.app_id
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $11::text[])
+      WITH ORDINALITY AS t(id, channel, notification_id, recipient, event_type, payload, group_key, max_attempts, next_attempt_at, app_id, n)
+    ORDER BY t.n
+    ON CONFLICT DO NOTHING
+    RETURNING id`,
   logDelivered: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     SELECT id, 1, $1, $2, 'success', NULL, NULL, NULL FROM unnest($3::text[]) WITH ORDINALITY AS t(id, n) ORDER BY n`,
   idByEvent: `SELECT id FROM deliveries WHERE event_id = $1 AND endpoint_id = $2`,
@@ -252,7 +262,7 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
 
   return {
     async enqueue(row, now) {
-      const id = newId('dlv', now)
+      const id = row.id ?? newId('dlv', now)
       const inserted = await one<{ nextAttemptAt: number }>(SQL.insert, [
         id,
         row.channel,
@@ -281,7 +291,7 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
     },
     async enqueueMany(rows, now) {
       if (rows.length === 0) return []
-      const ids = rows.map(() => newId('dlv', now))
+      const ids = rows.map((r) => r.id ?? newId('dlv', now))
       const { rows: inserted } = await q.query<{ id: string; nextAttemptAt: number }>(SQL.enqueueMany, [
         ids,
         rows.map((r) => r.channel),
@@ -326,7 +336,7 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
       return out
     },
     async insertDelivered(row, now) {
-      const id = newId('dlv', now)
+      const id = row.id ?? newId('dlv', now)
       const inserted = await count(SQL.insertDelivered, [
         id,
         row.channel,
@@ -342,6 +352,37 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
       ])
       if (inserted > 0) return { id, created: true }
       return { id: (await one<{ id: string }>(SQL.idByNotification, [row.notificationId ?? null, row.recipient ?? null, row.channel]))?.id as string, created: false }
+    },
+    async insertDeliveredMany(rows, now) {
+      if (rows.length === 0) return []
+      const ids = rows.map((r) => r.id ?? newId('dlv', now))
+      const { rows: inserted } = await q.query<{ id: string }>(SQL.insertDeliveredMany, [
+        ids,
+        rows.map((r) => r.channel),
+        rows.map((r) => r.notificationId ?? null),
+        rows.map((r) => r.recipient ?? null),
+        rows.map((r) => r.eventType),
+        rows.map((r) => r.payload ?? null),
+        rows.map((r) => r.groupKey ?? null),
+        rows.map((r) => r.maxAttempts),
+        rows.map((r) => r.nextAttemptAt),
+        now,
+        rows.map((r) => r.appId ?? 'default'),
+      ])
+      const made = new Set(inserted.map((r) => r.id))
+      const out = rows.map((_, i) => ({ id: ids[i]!, created: made.has(ids[i]!) }))
+      const missed = rows.flatMap((r, i) => (out[i]!.created ? [] : [[i, r] as const]))
+      if (missed.length > 0) {
+        const { rows: found } = await q.query<{ byNotification: string | null }>(SQL.existingIds, [
+          missed.map(() => null),
+          missed.map(() => null),
+          missed.map(([, r]) => r.notificationId ?? null),
+          missed.map(([, r]) => r.recipient ?? null),
+          missed.map(([, r]) => r.channel),
+        ])
+        missed.forEach(([i], k) => (out[i]!.id = found[k]!.byNotification as string))
+      }
+      return out
     },
     async logDelivered(ids, attempt) {
       if (ids.length > 0) await q.query(SQL.logDelivered, [attempt.startedAt, Math.max(0, Math.round(attempt.durationMs)), ids])
