@@ -3,6 +3,7 @@ import { SMTPServer } from 'smtp-server'
 import type { AddressInfo } from 'node:net'
 import { notifyHarness, type NotifyHarness } from './notify-harness.js'
 import { runSql } from './support/backend.js'
+import { until } from './support/webhooks-harness.js'
 
 interface Mail {
   from: string
@@ -198,7 +199,10 @@ describe('email channel over a real SMTP sink', () => {
     const claim = () => h.store.deliveries.claimDue({ limit: 1, now: h.clock.now(), defaultTimeoutMs: 30_000 })
     const [one] = await claim()
     const sending = h.notify.channels.email.send(one!, new AbortController().signal)
-    await new Promise((r) => setImmediate(r)) // the digest has read its group and is now talking SMTP
+    // The digest reads its group and holds the other members before it talks SMTP (on
+    // PostgreSQL that is a round trip, longer than a turn of the event loop).
+    const others = async () => (await Promise.all(ids.map((id) => h.store.deliveries.byNotification(id)))).flat().filter((d) => d.id !== one!.id)
+    await until(async () => (await others()).every((d) => d.nextAttemptAt > h.clock.now()) || undefined)
     expect(await claim()).toEqual([])
     const res = await sending
     await h.store.deliveries.settle([{ id: one!.id, claimToken: one!.claimToken, outcome: res.outcome, attempt: res.attempt }], h.clock.now())
