@@ -4,7 +4,7 @@ import type { Async } from '../contract.js'
 import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type NewDelivery } from '../delivery-types.js'
 import { BACKENDS, coreBackend, testPool, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { createPgDeliveriesStore } from './deliveries.js'
-import { endpointLockKey, EXPIRE_EVERY_MS, newPgClaimState, type PgClaimState } from './delivery-claim.js'
+import { endpointLockKey, EXPIRE_EVERY_MS, newPgClaimState, RELEASE_EVERY_MS, type PgClaimState } from './delivery-claim.js'
 import { row } from '../../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)
@@ -306,6 +306,39 @@ describe.runIf(BACKENDS.includes('postgres'))('claims of two nodes on one Postgr
     // Node B's pace is its own: it sweeps the second row's lease as soon as it ends.
     const second = (await f.all<{ leaseUntil: number }>(`SELECT min(lease_until) AS "leaseUntil" FROM deliveries WHERE status = 'in_flight'`))[0]!.leaseUntil
     expect(await claimIn(pools[1]!, newPgClaimState(), second)).toEqual([2])
+  })
+
+  it('a row set aside behind its key\'s head while another node finishes the head is released by a later claim', async () => {
+    await insertEndpoint('ep_ord', { ordered: true })
+    const keyed = (k: string) => row(k, NOW, { endpointId: 'ep_ord', orderingKey: 'k' })
+    await nodes[0]!.enqueue(keyed('head'), NOW)
+    const [head] = await nodes[0]!.claimDue({ limit: 1, now: NOW, defaultTimeoutMs: 15_000 })
+    // Node A enqueues the next row of the key in a transaction that commits after node B's settle
+    // of the head: A saw the head in flight and set the row aside; B's trigger could not see the row.
+    const a = await pools[0]!.connect()
+    let next: string
+    try {
+      await a.query('BEGIN')
+      next = (await createPgDeliveriesStore(a).enqueue(keyed('next'), NOW)).id
+      await nodes[1]!.settle([{ id: head!.id, claimToken: head!.claimToken, outcome: { kind: 'success' } }], NOW + 1)
+      await a.query('COMMIT')
+    } finally {
+      a.release()
+    }
+    expect((await f.deliveries.get(next))!.nextAttemptAt).toBe(WAITING_IN_ORDER)
+    // The next claim of any node (its first sweep) finds the row with nothing before it, and takes it.
+    const got = await createPgDeliveriesStore(pools[1]!, () => {}, newPgClaimState()).claimDue({ limit: 10, now: NOW + 2, defaultTimeoutMs: 15_000 })
+    expect(got.map((r) => r.id)).toEqual([next])
+    // A node sweeps at most every RELEASE_EVERY_MS of claim time.
+    const state = newPgClaimState()
+    const store = createPgDeliveriesStore(pools[0]!, () => {}, state)
+    expect(await store.claimDue({ limit: 10, now: NOW + 3, defaultTimeoutMs: 15_000 })).toEqual([])
+    await nodes[0]!.enqueue(keyed('late'), NOW)
+    await nodes[1]!.settle([{ id: got[0]!.id, claimToken: got[0]!.claimToken, outcome: { kind: 'success' } }], NOW + 3)
+    // Left waiting as the race above leaves a row (the trigger released it: set it aside again).
+    await f.exec(`UPDATE deliveries SET next_attempt_at = ? WHERE status = 'pending'`, [WAITING_IN_ORDER])
+    expect(await store.claimDue({ limit: 10, now: NOW + 3 + RELEASE_EVERY_MS - 1, defaultTimeoutMs: 15_000 })).toEqual([])
+    expect((await store.claimDue({ limit: 10, now: NOW + 3 + RELEASE_EVERY_MS, defaultTimeoutMs: 15_000 })).map((r) => r.recipient)).toEqual(['late'])
   })
 
   it('enqueue the same delivery at once: one row, both answer with its id', async () => {

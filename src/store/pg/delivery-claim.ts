@@ -51,14 +51,25 @@ export const ENDPOINT_LOCK_SPACE = 0x5062_0001
 /** A claim sweeps expired leases when the last sweep of its store was at least this long before (in claim time). */
 export const EXPIRE_EVERY_MS = 250
 
+/**
+ * A claim releases rows left waiting for their ordering key's turn with nothing before them when
+ * the last such sweep of its store was at least this long before (in claim time). On several
+ * nodes a row can be set aside behind its key's head while another node finishes that head: the
+ * finishing node's trigger cannot see the row until its insert commits, so nothing releases it.
+ * The sweep does (docs/known-limits.md, "Ordered keys on several nodes").
+ */
+export const RELEASE_EVERY_MS = 2_000
+
 /** What one store's claims share across its transactions (each builds its families anew). */
 export interface PgClaimState {
   /** The claim time (`opts.now`) of the last lease sweep; NaN before the first. */
   expiredAt: number
+  /** The claim time of the last sweep of rows waiting in order with nothing before them; NaN before the first. */
+  releasedAt: number
 }
 
 /** A store's claim state before its first claim. */
-export const newPgClaimState = (): PgClaimState => ({ expiredAt: Number.NaN })
+export const newPgClaimState = (): PgClaimState => ({ expiredAt: Number.NaN, releasedAt: Number.NaN })
 
 /** At most this many candidate rows one statement reads. */
 const WINDOW_MAX = 4096
@@ -382,6 +393,11 @@ export function createPgClaimer(
 
   return {
     async claimDue(opts) {
+      // Before the idle check: a row left waiting by the race above is not due until released.
+      if (!(opts.now >= state.releasedAt && opts.now - state.releasedAt < RELEASE_EVERY_MS)) {
+        state.releasedAt = opts.now
+        await q.query(S.releaseWaiting, [opts.now])
+      }
       // An idle node's poll costs one read, no transaction.
       if (isPool(q) && opts.limit > 0 && !(await q.query<{ work: boolean }>(S.hasWork, [opts.now])).rows[0]!.work) return []
       return inPgTransaction(q, async (c) => {
