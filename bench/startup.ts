@@ -9,7 +9,7 @@
  * and wall time of the import), to show which ones the idle server avoids loading.
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -150,6 +150,22 @@ function packageOf(file: string): string {
   return m ? m[1]! : 'postbox'
 }
 
+/**
+ * The modules inside the loaded files, by package, read from their source maps: a file of the
+ * server bundle (docs/architecture.md, "Build") holds many; a file tsc wrote holds one.
+ */
+function modulesInside(files: readonly string[]): Map<string, number> {
+  const inside = new Map<string, number>()
+  for (const f of files) {
+    let sources: string[] = [f]
+    if (f.startsWith(join(ROOT, 'dist')) && existsSync(`${f}.map`)) {
+      sources = (JSON.parse(readFileSync(`${f}.map`, 'utf8')) as { sources: string[] }).sources
+    }
+    for (const src of sources) inside.set(packageOf(src), (inside.get(packageOf(src)) ?? 0) + 1)
+  }
+  return inside
+}
+
 /** Runs the startup benchmark and prints start time, idle RSS and what it is made of. */
 export async function run(): Promise<Figure[]> {
   const starts: Start[] = []
@@ -191,14 +207,18 @@ export async function run(): Promise<Figure[]> {
   console.log(`idle memory of the median start: RSS ${mb(m.rss)} = file-backed ${mb(m.file)} (the node binary's pages, libc, better-sqlite3's .node; shared with every node process) + anonymous ${mb(m.anon)}.`)
   console.log(`  V8 heap ${mb(p.heap.total_heap_size)} committed, ${mb(p.mem.heapUsed)} used after a GC (of it code ${mb(p.code.code_and_metadata_size)}, bytecode ${mb(p.code.bytecode_and_metadata_size)}); external ${mb(p.mem.external)} (array buffers ${mb(p.mem.arrayBuffers)}); the rest of the anonymous memory is malloc (SQLite's page cache, ICU, libuv) and thread stacks.`)
   const pkgs = new Map<string, number>()
-  for (const f of [...p.cjs, ...listed.esm.map((u) => fileURLToPath(u))]) pkgs.set(packageOf(f), (pkgs.get(packageOf(f)) ?? 0) + 1)
-  console.log(`modules loaded at idle (CommonJS and ES), files by package: ${[...pkgs].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}`)
+  const loaded = [...p.cjs, ...listed.esm.map((u) => fileURLToPath(u))]
+  for (const f of loaded) pkgs.set(packageOf(f), (pkgs.get(packageOf(f)) ?? 0) + 1)
+  const byCount = (m: Map<string, number>): string => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')
+  console.log(`files loaded at idle (CommonJS and ES), ${loaded.length}, by package: ${byCount(pkgs)}`)
+  const bundled = modulesInside(loaded.filter((f) => packageOf(f) === 'postbox'))
+  console.log(`  inside Postbox's ${pkgs.get('postbox') ?? 0} files, modules by package (source maps): ${byCount(bundled)}`)
   console.log('| package, imported alone in a fresh node | ms | RSS added | loaded by the idle server |')
   console.log('| --- | ---: | ---: | --- |')
   for (const [name, code] of PACKAGES) {
     const c = importCost(code)
     const first = name.split(' ')[0]!
-    console.log(`| ${name} | ${c.ms.toFixed(0)} | ${mb(c.rss)} | ${pkgs.has(first) ? 'yes' : 'no'} |`)
+    console.log(`| ${name} | ${c.ms.toFixed(0)} | ${mb(c.rss)} | ${pkgs.has(first) ? 'yes' : bundled.has(first) ? 'yes, bundled' : 'no'} |`)
   }
   return [
     { measure: 'start to /healthz 200 (median of 5)', value: `${med('ms').toFixed(0)} ms (server CPU ${med('cpuMs').toFixed(0)} ms)`, target: '<= 300 ms', met: med('ms') <= 300 },

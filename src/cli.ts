@@ -9,8 +9,7 @@ import { ConfigError, loadConfig, type Config } from './config.js'
 import { createLogger, silentLogger } from './log.js'
 import { BackupTargetError, backupDatabase } from './store/backup.js'
 import { PgBackupUnsupportedError } from './store/pg/backup.js'
-import { redactPgUrl } from './store/pg/pool.js'
-import { checkPgDatabase, migratePgDatabase } from './store/pg/commands.js'
+import { redactPgUrl } from './store/pg/url.js'
 import { openDatabase, SchemaOutdatedError, SchemaTooNewError, schemaVersion, SCHEMA_VERSION } from './store/db.js'
 import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/stats.js'
@@ -325,6 +324,8 @@ async function runOnPg(command: 'backup' | 'migrate' | 'check', url: string, con
       process.stderr.write(`postbox: ${new PgBackupUnsupportedError(url).message}\n`)
       return 2
     }
+    // The PostgreSQL commands load `pg`: imported only when they run.
+    const { checkPgDatabase, migratePgDatabase } = await import('./store/pg/commands.js')
     if (command === 'migrate') {
       const { from, to } = await migratePgDatabase(url)
       out(`database ${redactPgUrl(url)}: schema version ${from} -> ${to}`)

@@ -1,8 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { openStore, type Store } from './store/index.js'
-import { openPgStore } from './store/pg/index.js'
-import { redactPgUrl } from './store/pg/pool.js'
+import { redactPgUrl } from './store/pg/url.js'
 import type { Config } from './config.js'
 import type { Log } from './log.js'
 
@@ -53,6 +52,8 @@ export async function openProtectedStore(config: Config, opts: ProtectedStoreOpt
         )
     : undefined
   if (config.databaseUrl !== null) {
+    // Imported only here, so a server on SQLite never loads `pg` (docs/performance.md).
+    const { openPgStore } = await import('./store/pg/index.js')
     return openPgStore(config.databaseUrl, {
       schema: opts.schema,
       ...(onMigrate ? { onMigrate } : {}),

@@ -10,7 +10,6 @@ import { silentLogger, type Log } from './log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import type { Store } from './store/index.js'
 import { createRetentionRunner, storeRetention, type RetentionRunner } from './store/retention.js'
-import { pgRetention } from './store/pg/index.js'
 import type { Checkpointer } from './store/checkpointer.js'
 import { startCheckpointerOnDemand } from './store/checkpointer-on-demand.js'
 import { createWebhookService } from './webhooks/service.js'
@@ -92,11 +91,11 @@ export class Postbox {
     readonly apps: AppService,
     /** Durable HTTP requests (docs/requests.md): create, list, get, redeliver, cancel. */
     readonly requests: RequestService,
+    retention: Pick<RetentionRunner, 'sweepAsync'>,
   ) {
     this.adminKey = adminKey
     this.app = createApp({ store, config, log, clock, webhooks, metrics, notify: engine.notify, apps, requests })
-    // The SQLite sweep's batches go through the Store's transactions (storeRetention).
-    this.retention = store.sqlite ? createRetentionRunner(storeRetention(store)) : pgRetention(store)
+    this.retention = retention
   }
 
   /** Opens (creating and migrating) the database and wires every service; call `start()` to deliver. */
@@ -113,7 +112,10 @@ export class Postbox {
       const engine = createEngine({ store, config, clock, rng, log, webhooks, observer: metrics, ...(opts.onAttempt ? { onAttempt: opts.onAttempt } : {}) })
       const apps = createAppService({ store, config, clock, portalKey: portalKey(loadTokenKey(config.tokenSecret, config.dataDir)) })
       const requests = createRequestService({ store, config, clock })
-      return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey, apps, requests)
+      // The SQLite sweep's batches go through the Store's transactions (storeRetention); the
+      // PostgreSQL one is imported only for a PostgreSQL store, which has loaded `pg` already.
+      const retention = store.sqlite ? createRetentionRunner(storeRetention(store)) : (await import('./store/pg/index.js')).pgRetention(store)
+      return new Postbox(config, store, log, clock, webhooks, metrics, engine, adminKey, apps, requests, retention)
     } catch (err) {
       await store.close()
       throw err

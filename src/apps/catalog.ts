@@ -1,6 +1,8 @@
+import { createRequire } from 'node:module'
 import type { z } from '@hono/zod-openapi'
-import Ajv2020Module, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js'
-import addFormatsModule from 'ajv-formats'
+import type Ajv2020Module from 'ajv/dist/2020.js'
+import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js'
+import type addFormatsModule from 'ajv-formats'
 import type { Config } from '../config.js'
 import { AppError, errors } from '../errors.js'
 import { toIso, type Clock } from '../lib/clock.js'
@@ -9,9 +11,24 @@ import { isEventTypeCursor, type EventTypeRow } from '../store/event-types.js'
 import type { Store } from '../store/index.js'
 import { EventTypeName, EventTypePut, type EventTypeOut } from './catalog-schemas.js'
 
-// ajv and ajv-formats are CommonJS; under NodeNext their default export is the module object.
-const Ajv2020 = ((Ajv2020Module as unknown as { default?: unknown }).default ?? Ajv2020Module) as unknown as typeof Ajv2020Module.default
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as typeof addFormatsModule.default
+type Ajv2020 = InstanceType<typeof Ajv2020Module.default>
+
+/**
+ * A new Ajv (draft 2020-12, standard formats). ajv and ajv-formats are CommonJS, required on the
+ * first schema compiled: an idle server, or one whose catalog has no schema, never loads them
+ * (docs/performance.md).
+ */
+function newAjv(): Ajv2020 {
+  const require = createRequire(import.meta.url)
+  const Ajv = (require('ajv/dist/2020.js') as typeof Ajv2020Module).default
+  const addFormats = (require('ajv-formats') as typeof addFormatsModule).default
+  // allErrors: every violation is reported; strict off: unknown keywords (`examples`, vendor
+  // extensions) are annotations, as the 2020-12 specification says; addUsedSchema off: a
+  // schema's $id is not registered, so two types (or two versions) may share one.
+  const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false, logger: false })
+  addFormats(ajv)
+  return ajv
+}
 
 /** A catalog entry as the API shows it. */
 export type EventTypeOutput = z.infer<typeof EventTypeOut>
@@ -91,11 +108,7 @@ function out(r: EventTypeRow): EventTypeOutput {
  */
 export function createCatalog(deps: { store: Store; config: Pick<Config, 'eventTypes'>; clock: Clock }): Catalog {
   const { store, config, clock } = deps
-  // allErrors: every violation is reported; strict off: unknown keywords (`examples`, vendor
-  // extensions) are annotations, as the 2020-12 specification says; addUsedSchema off: a
-  // schema's $id is not registered, so two types (or two versions) may share one.
-  const ajv = new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false, logger: false })
-  addFormats(ajv)
+  let ajv: Ajv2020 | null = null
   const compiled = new Map<string, { version: number; validate: ValidateFunction }>()
   let types = new Map<string, EventTypeRow>()
   let loadedVersion = -1
@@ -126,7 +139,7 @@ export function createCatalog(deps: { store: Store; config: Pick<Config, 'eventT
 
   const compile = (schema: EventTypeRow['schema']): ValidateFunction => {
     try {
-      return ajv.compile(schema as object | boolean as object)
+      return (ajv ??= newAjv()).compile(schema as object | boolean as object)
     } catch (err) {
       throw errors.validation([{ path: 'schema', message: `does not compile as a JSON Schema (draft 2020-12): ${(err as Error).message}` }])
     }

@@ -1,7 +1,7 @@
 import { errors } from '../errors.js'
 import type { Store } from '../store/index.js'
 import type { TemplateRow } from '../store/directory.js'
-import { markdownToHtml } from './markdown.js'
+import { loadMarkdown } from './markdown-lazy.js'
 import { htmlToText } from './html-text.js'
 import { chooseTemplate, templateSyntaxError, type RenderContext, type Renderer } from './render.js'
 
@@ -77,7 +77,7 @@ export async function previewTemplate(store: Store, render: Renderer, input: Pre
     recipient: { id: user?.id ?? input.user_id ?? 'preview', name: user?.name ?? null, email: user?.email ?? null, locale },
   }
   const out = render(template, ctx)
-  const html = out.format === 'markdown' ? markdownToHtml(out.body) : out.format === 'html' ? out.body : escapeHtml(out.body)
+  const html = out.format === 'markdown' ? (await loadMarkdown())(out.body) : out.format === 'html' ? out.body : escapeHtml(out.body)
   return {
     template: input.template || template === null || out.templateId === null ? null : { id: template.id, version: template.version, locale: template.locale },
     title: out.title,

@@ -35,16 +35,20 @@ export function killChild(child: ChildProcess, signal: NodeJS.Signals): Promise<
   })
 }
 
+/** The build step after tsc that rewrites dist/src/cli.js as a bundle (docs/architecture.md, "Build"). */
+const BUNDLE_SCRIPT = join(ROOT, 'scripts', 'bundle-server.ts')
+
 function distIsFresh(): boolean {
   if (!existsSync(CLI)) return false
   const built = statSync(CLI).mtimeMs
   const newestSource = newestMtime(join(ROOT, 'src'), (name) => name.endsWith('.ts') && !name.endsWith('.test.ts'))
-  return newestSource < built && statSync(join(ROOT, 'schema.sql')).mtimeMs < built
+  return newestSource < built && statSync(join(ROOT, 'schema.sql')).mtimeMs < built && statSync(BUNDLE_SCRIPT).mtimeMs < built
 }
 
 /**
- * Builds dist/ once per change of src/: a lock directory keeps parallel test files from
- * running tsc at the same time, and a build newer than every source file is reused.
+ * Builds dist/ once per change of src/ as `npm run build` does (tsc, then the server bundle): a
+ * lock directory keeps parallel test files from building at the same time, and a build newer
+ * than every source file is reused.
  */
 export async function ensureBuilt(): Promise<void> {
   await buildOnce({
@@ -57,6 +61,8 @@ export async function ensureBuilt(): Promise<void> {
       const r = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' })
       // tsc still emits when another engineer's file has a type error; only a missing CLI is fatal.
       if (!existsSync(CLI)) throw new Error(`npm run build produced no ${CLI}:\n${r.stdout}\n${r.stderr}`)
+      const b = spawnSync(process.execPath, [join(ROOT, 'dist', 'scripts', 'bundle-server.js')], { cwd: ROOT, encoding: 'utf8' })
+      if (b.status !== 0) throw new Error(`the server bundle failed (node dist/scripts/bundle-server.js):\n${b.stdout}\n${b.stderr}`)
     },
   })
 }

@@ -1,4 +1,4 @@
-import { redactPgUrl } from './pool.js'
+import { redactPgUrl } from './url.js'
 
 /**
  * `postbox backup` copies a SQLite file with SQLite's online backup API; a PostgreSQL database is

@@ -19,16 +19,8 @@ export function databaseUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string
   return url ? url : undefined
 }
 
-/** The URL with its password left out: what `Store.path`, logs and errors show. */
-export function redactPgUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    if (u.password) u.password = ''
-    return u.toString().replace(/:@/, '@')
-  } catch {
-    return 'postgres://(unparsable URL)'
-  }
-}
+/** The URL with its password left out (kept in url.ts, which does not load `pg`). */
+export { redactPgUrl } from './url.js'
 
 /**
  * Parsers for this pool's connections only, never pg's global ones (another library in the
