@@ -10,7 +10,7 @@ import { parseJsonOr } from '../../lib/json.js'
 import type { DeliveryPayload } from '../pipeline.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
 import { maxAttemptsFor, nextRetryAt } from '../../delivery/retry-policy.js'
-import type { markdownToHtml as MarkdownToHtml } from '../markdown.js'
+import { loadMarkdown } from '../markdown-lazy.js'
 import { htmlToText } from '../html-text.js'
 import { smtpFailure } from './smtp-errors.js'
 import { rewriteLinks } from '../click-links.js'
@@ -64,10 +64,6 @@ const EXCHANGE_MS = 60_000
  * have the same email claimed and sent a second time (docs/delivery.md).
  */
 const CHANNEL_TIMEOUT_MS = QUEUE_WAIT_MS + EXCHANGE_MS
-
-let markdown: Promise<typeof MarkdownToHtml> | null = null
-/** The markdown renderer, imported on first use (marked is ESM only, so the import is asynchronous). */
-const loadMarkdown = (): Promise<typeof MarkdownToHtml> => (markdown ??= import('../markdown.js').then((m) => m.markdownToHtml))
 
 /** The subject and text of a digest holding `titles`. */
 export function digestMessage(titles: readonly string[]): { subject: string; text: string } {
