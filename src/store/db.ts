@@ -51,7 +51,7 @@ export type ChunkRunner<R, C> = <T>(rows: readonly R[], ctx: C, each: (st: Datab
  * `args` gives the flat parameters of rows [from, from + n), with the batch's `ctx` (a time, say)
  * the runner was given. The runner calls `each` once per
  * chunk of `chunkSizes(rows.length)`, in order. Why: every statement step costs binding, stepping
- * and resetting on top of its row work, which a statement of 64 rows pays once (docs/performance.md);
+ * and resetting on top of its row work, which a statement of 64 rows pays once (bench/queue-floor.ts);
  * powers of two keep at most seven sizes of each text prepared.
  */
 export function multiRow<R, C = undefined>(

@@ -54,7 +54,7 @@ const INSERT_ROWS = (n: number): string => `INSERT INTO deliveries (id, channel,
 
 // Successes, the bulk of every settle, as multi-row statements for the rows and their attempts
 // (db.ts multiRow): per-row statements measured ~8 µs per delivery, JSON arrays through
-// json_each ~5 µs, bound VALUES less again (docs/performance.md). Parameters: completed_at,
+// json_each ~5 µs, bound VALUES less again (bench/queue-floor.ts). Parameters: completed_at,
 // updated_at, then (id, claim token, status code) per row. A success's own status code, or none
 // (inbox, email): never an earlier failure's (a 451 of a mail server that then accepted).
 /** The success settle for n rows. */
