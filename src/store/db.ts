@@ -22,6 +22,61 @@ export function statementCache(db: Db): (sql: string) => Database.Statement {
   }
 }
 
+/** The most rows one multi-row statement takes (`multiRow`). */
+export const MULTI_ROW_MAX = 64
+
+/** `n` copies of a row's SQL tuple, comma-separated: the VALUES list of an n-row statement. */
+export const tuples = (n: number, tuple: string): string => new Array<string>(n).fill(tuple).join(', ')
+
+/** Sizes of the statements `multiRow` runs for `count` rows: MULTI_ROW_MAX each, then powers of two down. */
+export function chunkSizes(count: number): number[] {
+  const out: number[] = []
+  let left = count
+  for (; left >= MULTI_ROW_MAX; left -= MULTI_ROW_MAX) out.push(MULTI_ROW_MAX)
+  for (let size = MULTI_ROW_MAX / 2; left > 0; size /= 2) {
+    if (left >= size) {
+      out.push(size)
+      left -= size
+    }
+  }
+  return out
+}
+
+/** Runs `each` per chunk of `rows` with its statement, its flat parameters, where it starts and its size. */
+export type ChunkRunner<R, C> = <T>(rows: readonly R[], ctx: C, each: (st: Database.Statement, args: unknown[], from: number, n: number) => T) => T[]
+
+/**
+ * Runs a batch of rows as multi-row statements: `build(n)` is the SQL for n rows, prepared once
+ * per size and connection on first use (then passed through `setup`, e.g. to make it raw), and
+ * `args` gives the flat parameters of rows [from, from + n), with the batch's `ctx` (a time, say)
+ * the runner was given. The runner calls `each` once per
+ * chunk of `chunkSizes(rows.length)`, in order. Why: every statement step costs binding, stepping
+ * and resetting on top of its row work, which a statement of 64 rows pays once (bench/queue-floor.ts);
+ * powers of two keep at most seven sizes of each text prepared.
+ */
+export function multiRow<R, C = undefined>(
+  db: Db,
+  build: (n: number) => string,
+  args: (rows: readonly R[], from: number, n: number, ctx: C) => unknown[],
+  setup: (st: Database.Statement) => Database.Statement = (st) => st,
+): ChunkRunner<R, C> {
+  const bySize = new Map<number, Database.Statement>()
+  const statement = (n: number): Database.Statement => {
+    let st = bySize.get(n)
+    if (!st) bySize.set(n, (st = setup(db.prepare(build(n)))))
+    return st
+  }
+  return (rows, ctx, each) => {
+    const out = []
+    let from = 0
+    for (const n of chunkSizes(rows.length)) {
+      out.push(each(statement(n), args(rows, from, n, ctx), from, n))
+      from += n
+    }
+    return out
+  }
+}
+
 /** Options for `openDatabase`. */
 export interface OpenOptions {
   synchronous?: 'normal' | 'full'

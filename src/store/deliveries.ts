@@ -1,5 +1,5 @@
 import type { Statement } from 'better-sqlite3'
-import { prepareAll, type Db } from './db.js'
+import { multiRow, prepareAll, tuples, type Db } from './db.js'
 import { newId } from '../lib/ids.js'
 import { createDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'
 import { createClaimer, DUE_KEY, dueKey, FINISH_IF_ENDPOINT_GONE, WAITS_IN_ORDER } from './delivery-claim.js'
@@ -43,14 +43,32 @@ const COLUMNS = DELIVERY_COLUMNS
 // its key due (trigger deliveries_next_in_order).
 const SETTLE_WHERE = `WHERE id = ? AND claim_token = ? AND status = 'in_flight' RETURNING status, attempts, ordering_key IS NOT NULL AS keyed`
 
-const SQL = {
-  // A repeat hits one of the unique indexes deliveries_event or deliveries_notification
-  // (schema.sql); naming both keeps any other conflict (an id) an error rather than a no-op.
-  insert: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
+// A repeat hits one of the unique indexes deliveries_event or deliveries_notification
+// (schema.sql); naming both keeps any other conflict (an id) an error rather than a no-op.
+/** The enqueue statement for n rows (db.ts multiRow); positional, in `enqueueArgs` order. */
+const INSERT_ROWS = (n: number): string => `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
       event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, app_id, target_key)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)
+    VALUES ${tuples(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)")}
     ON CONFLICT (event_id, endpoint_id) WHERE event_id IS NOT NULL DO NOTHING
-    ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`,
+    ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`
+
+// Successes, the bulk of every settle, as multi-row statements for the rows and their attempts
+// (db.ts multiRow): per-row statements measured ~8 µs per delivery, JSON arrays through
+// json_each ~5 µs, bound VALUES less again (bench/queue-floor.ts). Parameters: completed_at,
+// updated_at, then (id, claim token, status code) per row. A success's own status code, or none
+// (inbox, email): never an earlier failure's (a 451 of a mail server that then accepted).
+/** The success settle for n rows. */
+const SETTLE_SUCCESS_ROWS = (n: number): string => `UPDATE deliveries SET status = 'success', claim_token = NULL, lease_until = NULL,
+      last_status_code = j.column3, last_error = NULL, completed_at = ?, updated_at = ?
+    FROM (VALUES ${tuples(n, '(?, ?, ?)')}) AS j
+    WHERE deliveries.id = j.column1 AND deliveries.claim_token = j.column2 AND deliveries.status = 'in_flight'
+    RETURNING deliveries.id, deliveries.attempts, deliveries.ordering_key IS NOT NULL`
+/** The success attempts of n rows: (id, attempt, startedAt, durationMs, statusCode, error, body) each. */
+const SUCCESS_ATTEMPT_ROWS = (n: number): string => `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    VALUES ${tuples(n, "(?, ?, ?, ?, 'success', ?, ?, ?)")}`
+
+const SQL = {
+  insert: INSERT_ROWS(1),
   // A notification row that is finished when it is written (an inbox message written in the same
   // transaction): never due, never claimed; a repeat hits deliveries_notification, as insert's.
   insertDelivered: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
@@ -80,18 +98,6 @@ const SQL = {
   settleRefund: `UPDATE deliveries SET status = 'pending', attempts = max(attempts - 1, 0), next_attempt_at = ?,
       claim_token = NULL, lease_until = NULL, last_status_code = COALESCE(?, last_status_code), updated_at = ?
     ${SETTLE_WHERE}`,
-  // Successes, the bulk of every settle, as one statement each for the rows and their attempts:
-  // per-row statements measured ~8 µs per delivery, these ~5 µs. Input: a JSON array of
-  // [id, claimToken, statusCode] and of [id, attempt, startedAt, durationMs, statusCode, error, body].
-  // A success's own status code, or none (inbox, email): never an earlier failure's (a 451 of
-  // a mail server that then accepted).
-  settleSuccessMany: `UPDATE deliveries SET status = 'success', claim_token = NULL, lease_until = NULL,
-      last_status_code = j.value ->> 2, last_error = NULL, completed_at = ?, updated_at = ?
-    FROM json_each(?) AS j
-    WHERE deliveries.id = j.value ->> 0 AND deliveries.claim_token = j.value ->> 1 AND deliveries.status = 'in_flight'
-    RETURNING deliveries.id, deliveries.attempts, deliveries.ordering_key IS NOT NULL`,
-  insertSuccessAttempts: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
-    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, 'success', value ->> 4, value ->> 5, value ->> 6 FROM json_each(?)`,
   // A row that fails while its endpoint is deleted or disabled must not wait as pending for an
   // endpoint that is never claimed again: it ends at once, as the claim would end it.
   finishIfEndpointGone: FINISH_IF_ENDPOINT_GONE,
@@ -168,6 +174,28 @@ export function truncateBody(body: string | null | undefined): string | null {
   return body.slice(0, RESPONSE_BODY_LIMIT)
 }
 
+/** Appends the positional arguments of one row of INSERT_ROWS. */
+function enqueueArgs(args: unknown[], row: NewDelivery, id: string, waits: boolean, now: number): void {
+  args.push(
+    id,
+    row.channel,
+    row.eventId ?? null,
+    row.endpointId ?? null,
+    row.notificationId ?? null,
+    row.recipient ?? null,
+    row.eventType,
+    row.orderingKey ?? null,
+    row.payload ?? null,
+    row.groupKey ?? null,
+    row.maxAttempts,
+    waits ? WAITING_IN_ORDER : row.nextAttemptAt,
+    now,
+    now,
+    row.appId ?? 'default',
+    row.targetKey ?? null,
+  )
+}
+
 /** The positional arguments of the settle statement for `r.outcome.kind` (not success), in SQL order. */
 function settleArgs(r: SettleInput, at: number | null, now: number): unknown[] {
   const statusCode = r.attempt?.statusCode ?? null
@@ -202,27 +230,53 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
   const countPending = s.countPending.pluck()
   const countInFlight = s.countInFlight.pluck()
 
-  const settleSuccessMany = s.settleSuccessMany.raw()
   const finishIfEndpointGone = s.finishIfEndpointGone.pluck()
 
-  /** Settles the successes of a batch in two statements; returns id → attempts of the rows that matched. */
+  /** A success to settle: its input, with the attempt count its row has once settled. */
+  type Success = { r: SettleInput; attempts: number }
+  const settleSuccessRows = multiRow(
+    db,
+    SETTLE_SUCCESS_ROWS,
+    (rows: readonly Success[], from, n, now: number) => {
+      const args: unknown[] = [now, now]
+      for (let i = from; i < from + n; i++) {
+        const r = rows[i]!.r
+        args.push(r.id, r.claimToken, r.attempt?.statusCode ?? null)
+      }
+      return args
+    },
+    (st) => st.raw(),
+  )
+  const successAttemptRows = multiRow(db, SUCCESS_ATTEMPT_ROWS, (rows: readonly Success[], from, n) => {
+    const args: unknown[] = []
+    for (let i = from; i < from + n; i++) {
+      const { r, attempts } = rows[i]!
+      const a = r.attempt!
+      args.push(r.id, attempts, a.startedAt, Math.max(0, Math.round(a.durationMs)), a.statusCode ?? null, a.error ?? null, truncateBody(a.responseBody))
+    }
+    return args
+  })
+
+  /** Settles the successes of a batch (one statement per 64 rows and their attempts); returns id → attempts of the rows that matched. */
   const settleSuccesses = (results: readonly SettleInput[], now: number, keyed: { ended: boolean }): Map<string, number> => {
-    const rows: unknown[] = []
-    for (const r of results) if (r.outcome.kind === 'success') rows.push([r.id, r.claimToken, r.attempt?.statusCode ?? null])
+    const rows: Success[] = []
+    for (const r of results) if (r.outcome.kind === 'success') rows.push({ r, attempts: 0 })
     const settled = new Map<string, number>()
     if (rows.length === 0) return settled
-    for (const [id, attempts, isKeyed] of settleSuccessMany.all(now, now, JSON.stringify(rows)) as [string, number, number][]) {
-      settled.set(id, attempts)
-      if (isKeyed) keyed.ended = true
-    }
-    const attempts: unknown[] = []
-    for (const r of results) {
-      const a = r.attempt
-      const n = r.outcome.kind === 'success' && a ? settled.get(r.id) : undefined
+    settleSuccessRows(rows, now, (st, args) => {
+      for (const [id, attempts, isKeyed] of st.all(...args) as [string, number, number][]) {
+        settled.set(id, attempts)
+        if (isKeyed) keyed.ended = true
+      }
+    })
+    const logged: Success[] = []
+    for (const row of rows) {
+      const n = row.r.attempt ? settled.get(row.r.id) : undefined
       if (n === undefined) continue
-      attempts.push([r.id, n, a!.startedAt, Math.max(0, Math.round(a!.durationMs)), a!.statusCode ?? null, a!.error ?? null, truncateBody(a!.responseBody)])
+      row.attempts = n
+      logged.push(row)
     }
-    if (attempts.length > 0) s.insertSuccessAttempts.run(JSON.stringify(attempts))
+    successAttemptRows(logged, undefined, (st, args) => st.run(...args))
     return settled
   }
 
@@ -263,42 +317,66 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     return out
   })
 
-  const enqueue = (row: NewDelivery, now: number): { id: string; created: boolean } => {
-    // ON CONFLICT DO NOTHING without RETURNING: `changes` says whether this call won, and
-    // skipping RETURNING measured ~20% faster per insert.
-    const id = row.id ?? newId('dlv', now)
-    const waits = row.orderingKey != null && row.endpointId != null && s.waitsInOrder.get(row.endpointId, row.orderingKey, id) !== undefined
-    const inserted = s.insert.run(
-      id,
-      row.channel,
-      row.eventId ?? null,
-      row.endpointId ?? null,
-      row.notificationId ?? null,
-      row.recipient ?? null,
-      row.eventType,
-      row.orderingKey ?? null,
-      row.payload ?? null,
-      row.groupKey ?? null,
-      row.maxAttempts,
-      waits ? WAITING_IN_ORDER : row.nextAttemptAt,
-      now,
-      now,
-      row.appId ?? 'default',
-      row.targetKey ?? null,
-    ).changes
-    if (inserted > 0) {
-      if (!waits && row.nextAttemptAt <= now) {
-        claimer.noteDue(dueKey(row))
-        onDue()
-      }
-      return { id, created: true }
+  /** A row just inserted: due now unless it waits or is scheduled later. */
+  const created = (row: NewDelivery, id: string, waits: boolean, now: number): { id: string; created: boolean } => {
+    if (!waits && row.nextAttemptAt <= now) {
+      claimer.noteDue(dueKey(row))
+      onDue()
     }
-    // Not inserted: the row repeats one of the two unique keys (a row may carry both).
+    return { id, created: true }
+  }
+  /** A row not inserted: it repeats one of the two unique keys (a row may carry both); the stored row's id. */
+  const repeated = (row: NewDelivery): { id: string; created: boolean } => {
     const existing =
       (row.eventId ? idByEvent.get(row.eventId, row.endpointId ?? null) : undefined) ??
       idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel)
     return { id: existing as string, created: false }
   }
+
+  const enqueue = (row: NewDelivery, now: number): { id: string; created: boolean } => {
+    // ON CONFLICT DO NOTHING without RETURNING: `changes` says whether this call won, and
+    // skipping RETURNING measured ~20% faster per insert.
+    const id = row.id ?? newId('dlv', now)
+    const waits = row.orderingKey != null && row.endpointId != null && s.waitsInOrder.get(row.endpointId, row.orderingKey, id) !== undefined
+    const args: unknown[] = []
+    enqueueArgs(args, row, id, waits, now)
+    return s.insert.run(...args).changes > 0 ? created(row, id, waits, now) : repeated(row)
+  }
+
+  /** A row of an enqueueMany batch: where it stands in the batch, and its new id. */
+  type Unkeyed = { row: NewDelivery; id: string; at: number }
+  const insertRows = multiRow(db, INSERT_ROWS, (rows: readonly Unkeyed[], from, n, now: number) => {
+    const args: unknown[] = []
+    for (let i = from; i < from + n; i++) enqueueArgs(args, rows[i]!.row, rows[i]!.id, false, now)
+    return args
+  })
+  // Rows without an ordering key go in multi-row statements; a keyed row may wait behind an
+  // earlier row of the batch, so the rows before it are written first and it goes alone. A
+  // savepoint around them: all or none, as PostgreSQL's one statement.
+  const enqueueManyTx = db.transaction((rows: readonly NewDelivery[], now: number) => {
+    const out = new Array<{ id: string; created: boolean }>(rows.length)
+    let run: Unkeyed[] = []
+    const flush = (): void => {
+      insertRows(run, now, (st, args, from, n) => {
+        // All inserted, or find which ones were: the new ids present are.
+        const all = st.run(...args).changes === n
+        for (let i = from; i < from + n; i++) {
+          const u = run[i]!
+          out[u.at] = all || s.exists.get(u.id) !== undefined ? created(u.row, u.id, false, now) : repeated(u.row)
+        }
+      })
+      run = []
+    }
+    rows.forEach((row, at) => {
+      if (row.orderingKey == null || row.endpointId == null) run.push({ row, id: row.id ?? newId('dlv', now), at })
+      else {
+        flush()
+        out[at] = enqueue(row, now)
+      }
+    })
+    flush()
+    return out
+  })
 
   const insertDelivered = (row: NewDelivery, now: number): { id: string; created: boolean } => {
     const id = row.id ?? newId('dlv', now)
@@ -323,8 +401,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
 
   return {
     enqueue,
-    // One call per row: the same statements, so the CPU per row does not move.
-    enqueueMany: (rows, now) => rows.map((row) => enqueue(row, now)),
+    enqueueMany: (rows, now) => (rows.length === 0 ? [] : enqueueManyTx(rows, now)),
     insertDelivered,
     insertDeliveredMany: (rows, now) => rows.map((row) => insertDelivered(row, now)),
     logDelivered(ids, attempt) {

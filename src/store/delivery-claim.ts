@@ -3,7 +3,7 @@
  * pick due rows, move exhausted ones to dead, and claim the rest with a fresh token and lease.
  * Used by createDeliveriesStore; import the types and functions from './deliveries.js'.
  */
-import { prepareAll, type Db } from './db.js'
+import { multiRow, prepareAll, tuples, type Db } from './db.js'
 import { WAITING_IN_ORDER, type Channel, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore } from './delivery-types.js'
 
 /** The lease margin: a request is never re-claimed while in flight (docs/delivery.md, >= 15 s). */
@@ -165,7 +165,19 @@ export const FINISH_IF_ENDPOINT_GONE = `UPDATE deliveries
       AND e.id = deliveries.endpoint_id AND (e.deleted_at IS NOT NULL OR e.disabled = 1)
     RETURNING deliveries.status`
 
-/** The claim's statements by name (exported for the query-plan test). */
+/**
+ * The claim itself for n rows (db.ts multiRow), by rowid: the candidates carry it (read in the
+ * same transaction, so it cannot have moved), which saves one id-index lookup per row. The rowids
+ * are positional; @now, @margin, @defaultTimeout and @owner named (exported for the query-plan test).
+ */
+export const CLAIM_ROWS = (n: number): string => `UPDATE deliveries
+      SET status = 'in_flight', claim_token = @owner || lower(hex(randomblob(12))), attempts = attempts + 1, updated_at = @now,
+          lease_until = @now + @margin + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = deliveries.endpoint_id),
+            CASE WHEN target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = deliveries.id) END, @defaultTimeout)
+    WHERE rowid IN (${tuples(n, '?')}) AND status = 'pending'
+    RETURNING ${CLAIM_COLUMNS}`
+
+/** The claim's other statements by name (exported for the query-plan test). */
 export const CLAIM_SQL = {
   // A read, so an idle dispatcher's poll does not take the write lock (another process writing
   // the same file would wait behind it). Due rows of a paused endpoint still count as work.
@@ -184,21 +196,14 @@ export const CLAIM_SQL = {
       claim_token = NULL, completed_at = @now, updated_at = @now
     WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
   finishGone: FINISH_IF_ENDPOINT_GONE,
-  // By rowid: the candidates carry it (read in the same transaction, so it cannot have moved),
-  // which saves one id-index lookup per row.
-  claim: `UPDATE deliveries
-      SET status = 'in_flight', claim_token = @owner || lower(hex(randomblob(12))), attempts = attempts + 1, updated_at = @now,
-          lease_until = @now + @margin + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = deliveries.endpoint_id),
-            CASE WHEN target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = deliveries.id) END, @defaultTimeout)
-    WHERE rowid IN (SELECT value FROM json_each(@rowids)) AND status = 'pending'
-    RETURNING ${CLAIM_COLUMNS}`,
 } as const
 
 /** The candidates' order: next_attempt_at, then id (ASCII, so JS and SQLite compare alike). */
 const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
   a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-type Candidate = { rowid: number; id: string; key: string; exhausted: number; nextAttemptAt: number; gone: number; blocked: number | null }
+/** A raw row of `window` or `ofKey`, in FLAGS order, then `blocked` (arrays: cheaper to build than objects). */
+type Candidate = [rowid: number, id: string, key: string, exhausted: number, nextAttemptAt: number, gone: number | null, blocked: number | null]
 
 /** What one candidate scan found: rows to claim, and rows to finish instead. */
 interface Picked {
@@ -223,9 +228,11 @@ export interface Claimer extends Pick<DeliveriesStore, 'claimDue' | 'releaseWait
 /** The claim functions of the delivery store over `db`; `onDue` as in createDeliveriesStore. */
 export function createClaimer(db: Db, onDue: () => void): Claimer {
   const s = prepareAll(db, CLAIM_SQL)
-  const claimRaw = s.claim.raw()
+  const claimRows = multiRow(db, CLAIM_ROWS, (rowids: readonly number[], from, n) => rowids.slice(from, from + n), (st) => st.raw())
   const hasWork = s.hasWork.pluck()
   const dueEndpoints = s.dueEndpoints.raw()
+  const dueWindow = s.window.raw()
+  const ofKey = s.ofKey.raw()
   // Where the per-endpoint path stopped last time, so successive claims take turns (round robin).
   let lastServed = ''
   // Why a second path may be skipped: while the head of the queue belongs to one saturated
@@ -269,14 +276,14 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     }
     // Takes the row if it can; false when it has to leave it (limit reached, or no room left on
     // its endpoint). Rows to finish are collected; blocked rows are passed over.
-    const take = (r: Candidate): boolean => {
-      if (r.gone) picked.gone.push(r.id)
-      else if (r.blocked) return true
-      else if (r.exhausted) picked.exhausted.push(r.id)
-      else if (picked.chosen.length >= limit || room(r.key) <= 0) return false
+    const take = ([rowid, id, key, exhausted, , gone, blocked]: Candidate): boolean => {
+      if (gone) picked.gone.push(id)
+      else if (blocked) return true
+      else if (exhausted) picked.exhausted.push(id)
+      else if (picked.chosen.length >= limit || room(key) <= 0) return false
       else {
-        picked.chosen.push(r.rowid)
-        taken.set(r.key, (taken.get(r.key) ?? 0) + 1)
+        picked.chosen.push(rowid)
+        taken.set(key, (taken.get(key) ?? 0) + 1)
       }
       return true
     }
@@ -288,14 +295,14 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const budget = Math.max(limit * 4, 256)
     let read = 0
     let handOver = false
-    for (const r of s.window.iterate({ now }) as IterableIterator<Candidate>) {
+    for (const r of dueWindow.iterate({ now }) as IterableIterator<Candidate>) {
       if (!take(r)) {
-        stopper = r.key
+        stopper = r[2]
         handOver = true
         break
       }
-      at.afterAt = r.nextAttemptAt
-      at.afterId = r.id
+      at.afterAt = r[4]
+      at.afterId = r[1]
       if (picked.chosen.length >= limit) return picked
       if (++read >= budget) break
     }
@@ -330,7 +337,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
       let want = Math.min(limit - picked.chosen.length, room(key))
       if (want <= 0 && key !== stopper) full.push(key)
       if (want > 0) {
-        for (const r of s.ofKey.iterate({ ...at, key }) as IterableIterator<Candidate>) if (!take(r) || --want === 0) break
+        for (const r of ofKey.iterate({ ...at, key }) as IterableIterator<Candidate>) if (!take(r) || --want === 0) break
       }
       if (picked.chosen.length < limit) return false
       lastServed = key
@@ -368,15 +375,13 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     // Ending rows may make the next row of their ordering key due (deliveries_next_in_order).
     if (exhausted.length > 0 || gone.length > 0) generation++
     if (chosen.length === 0) return []
-    const rows = claimRaw.all({
-      rowids: JSON.stringify(chosen),
-      now,
-      margin: Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000),
-      defaultTimeout: opts.defaultTimeoutMs,
-      owner: opts.owner ?? '',
-    }) as unknown[][]
+    const named = { now, margin: Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000), defaultTimeout: opts.defaultTimeoutMs, owner: opts.owner ?? '' }
+    const out: ClaimedDelivery[] = []
+    claimRows(chosen, undefined, (st, rowids) => {
+      for (const r of st.all(...rowids, named) as unknown[][]) out.push(toClaimed(r, now))
+    })
     // RETURNING order is unspecified; keep the candidates' order (due time, then id).
-    return rows.map((r) => toClaimed(r, now)).sort(byDueThenId)
+    return out.sort(byDueThenId)
   })
 
   /** Reports `n` rows made due by a repair; returns `n`. */
