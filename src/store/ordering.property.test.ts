@@ -478,5 +478,6 @@ describe('the queue with ordered endpoints and rows without an endpoint under ra
       }),
       { numRuns: 300 },
     )
-  })
+    // 300 runs, each on a fresh file, take ~20 s on an idle 2-CPU machine: room for a loaded one.
+  }, 120_000)
 })
