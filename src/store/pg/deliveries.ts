@@ -5,7 +5,7 @@
  */
 import type { Async } from '../contract.js'
 import { truncateBody } from '../deliveries.js'
-import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, SettleInput, SettleResult } from '../delivery-types.js'
+import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, NewDelivery, SettleInput, SettleResult } from '../delivery-types.js'
 import { WAITING_IN_ORDER } from '../delivery-types.js'
 import { newId } from '../../lib/ids.js'
 import { byStatus, createPgClaimer, inPgTransaction, newPgClaimState, type PgClaimState, PG_DUE_KEY, PG_FINISH_IF_ENDPOINT_GONE, PG_WAITS_IN_ORDER } from './delivery-claim.js'
@@ -68,11 +68,7 @@ const SQL = {
       (SELECT d.id FROM deliveries d WHERE d.notification_id = j.notification_id AND d.recipient = j.recipient AND d.channel = j.channel) AS "byNotification"
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS j(event_id, endpoint_id, notification_id, recipient, channel, n)
     ORDER BY j.n`,
-  insertDelivered: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
-      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at, app_id)
-    VALUES ($1, $2, NULL, NULL, $3, $4, $5, NULL, $6, $7, 'success', 1, $8, $9, $10, $10, $10, $11)
-    ON CONFLICT DO NOTHING`,
-  // `insertDelivered` for a batch: rows that repeat a stored row or an earlier one are skipped.
+  // `insertDelivered(Many)`: finished notification rows; a row that repeats a stored row or an earlier one is skipped.
   insertDeliveredMany: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
       event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at, app_id)
     SELECT t.id, t.channel, NULL, NULL, t.notification_id, t.recipient, t.event_type, NULL, t.payload, t.group_key, 'success', 1,
@@ -260,6 +256,43 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
     return out
   }
 
+  /** Gives each row at `missed` (not inserted: it repeats a stored row) the stored row's id, in one statement. */
+  const fillStoredIds = async (rows: readonly NewDelivery[], out: { id: string }[], missed: readonly number[]): Promise<void> => {
+    if (missed.length === 0) return
+    const m = missed.map((i) => rows[i]!)
+    const { rows: found } = await q.query<{ byEvent: string | null; byNotification: string | null }>(SQL.existingIds, [
+      m.map((r) => r.eventId ?? null),
+      m.map((r) => r.endpointId ?? null),
+      m.map((r) => r.notificationId ?? null),
+      m.map((r) => r.recipient ?? null),
+      m.map((r) => r.channel),
+    ])
+    missed.forEach((i, k) => (out[i]!.id = (found[k]!.byEvent ?? found[k]!.byNotification) as string))
+  }
+
+  /** insertDeliveredMany (delivery-types.ts): one statement, and one more when some row repeats. */
+  const insertDeliveredMany = async (rows: readonly NewDelivery[], now: number): Promise<{ id: string; created: boolean }[]> => {
+    if (rows.length === 0) return []
+    const ids = rows.map((r) => r.id ?? newId('dlv', now))
+    const { rows: inserted } = await q.query<{ id: string }>(SQL.insertDeliveredMany, [
+      ids,
+      rows.map((r) => r.channel),
+      rows.map((r) => r.notificationId ?? null),
+      rows.map((r) => r.recipient ?? null),
+      rows.map((r) => r.eventType),
+      rows.map((r) => r.payload ?? null),
+      rows.map((r) => r.groupKey ?? null),
+      rows.map((r) => r.maxAttempts),
+      rows.map((r) => r.nextAttemptAt),
+      now,
+      rows.map((r) => r.appId ?? 'default'),
+    ])
+    const made = new Set(inserted.map((r) => r.id))
+    const out = rows.map((_, i) => ({ id: ids[i]!, created: made.has(ids[i]!) }))
+    await fillStoredIds(rows, out, rows.flatMap((_, i) => (out[i]!.created ? [] : [i])))
+    return out
+  }
+
   return {
     async enqueue(row, now) {
       const id = row.id ?? newId('dlv', now)
@@ -322,68 +355,12 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
         return { id: ids[i]!, created: true }
       })
       if (due) markDue()
-      if (missed.length > 0) {
-        const m = missed.map((i) => rows[i]!)
-        const { rows: found } = await q.query<{ byEvent: string | null; byNotification: string | null }>(SQL.existingIds, [
-          m.map((r) => r.eventId ?? null),
-          m.map((r) => r.endpointId ?? null),
-          m.map((r) => r.notificationId ?? null),
-          m.map((r) => r.recipient ?? null),
-          m.map((r) => r.channel),
-        ])
-        missed.forEach((i, k) => (out[i]!.id = (found[k]!.byEvent ?? found[k]!.byNotification) as string))
-      }
+      await fillStoredIds(rows, out, missed)
       return out
     },
-    async insertDelivered(row, now) {
-      const id = row.id ?? newId('dlv', now)
-      const inserted = await count(SQL.insertDelivered, [
-        id,
-        row.channel,
-        row.notificationId ?? null,
-        row.recipient ?? null,
-        row.eventType,
-        row.payload ?? null,
-        row.groupKey ?? null,
-        row.maxAttempts,
-        row.nextAttemptAt,
-        now,
-        row.appId ?? 'default',
-      ])
-      if (inserted > 0) return { id, created: true }
-      return { id: (await one<{ id: string }>(SQL.idByNotification, [row.notificationId ?? null, row.recipient ?? null, row.channel]))?.id as string, created: false }
-    },
-    async insertDeliveredMany(rows, now) {
-      if (rows.length === 0) return []
-      const ids = rows.map((r) => r.id ?? newId('dlv', now))
-      const { rows: inserted } = await q.query<{ id: string }>(SQL.insertDeliveredMany, [
-        ids,
-        rows.map((r) => r.channel),
-        rows.map((r) => r.notificationId ?? null),
-        rows.map((r) => r.recipient ?? null),
-        rows.map((r) => r.eventType),
-        rows.map((r) => r.payload ?? null),
-        rows.map((r) => r.groupKey ?? null),
-        rows.map((r) => r.maxAttempts),
-        rows.map((r) => r.nextAttemptAt),
-        now,
-        rows.map((r) => r.appId ?? 'default'),
-      ])
-      const made = new Set(inserted.map((r) => r.id))
-      const out = rows.map((_, i) => ({ id: ids[i]!, created: made.has(ids[i]!) }))
-      const missed = rows.flatMap((r, i) => (out[i]!.created ? [] : [[i, r] as const]))
-      if (missed.length > 0) {
-        const { rows: found } = await q.query<{ byNotification: string | null }>(SQL.existingIds, [
-          missed.map(() => null),
-          missed.map(() => null),
-          missed.map(([, r]) => r.notificationId ?? null),
-          missed.map(([, r]) => r.recipient ?? null),
-          missed.map(([, r]) => r.channel),
-        ])
-        missed.forEach(([i], k) => (out[i]!.id = found[k]!.byNotification as string))
-      }
-      return out
-    },
+    // One row through the batch statement: the same SQL, one statement (two on a repeat).
+    insertDelivered: async (row, now) => (await insertDeliveredMany([row], now))[0]!,
+    insertDeliveredMany,
     async logDelivered(ids, attempt) {
       if (ids.length > 0) await q.query(SQL.logDelivered, [attempt.startedAt, Math.max(0, Math.round(attempt.durationMs)), ids])
     },
