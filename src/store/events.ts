@@ -67,18 +67,21 @@ export function createEventsStore(db: Db): EventsStore {
   const get = db.prepare(SQL.get)
   const byClientId = db.prepare(SQL.byClientId)
   const listStatement = statementCache(db)
-  const insertOne = (row: Omit<EventRow, 'appId'> & { appId?: string }): void =>
-    void insert.run(row.id, row.appId ?? 'default', row.clientId, row.type, row.orderingKey, row.body, row.createdAt)
-  const insertRows = multiRow(db, SQL.insertRows, (rows: readonly (Omit<EventRow, 'appId'> & { appId?: string })[], from, n) => {
+  type NewEvent = Omit<EventRow, 'appId'> & { appId?: string }
+  /** Appends one row's parameters, in the column order of `insert` and `insertRows`. */
+  const eventArgs = (args: unknown[], row: NewEvent): void => void args.push(row.id, row.appId ?? 'default', row.clientId, row.type, row.orderingKey, row.body, row.createdAt)
+  const insertOne = (row: NewEvent): void => {
     const args: unknown[] = []
-    for (let i = from; i < from + n; i++) {
-      const row = rows[i]!
-      args.push(row.id, row.appId ?? 'default', row.clientId, row.type, row.orderingKey, row.body, row.createdAt)
-    }
+    eventArgs(args, row)
+    insert.run(...args)
+  }
+  const insertRows = multiRow(db, SQL.insertRows, (rows: readonly NewEvent[], from, n) => {
+    const args: unknown[] = []
+    for (let i = from; i < from + n; i++) eventArgs(args, rows[i]!)
     return args
   })
   // A savepoint around the statements: all or none, as PostgreSQL's one statement.
-  const insertMany = db.transaction((rows: readonly (Omit<EventRow, 'appId'> & { appId?: string })[]) => {
+  const insertMany = db.transaction((rows: readonly NewEvent[]) => {
     insertRows(rows, undefined, (st, args) => st.run(...args))
   })
   return {
