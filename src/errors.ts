@@ -38,6 +38,9 @@ export const errors = {
   unavailable: (msg = 'Service unavailable; nothing was accepted') => new AppError('unavailable', 503, msg),
 }
 
+/** The `code` of a thrown database or socket error (SQLite's SQLITE_…, PostgreSQL's SQLSTATE, Node's E…). */
+const codeOf = (err: unknown): unknown => (err as { code?: unknown } | null)?.code
+
 /**
  * PostgreSQL's SQLSTATEs for a server that cannot take the work now: connection exceptions (08),
  * insufficient resources (53: disk full, out of memory, too many connections), operator
@@ -54,12 +57,11 @@ const NET_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPI
  * resources, or its connection lost (docs/api.md, "Errors").
  */
 export function isStorageUnavailable(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null
-  const code = e?.code
+  const code = codeOf(err)
   if (typeof code === 'string') {
     if (/^SQLITE_(FULL|IOERR|READONLY|BUSY|LOCKED|CANTOPEN)/.test(code)) return true
     if (PG_UNAVAILABLE.test(code) || NET_UNAVAILABLE.has(code)) return true
-    if (code === '55000' && typeof e?.message === 'string' && /not currently accepting connections/.test(e.message)) return true
+    if (code === '55000' && err instanceof Error && /not currently accepting connections/.test(err.message)) return true
   }
   // node-postgres's own errors for a dropped connection or a full pool carry no code.
   return err instanceof Error && /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(err.message)
@@ -70,12 +72,12 @@ export function isStorageUnavailable(err: unknown): boolean {
  * column (22021) or in a JSON string (22P05). SQLite stores such text; PostgreSQL answers 400.
  */
 export function isUnstorableText(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code
+  const code = codeOf(err)
   return code === '22021' || code === '22P05'
 }
 
 /** True when `err` is a unique index refusing a row (PostgreSQL 23505, SQLite's UNIQUE or PRIMARY KEY constraint). */
 export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code
+  const code = codeOf(err)
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
 }
