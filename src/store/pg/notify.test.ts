@@ -73,6 +73,18 @@ describe.runIf(PG_URL)('LISTEN/NOTIFY between nodes', () => {
     await b.close()
   })
 
+  it('closes cleanly while the LISTEN of a new channel is still in flight', async () => {
+    const b = createPgNotifier(nodeB)
+    b.on('postbox_due', () => {})
+    await b.ready()
+    // The LISTEN of this second channel fails when close ends the connection under it; that
+    // failure must not reach a connection that is already gone (an unhandled rejection).
+    b.on('postbox_late', () => {})
+    await b.close()
+    await new Promise((r) => setTimeout(r, 100))
+    await expect(b.ready()).resolves.toBeUndefined()
+  })
+
   it('refuses a channel name it would have to quote', () => {
     const b = createPgNotifier(nodeB)
     expect(() => b.on('due; DROP TABLE x', () => {})).toThrow(/not a channel name/)

@@ -112,7 +112,8 @@ export function createPgNotifier(pool: pg.Pool, opts: PgNotifierOptions = {}): P
       let set = listeners.get(channel)
       if (!set) {
         listeners.set(channel, (set = new Set()))
-        if (client) client.query(`LISTEN ${channel}`).catch((err: Error) => lost(client!, err))
+        const c = client
+        if (c) c.query(`LISTEN ${channel}`).catch((err: Error) => lost(c, err))
         else if (!connecting) void connect().catch(() => {})
       }
       set.add(listener)
@@ -127,7 +128,8 @@ export function createPgNotifier(pool: pg.Pool, opts: PgNotifierOptions = {}): P
     async ready() {
       while (!closed && !client) await (connecting ?? connect())
       // A LISTEN sent by `on` is queued on the connection before this round trip completes.
-      if (client) await client.query('SELECT 1')
+      const c = client
+      if (c) await c.query('SELECT 1')
     },
     async close() {
       closed = true
