@@ -1,7 +1,8 @@
 /**
  * Notify benchmark.
  * 1. Fan-out: one notification to a role of 1,000 users on the inbox channel, timed from
- *    `send()` until all 1,000 inbox rows are committed. The accept transaction writes them
+ *    `send()` until all 1,000 inbox rows are committed, 40 sends after 3 that are not counted (a
+ *    fresh process's first send compiles the pipeline, as the webhook suite's warm-up loop does). The accept transaction writes them
  *    (pipeline.ts), so that is when `send()` returns; the bench checks the 1,000 rows exist. The
  *    dispatcher and the background checkpointer run as in the server (`Postbox.start`), with the
  *    metrics observer counting the inbox deliveries.
@@ -31,6 +32,8 @@ import type { Figure } from './figures.js'
 
 const USERS = 1_000
 const FANOUT_RUNS = 40
+/** Sends before the measured ones: the first compiles the pipeline's code (~100 ms, then ~40 ms twice). */
+const FANOUT_WARMUP = 3
 const SENDER_RUNS = 5
 const MESSAGES = 10_000
 const READ_RUNS = 2_000
@@ -81,13 +84,16 @@ async function fanout(dir: string): Promise<FanoutFigures> {
   const messagesOf = check.prepare(`SELECT count(*) FROM inbox_messages WHERE notification_id = ?`).pluck()
   const times: number[] = []
   const cpu: number[] = []
-  for (let run = 0; run < FANOUT_RUNS; run++) {
+  for (let run = -FANOUT_WARMUP; run < FANOUT_RUNS; run++) {
     const c = process.cpuUsage()
     const t = performance.now()
     const sent = await notify.notifications.send({ topic: 'bench.fanout', recipients: ['role:everyone'], title: `run ${run}` })
-    times.push(performance.now() - t)
+    const took = performance.now() - t
     const used = process.cpuUsage(c)
-    cpu.push((used.user + used.system) / 1000)
+    if (run >= 0) {
+      times.push(took)
+      cpu.push((used.user + used.system) / 1000)
+    }
     if (messagesOf.get(sent.id) !== USERS) throw new Error(`run ${run}: ${String(messagesOf.get(sent.id))} inbox rows`)
     await new Promise((r) => setTimeout(r, 20))
   }
@@ -186,7 +192,7 @@ export async function run(): Promise<Figure[]> {
     const cpu = stats(f.cpu)
     const sender = stats(f.sender)
     const bare = stats(bareInsert(dir))
-    console.log(`fan-out to a role of ${USERS} users (inbox): median ${ms(fan.median)}, p95 ${ms(fan.p95)} (target <= 50 ms)`)
+    console.log(`fan-out to a role of ${USERS} users (inbox), after ${FANOUT_WARMUP} warm-up sends: median ${ms(fan.median)}, p95 ${ms(fan.p95)} (target <= 50 ms)`)
     console.log(`  written by the accept transaction: send() returns once all ${USERS} inbox rows are committed`)
     console.log(`  CPU time of this process for it (user + system; independent of other load): median ${ms(cpu.median)}`)
     console.log(`  dispatcher path (${USERS} pending inbox rows: redeliver, older versions' rows), commit until written: median ${ms(sender.median)}`)
@@ -196,7 +202,7 @@ export async function run(): Promise<Figure[]> {
     const r = stats(raw)
     console.log(`inbox list (50) + unread count, user with ${MESSAGES} messages: median ${ms(o.median)}, p95 ${ms(o.p95)} (target <= 5 ms)`)
     console.log(`  baseline hand-written page query + naive count(*): median ${ms(r.median)}; ratio ${(o.median / r.median).toFixed(2)}x`)
-    return [{ measure: `fan-out to ${USERS} inbox recipients, p95 (median) of ${FANOUT_RUNS}`, value: `${ms(fan.p95)} (${ms(fan.median)}; CPU ${ms(cpu.median)})`, target: '<= 50 ms', met: fan.p95 <= 50 }]
+    return [{ measure: `fan-out to ${USERS} inbox recipients, p95 (median) of ${FANOUT_RUNS} after ${FANOUT_WARMUP} warm-up sends`, value: `${ms(fan.p95)} (${ms(fan.median)}; CPU ${ms(cpu.median)})`, target: '<= 50 ms', met: fan.p95 <= 50 }]
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
