@@ -3,7 +3,8 @@
  * sender, receiver in a worker thread, settle), fed in batches of 500 with at most 10,000
  * waiting. RSS, V8 heap and external memory are read after a full GC once the first 20,000 are
  * settled and again after all 200,000; the target is the second RSS within 20 % of the first.
- * Bounded: if the run passes MAX_MS it stops where it is and says so.
+ * Bounded: if the run passes MAX_MS it stops where it is and says so. bench/pg-lean.ts runs the
+ * same check on PostgreSQL.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -11,7 +12,7 @@ import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import type { Figure } from './figures.js'
-import { enqueueBatch, postboxStack, startReceiver, waitForSuccess } from './webhooks.js'
+import { enqueueBatch, postboxStack, startReceiver, waitForSuccess, type BenchStack } from './webhooks.js'
 
 const TOTAL = Number(process.env.BENCH_GROWTH_N ?? 200_000)
 const FIRST = TOTAL / 10
@@ -31,17 +32,16 @@ async function settled(): Promise<NodeJS.MemoryUsage> {
   return process.memoryUsage()
 }
 
-/** Runs the growth check and prints memory after the first tenth and after all deliveries. */
-export async function run(): Promise<Figure[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-growth-'))
-  const rx = await startReceiver()
-  const pb = postboxStack(dir, 'growth')
+/**
+ * Feeds TOTAL deliveries through `pb` (its endpoint at `url`, closed afterwards) and returns the
+ * figure; `label` names the backend in the printed lines ("" for SQLite, the default).
+ */
+export async function growthOf(pb: BenchStack, url: string, label = ''): Promise<Figure> {
   try {
-    await pb.webhooks.endpoints.create({ url: rx.url, max_concurrency: 64 })
+    await pb.webhooks.endpoints.create({ url, max_concurrency: 64 })
     pb.dispatcher.start()
     const t0 = performance.now()
     let sent = 0
-    let first: NodeJS.MemoryUsage | null = null
     const feed = async (upTo: number): Promise<void> => {
       while (sent < upTo && performance.now() - t0 < MAX_MS) {
         while (sent - pb.successes() >= WAITING) await new Promise((r) => setTimeout(r, 2))
@@ -52,29 +52,37 @@ export async function run(): Promise<Figure[]> {
       await waitForSuccess(pb, sent)
     }
     await feed(FIRST)
-    first = await settled()
+    const first = await settled()
     await feed(TOTAL)
     const last = await settled()
     const secs = (performance.now() - t0) / 1000
     const done = pb.successes()
     const ratio = last.rss / first.rss
-    console.log(`${done.toLocaleString('en-US')} deliveries in ${secs.toFixed(0)} s through the pipeline to a loopback receiver, memory after a full GC`)
+    console.log(`${label}${done.toLocaleString('en-US')} deliveries in ${secs.toFixed(0)} s through the pipeline to a loopback receiver, memory after a full GC`)
     console.log('| after | RSS | V8 heap used | heap committed | external |')
     console.log('| --- | ---: | ---: | ---: | ---: |')
     console.log(`| ${FIRST.toLocaleString('en-US')} | ${mb(first.rss)} | ${mb(first.heapUsed)} | ${mb(first.heapTotal)} | ${mb(first.external)} |`)
     console.log(`| ${done.toLocaleString('en-US')} | ${mb(last.rss)} | ${mb(last.heapUsed)} | ${mb(last.heapTotal)} | ${mb(last.external)} |`)
-    console.log(`RSS ratio ${ratio.toFixed(2)} (target <= 1.20); the SQLite page cache (cache_size 32 MB) fills as the file grows and counts in RSS`)
+    console.log(`RSS ratio ${ratio.toFixed(2)} (target <= 1.20)${label ? '' : '; the SQLite page cache (cache_size 32 MB) fills as the file grows and counts in RSS'}`)
     const complete = done >= TOTAL
-    return [
-      {
-        measure: `RSS after ${(done / 1000).toFixed(0)}k deliveries / after ${FIRST / 1000}k`,
-        value: `${mb(last.rss)} / ${mb(first.rss)} = ${ratio.toFixed(2)} (heap used ${mb(last.heapUsed)} / ${mb(first.heapUsed)})${complete ? '' : ' (stopped at the time bound)'}`,
-        target: '<= 1.20',
-        met: complete ? ratio <= 1.2 : null,
-      },
-    ]
+    return {
+      measure: `${label}RSS after ${(done / 1000).toFixed(0)}k deliveries / after ${FIRST / 1000}k`,
+      value: `${mb(last.rss)} / ${mb(first.rss)} = ${ratio.toFixed(2)} (heap used ${mb(last.heapUsed)} / ${mb(first.heapUsed)})${complete ? '' : ' (stopped at the time bound)'}`,
+      target: '<= 1.20',
+      met: complete ? ratio <= 1.2 : null,
+    }
   } finally {
     await pb.close()
+  }
+}
+
+/** Runs the growth check on SQLite and prints memory after the first tenth and after all deliveries. */
+export async function run(): Promise<Figure[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-growth-'))
+  const rx = await startReceiver()
+  try {
+    return [await growthOf(postboxStack(dir, 'growth'), rx.url)]
+  } finally {
     await rx.close()
     rmSync(dir, { recursive: true, force: true })
   }

@@ -88,7 +88,7 @@ const processCpuMs = (): number => {
 }
 
 /** A fresh database on the server at `adminUrl`, and a way to read its backends' CPU and to drop it. */
-async function freshDb(adminUrl: string) {
+export async function freshDb(adminUrl: string) {
   const name = `pbbench_${randomBytes(5).toString('hex')}`
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()

@@ -19,6 +19,7 @@ const suites: [string, string][] = [
   ['apps', './apps.js'],
   ['requests', './requests.js'],
   ['pg', './pg.js'],
+  ['pg-lean', './pg-lean.js'],
 ]
 
 const only = process.argv[2]

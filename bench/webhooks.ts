@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import { testConfig } from '../src/config.js'
 import { systemClock } from '../src/lib/clock.js'
 import { silentLogger } from '../src/log.js'
-import { openStore } from '../src/store/index.js'
+import { openStore, type Store } from '../src/store/index.js'
 import { startCheckpointer } from '../src/store/checkpointer.js'
 import { createDeliveryStack } from '../src/engine.js'
 import { createWebhookService } from '../src/webhooks/service.js'
@@ -27,7 +27,8 @@ import { plainjobThroughput } from './plainjob.js'
 
 const EVENTS = 20_000
 const CONCURRENCY = 64
-const LATENCY_RATE = 150
+/** Events per second of the light-load latency run. */
+export const LATENCY_RATE = 150
 const LATENCY_SECONDS = 6
 
 const RECEIVER = `
@@ -79,14 +80,14 @@ const processCpuMs = (): number => {
 }
 
 /** What one measured phase cost: its result, and CPU µs per item on the main thread and on the others (the receiver). */
-interface Measured<T> {
+export interface Measured<T> {
   value: T
   cpuUs: number | null
   otherCpuUs: number | null
 }
 
 /** Runs `fn` and returns its result with the CPU µs per item of the main thread and of all other threads (null when unknown). */
-async function withCpu<T>(items: number, fn: () => Promise<T>): Promise<Measured<T>> {
+export async function withCpu<T>(items: number, fn: () => Promise<T>): Promise<Measured<T>> {
   const c0 = mainThreadCpuMs()
   const p0 = processCpuMs()
   const value = await fn()
@@ -109,7 +110,7 @@ function closedLoop(n: number, one: () => Promise<void>): Promise<number> {
 }
 
 /** The raw undici POST loop against the same receiver, with the same concurrency. */
-function rawLoop(url: string, n: number): Promise<number> {
+export function rawLoop(url: string, n: number): Promise<number> {
   return rawPostLoop(url, n, CONCURRENCY, JSON.stringify({ id: 'evt_x', type: 'bench.event', timestamp: new Date().toISOString(), data: { i: 0, pad: 'x'.repeat(64) } }))
 }
 
@@ -192,13 +193,22 @@ export function postboxStack(dir: string, name: string) {
 }
 
 /** Waits until `n` successes were reported and settled (the observer fires just before the settle). */
-export async function waitForSuccess(pb: { successes(): number; store: ReturnType<typeof openStore> }, n: number): Promise<void> {
+export async function waitForSuccess(pb: { successes(): number; store: Store }, n: number): Promise<void> {
   while (pb.successes() < n) await new Promise((r) => setTimeout(r, 1))
   while (((await pb.store.deliveries.countByStatus()).success ?? 0) < n) await new Promise((r) => setImmediate(r))
 }
 
-async function postboxThroughput(dir: string, url: string, n: number): Promise<number> {
-  const pb = postboxStack(dir, 'throughput')
+/** What the throughput and latency runs drive: the SQLite stack above, or bench/pg-stack.ts's on PostgreSQL. */
+export interface BenchStack {
+  store: Store
+  webhooks: ReturnType<typeof createWebhookService>
+  dispatcher: { start(): void }
+  successes(): number
+  close(): Promise<void>
+}
+
+/** Enqueue → receiver → settled for n events on `pb` (closed afterwards): deliveries per second. */
+export async function stackThroughput(pb: BenchStack, url: string, n: number): Promise<number> {
   await pb.webhooks.endpoints.create({ url, max_concurrency: CONCURRENCY })
   pb.dispatcher.start()
   const t0 = performance.now()
@@ -212,8 +222,8 @@ async function postboxThroughput(dir: string, url: string, n: number): Promise<n
   return (n / ms) * 1000
 }
 
-async function postboxLatency(dir: string, url: string): Promise<number> {
-  const pb = postboxStack(dir, 'latency')
+/** Events sent one per transaction at LATENCY_RATE for LATENCY_SECONDS on `pb` (closed afterwards); the receiver records enqueue → receipt. Returns how many were sent. */
+export async function stackLatency(pb: BenchStack, url: string): Promise<number> {
   await pb.webhooks.endpoints.create({ url })
   pb.dispatcher.start()
   const total = LATENCY_RATE * LATENCY_SECONDS
@@ -230,7 +240,8 @@ async function postboxLatency(dir: string, url: string): Promise<number> {
   return total
 }
 
-const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+/** The p-th percentile of an ascending array. */
+export const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 
 /** Runs the webhook benchmark and prints deliveries/s (with the ratio to raw undici) and latency percentiles. */
 export async function run(): Promise<Figure[]> {
@@ -241,7 +252,7 @@ export async function run(): Promise<Figure[]> {
     await rx.stats()
     const raw = await withCpu(EVENTS, () => rawLoop(rx.url, EVENTS))
     await rx.stats()
-    const ours = await withCpu(EVENTS, () => postboxThroughput(dir, rx.url, EVENTS))
+    const ours = await withCpu(EVENTS, () => stackThroughput(postboxStack(dir, 'throughput'), rx.url, EVENTS))
     const got = await rx.stats()
     if (got.count !== EVENTS) throw new Error(`receiver got ${got.count} of ${EVENTS}`)
     const plain = await withCpu(EVENTS, () => plainjobThroughput(dir, rx.url, EVENTS, CONCURRENCY))
@@ -249,7 +260,7 @@ export async function run(): Promise<Figure[]> {
     const alone = await withCpu(EVENTS, () => senderOnly(dir, rx.url, EVENTS))
     if ((await rx.stats()).count !== EVENTS) throw new Error('sender-only: receiver count mismatch')
     const queue = await withCpu(EVENTS, () => queueOnly(dir, EVENTS))
-    const sent = await postboxLatency(dir, rx.url)
+    const sent = await stackLatency(postboxStack(dir, 'latency'), rx.url)
     const lat = (await rx.stats()).latencies.sort((a, b) => a - b)
     if (lat.length !== sent) throw new Error(`latency samples ${lat.length} of ${sent}`)
     console.log(`events: ${fmt(EVENTS)} to one loopback endpoint, concurrency ${CONCURRENCY}; receiver in a worker thread`)

@@ -34,6 +34,11 @@ export const SETTING_TABLE = {
     description: 'PostgreSQL instead of the SQLite file, e.g. postgres://user:pass@host:5432/postbox; many nodes may share it',
     validate: (u, option) => (/^postgres(ql)?:\/\/[^\s]+$/i.test(u) ? null : `expected postgres://user:pass@host:port/database (option ${option})`),
   }),
+  // Named statements skip PostgreSQL's parse and plan on each call (docs/operations.md, "PostgreSQL").
+  pgPreparedStatements: bool({
+    env: 'POSTBOX_PG_PREPARED_STATEMENTS', flag: '--pg-prepared-statements', default: true,
+    description: 'Named prepared statements on PostgreSQL; false behind a PgBouncer in transaction mode without max_prepared_statements',
+  }),
   adminKey: text({ env: 'POSTBOX_ADMIN_KEY', flag: '--admin-key', default: null, docDefault: '(generated)', description: 'First admin key, used only when no admin key exists yet' }),
   allowNetworks: list({
     env: 'POSTBOX_ALLOW_NETWORKS', flag: '--allow-networks', noun: 'CIDRs',

@@ -56,6 +56,7 @@ export async function openProtectedStore(config: Config, opts: ProtectedStoreOpt
     const { openPgStore } = await import('./store/pg/index.js')
     return openPgStore(config.databaseUrl, {
       schema: opts.schema,
+      preparedStatements: config.pgPreparedStatements,
       ...(onMigrate ? { onMigrate } : {}),
       ...(log ? { onError: (err: Error) => log.warn({ err }, 'PostgreSQL connection error (it is retried)') } : {}),
     })

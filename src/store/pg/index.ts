@@ -34,6 +34,8 @@ export interface PgStoreOptions extends Pick<OpenOptions, 'schema' | 'onMigrate'
   poolMax?: number
   /** A connection error that was handled (an idle connection dropped, the listener reconnecting). */
   onError?: (err: Error) => void
+  /** Named prepared statements (default true; createPgPool). */
+  preparedStatements?: boolean
 }
 
 /** The families of one PostgreSQL store over `q` (the pool, or one transaction's connection). */
@@ -69,7 +71,11 @@ export interface PgStore extends Store {
  * delivered only if it commits).
  */
 export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promise<PgStore> {
-  const pool = createPgPool(url, { ...(opts.poolMax !== undefined ? { max: opts.poolMax } : {}), ...(opts.onError ? { onError: opts.onError } : {}) })
+  const pool = createPgPool(url, {
+    ...(opts.poolMax !== undefined ? { max: opts.poolMax } : {}),
+    ...(opts.onError ? { onError: opts.onError } : {}),
+    ...(opts.preparedStatements !== undefined ? { preparedStatements: opts.preparedStatements } : {}),
+  })
   try {
     await migratePg(pool, { ...(opts.schema ? { schema: opts.schema } : {}), ...(opts.onMigrate ? { onMigrate: opts.onMigrate } : {}) })
   } catch (err) {

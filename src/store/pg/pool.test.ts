@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pg from 'pg'
 import { PG_URL } from '../../../test/support/pg.js'
-import { createPgPool, databaseUrlFromEnv, isPgUrl, redactPgUrl, withPgTransaction } from './pool.js'
+import { createPgPool, databaseUrlFromEnv, isPgUrl, PREPARED_LIMIT, redactPgUrl, withPgTransaction } from './pool.js'
 
 describe('PostgreSQL URLs', () => {
   it('recognises postgres URLs and reads POSTBOX_DATABASE_URL', () => {
@@ -53,6 +53,51 @@ describe.runIf(PG_URL)('createPgPool', () => {
       expect((await pool.query(`SELECT x FROM ${table}`)).rows).toEqual([{ x: 1 }])
     } finally {
       await pool.query(`DROP TABLE ${table}`)
+    }
+  })
+
+  it('sends statements with parameters as named prepared statements, and statements without as before', async () => {
+    const c = await pool.connect()
+    try {
+      const prepared = async (): Promise<string[]> =>
+        (await c.query<{ statement: string }>(`SELECT statement FROM pg_prepared_statements ORDER BY prepare_time`)).rows.map((r) => r.statement)
+      const before = await prepared()
+      expect((await c.query(`SELECT $1::int + 1 AS n`, [41])).rows).toEqual([{ n: 42 }])
+      expect((await c.query(`SELECT $1::int + 1 AS n`, [1])).rows).toEqual([{ n: 2 }])
+      await c.query(`SELECT 7 AS unparameterised`)
+      expect((await prepared()).slice(before.length)).toEqual(['SELECT $1::int + 1 AS n'])
+      // A statement that fails to prepare leaves no name behind: the same text fails again the same way.
+      await expect(c.query(`SELECT $1::int FROM no_such_table_here`, [1])).rejects.toThrow(/does not exist/)
+      await expect(c.query(`SELECT $1::int FROM no_such_table_here`, [1])).rejects.toThrow(/no_such_table_here/)
+      // One that fails while running keeps its plan, and runs again.
+      await expect(c.query(`SELECT 1 / $1::int AS q`, [0])).rejects.toThrow(/division by zero/)
+      expect((await c.query(`SELECT 1 / $1::int AS q`, [1])).rows).toEqual([{ q: 1 }])
+      // Through the pool's own query (its callback form) too.
+      expect((await pool.query(`SELECT $1::text AS t`, ['pool'])).rows).toEqual([{ t: 'pool' }])
+    } finally {
+      c.release()
+    }
+  })
+
+  it('names at most PREPARED_LIMIT texts; later ones run unnamed', async () => {
+    const c = await pool.connect()
+    try {
+      for (let k = 0; k <= PREPARED_LIMIT; k++) expect((await c.query(`SELECT $1::int + ${k} AS n`, [1])).rows[0]).toEqual({ n: k + 1 })
+      const { rows } = await c.query<{ n: number }>(`SELECT count(*) AS n FROM pg_prepared_statements`)
+      expect(rows[0]!.n).toBeLessThanOrEqual(PREPARED_LIMIT)
+      expect(rows[0]!.n).toBeGreaterThan(PREPARED_LIMIT / 2)
+    } finally {
+      c.release()
+    }
+  })
+
+  it('prepares nothing when preparedStatements is false', async () => {
+    const plain = createPgPool(PG_URL!, { max: 1, preparedStatements: false })
+    try {
+      expect((await plain.query(`SELECT $1::int * 2 AS n`, [21])).rows).toEqual([{ n: 42 }])
+      expect((await plain.query(`SELECT count(*) AS n FROM pg_prepared_statements`)).rows).toEqual([{ n: 0 }])
+    } finally {
+      await plain.end()
     }
   })
 })

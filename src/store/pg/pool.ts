@@ -44,11 +44,44 @@ export interface PgPoolOptions {
   onError?: (err: Error) => void
   /** Shown in pg_stat_activity. */
   applicationName?: string
+  /** Sends each parameterised statement as a named prepared statement (default true; see PreparingClient). */
+  preparedStatements?: boolean
+}
+
+/** Most distinct statement texts given a name; texts beyond it run unnamed (each connection keeps what it prepared). */
+export const PREPARED_LIMIT = 1_000
+
+const statementNames = new Map<string, string>()
+
+/** The name of `text`'s prepared statement, or undefined once PREPARED_LIMIT texts have names. */
+function statementName(text: string): string | undefined {
+  let name = statementNames.get(text)
+  if (name === undefined && statementNames.size < PREPARED_LIMIT) statementNames.set(text, (name = `pb_${statementNames.size + 1}`))
+  return name
+}
+
+/**
+ * A connection that sends every statement with parameters as a named prepared statement, so
+ * PostgreSQL parses and plans a text once per connection instead of at every call (about a
+ * third of a light-load delivery's time; docs/performance.md "PostgreSQL"). Postbox's SQL is a
+ * fixed set of texts (values always go in parameters), so the names stay few. Statements
+ * without parameters (BEGIN, COMMIT, LISTEN) use the simple protocol as before.
+ */
+class PreparingClient extends pg.Client {
+  override query(...args: unknown[]): never {
+    const [text, values] = args
+    if (typeof text === 'string' && Array.isArray(values)) {
+      const name = statementName(text)
+      if (name !== undefined) args.splice(0, 2, { name, text, values })
+    }
+    return (super.query as (...a: unknown[]) => never)(...args)
+  }
 }
 
 /** A pg.Pool on `url` whose connections read int8 and numeric as JS numbers. */
 export function createPgPool(url: string, opts: PgPoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
+    ...(opts.preparedStatements === false ? {} : { Client: PreparingClient }),
     connectionString: url,
     max: opts.max ?? DEFAULT_POOL_MAX,
     types: postboxTypes(),
