@@ -90,6 +90,9 @@ export async function bundleServer(): Promise<{ files: string[]; modules: number
       entryFileNames: '[name].js',
       chunkFileNames: 'chunks/[name]-[hash].js',
       banner: MARK,
+      // One-byte source: V8 keeps a file with any character above U+00FF as a two-byte string.
+      charset: 'ascii',
+      comments: { legal: true, annotation: true, jsdoc: false },
       sourcemap: true,
     })
     for (const o of output) {

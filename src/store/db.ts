@@ -7,9 +7,25 @@ import { MIGRATIONS } from './migrations.js'
 /** A better-sqlite3 connection; only code under src/store/ touches it. */
 export type Db = Database.Database
 
-/** Prepares every statement of a map of named SQL texts, once per connection. */
+/**
+ * Prepares each statement of a map of named SQL texts once per connection, on its first use.
+ * Why on first use: an idle server's open would otherwise prepare every statement it does not
+ * run yet (docs/performance.md, start); a text SQLite rejects then throws where it is first run.
+ */
 export function prepareAll<T extends Record<string, string>>(db: Db, sql: T): { [K in keyof T]: Database.Statement } {
-  return Object.fromEntries(Object.entries(sql).map(([k, v]) => [k, db.prepare(v)])) as { [K in keyof T]: Database.Statement }
+  const out = {} as { [K in keyof T]: Database.Statement }
+  for (const [k, v] of Object.entries(sql)) {
+    Object.defineProperty(out, k, {
+      enumerable: true,
+      configurable: true,
+      get(): Database.Statement {
+        const st = db.prepare(v)
+        Object.defineProperty(out, k, { value: st, enumerable: true, writable: false })
+        return st
+      },
+    })
+  }
+  return out
 }
 
 /** Prepares each distinct SQL text once per connection: for statements built from optional filters. */
