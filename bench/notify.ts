@@ -2,8 +2,9 @@
  * Notify benchmark.
  * 1. Fan-out: one notification to a role of 1,000 users on the inbox channel, timed from
  *    `send()` until all 1,000 inbox rows are committed, 40 sends after 3 that are not counted (a
- *    fresh process's first send compiles the pipeline, as the webhook suite's warm-up loop does). The accept transaction writes them
- *    (pipeline.ts), so that is when `send()` returns; the bench checks the 1,000 rows exist. The
+ *    fresh process's first send compiles the pipeline, as the webhook suite's warm-up loop does).
+ *    The accept transaction writes them (pipeline.ts), so that is when `send()` returns; the
+ *    bench checks the 1,000 rows exist. The
  *    dispatcher and the background checkpointer run as in the server (`Postbox.start`), with the
  *    metrics observer counting the inbox deliveries.
  *    Also: the dispatcher path the inbox sender still serves (redeliver, rows enqueued pending by

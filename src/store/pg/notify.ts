@@ -128,8 +128,7 @@ export function createPgNotifier(pool: pg.Pool, opts: PgNotifierOptions = {}): P
     async ready() {
       while (!closed && !client) await (connecting ?? connect())
       // A LISTEN sent by `on` is queued on the connection before this round trip completes.
-      const c = client
-      if (c) await c.query('SELECT 1')
+      if (client) await client.query('SELECT 1')
     },
     async close() {
       closed = true

@@ -68,6 +68,7 @@ function statementName(text: string): string | undefined {
  * without parameters (BEGIN, COMMIT, LISTEN) use the simple protocol as before.
  */
 class PreparingClient extends pg.Client {
+  // Forwards every one of pg's overloads unchanged but the first two arguments, so it cannot restate them one by one.
   override query(...args: unknown[]): never {
     const [text, values] = args
     if (typeof text === 'string' && Array.isArray(values)) {
@@ -78,7 +79,7 @@ class PreparingClient extends pg.Client {
   }
 }
 
-/** A pg.Pool on `url` whose connections read int8 and numeric as JS numbers. */
+/** A pg.Pool on `url` whose connections read int8 and numeric as JS numbers and (unless turned off) prepare their statements. */
 export function createPgPool(url: string, opts: PgPoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     ...(opts.preparedStatements === false ? {} : { Client: PreparingClient }),
