@@ -13,7 +13,6 @@ CREATE TABLE events (
 );
 -- Partial: most events carry no client id, and a NULL would still cost an index entry.
 CREATE UNIQUE INDEX events_client_id ON events (client_id) WHERE client_id IS NOT NULL;
-CREATE INDEX events_created ON events (created_at);
 -- `GET /v1/events?type=` newest first; without it a rare type meant walking every newer event.
 CREATE INDEX events_type ON events (type, id);
 
@@ -522,4 +521,4 @@ BEGIN
   DELETE FROM notification_clicks WHERE notification_id = OLD.id;
 END;
 
-PRAGMA user_version = 10;
+PRAGMA user_version = 11;

@@ -111,6 +111,22 @@ describe('sweepRetention', () => {
     expect(count('deliveries')).toBe(80)
   })
 
+  it.each([1000, 2, 1])('walks events in insertion order and stops at the first young one (batch %d)', (batchSize) => {
+    const eventIds = (): string[] => q.db.prepare(`SELECT id FROM events ORDER BY rowid`).pluck().all() as string[]
+    event('evt_c_old', NOW - 9 * DAY)
+    event('evt_b_kept', NOW - 9 * DAY)
+    finished('e-kept', 'dead', NOW - DAY, 'evt_b_kept')
+    event('evt_a_young', NOW - 7 * DAY + 1)
+    // Written by a clock that went back: older than the row before it, so it waits for it.
+    event('evt_0_behind', NOW - 20 * DAY)
+    expect(sweepRetention(q, { ...periods, batchSize })).toMatchObject({ events: 1, read: { events: 3 } })
+    expect(eventIds()).toEqual(['evt_b_kept', 'evt_a_young', 'evt_0_behind'])
+    // Exactly at the cutoff is not old enough.
+    expect(sweepRetention(q, { ...periods, now: NOW + 1, batchSize })).toMatchObject({ events: 0 })
+    expect(sweepRetention(q, { ...periods, now: NOW + 2, batchSize })).toMatchObject({ events: 2, read: { events: 3 } })
+    expect(eventIds()).toEqual(['evt_b_kept'])
+  })
+
   it.each([1000, 2, 1])('deletes old notifications once no delivery refers to them, and stops at the first young one (batch %d)', (batchSize) => {
     notification('ntf_bare', NOW - 7 * DAY - 1)
     notification('ntf_pending', NOW - 40 * DAY)
@@ -290,6 +306,17 @@ describe('createRetentionRunner', () => {
     expect(runner.sweep(at(NOW + 7 * DAY))).toMatchObject({ notifications: 0, full: false, read: { notifications: 1 } })
     expect(runner.sweep(at(NOW + 8 * DAY))).toMatchObject({ notifications: 1, full: false })
     expect(count('notifications')).toBe(0)
+  })
+
+  it('does not pass new events that reuse rowids of deleted ones', () => {
+    for (let i = 0; i < 3; i++) event(`evt_old${i}`, NOW - 10 * DAY)
+    const runner = createRetentionRunner(q, { fullWalkEveryMs: 365 * DAY })
+    expect(runner.sweep(at(NOW))).toMatchObject({ events: 3, full: true })
+    // The table is empty, so this one gets rowid 1 again.
+    event('evt_new', NOW + HOUR)
+    expect(runner.sweep(at(NOW + 7 * DAY))).toMatchObject({ events: 0, full: false, read: { events: 1 } })
+    expect(runner.sweep(at(NOW + 8 * DAY))).toMatchObject({ events: 1, full: false })
+    expect(count('events')).toBe(0)
   })
 
   /** A success row written by a writer whose clock lagged: it lands before the walk's position. */

@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3'
 import { prepareAll, type Db } from './db.js'
 import type { InboxStore, StreamEvent } from './inbox.js'
 import type { Store } from './index.js'
@@ -57,31 +58,34 @@ export interface RetentionResult {
 /** The default number of rows deleted per transaction (docs/operations.md). */
 export const RETENTION_BATCH_SIZE = 1000
 
-// Deliveries and events are walked by time from where the previous batch stopped (keyset on
-// time, then rowid), and one transaction reads at most 4 × batchSize rows: rows that must stay
-// (dead rows younger than deadMs inside the success window, events that still have deliveries)
-// are passed over a window at a time, so no transaction holds the write lock for long however
-// many of them there are. A runner (createRetentionRunner) starts each walk where the previous
-// sweep's stopped, so kept rows are passed over once. Attempts go with their delivery through
-// ON DELETE CASCADE.
-// Notifications have no created_at index (one more b-tree per send for a table only retention
-// reads by time), so they are walked by rowid, which is insertion order, and the walk stops at
-// the first row not old enough: created_at is the sender's clock at insert, so it only goes
-// down in rowid order when a clock went back, and then the older rows behind a younger one wait
-// for it (later, never early). A notification goes once no delivery refers to it, like an event.
+// Deliveries are walked by completed_at from where the previous batch stopped (keyset on time,
+// then rowid), and one transaction reads at most 4 × batchSize rows: rows that must stay (dead
+// rows younger than deadMs inside the success window, events that still have deliveries) are
+// passed over a window at a time, so no transaction holds the write lock for long however many
+// of them there are. A runner (createRetentionRunner) starts each walk where the previous sweep's
+// stopped, so kept rows are passed over once. Attempts go with their delivery through ON DELETE
+// CASCADE.
+// Events and notifications have no created_at index (one more b-tree per insert and delete for
+// a column only retention reads by time), so they are walked by rowid, which is insertion order,
+// and a walk stops at the first row not old enough: created_at is the writer's clock at insert,
+// so it only goes down in rowid order when a clock went back, and then the older rows behind a
+// younger one wait for it (later, never early). An event or a notification goes once no
+// delivery refers to it.
 const SQL = {
   finished: `SELECT rowid AS r, completed_at AS t, status = 'success' AS success FROM deliveries INDEXED BY deliveries_finished
     WHERE (completed_at, rowid) > (@t, @r) AND completed_at < @before ORDER BY completed_at, rowid LIMIT @window`,
   deleteDeliveries: `DELETE FROM deliveries WHERE rowid IN (SELECT value FROM json_each(?))
     RETURNING event_id AS eventId, notification_id AS notificationId`,
-  // Events the events walk has passed over (at or before @t, @r) that the deleted deliveries
+  // Events the events walk has passed over (rowid at or before @r) that the deleted deliveries
   // left without any: the walk will not come back for them (see createRetentionRunner).
-  releaseEvents: `DELETE FROM events WHERE id IN (SELECT value FROM json_each(@ids)) AND (created_at, rowid) <= (@t, @r)
+  releaseEvents: `DELETE FROM events WHERE id IN (SELECT value FROM json_each(@ids)) AND rowid <= @r
     AND created_at < @before AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id)`,
+  // created_at comes after body in the record: a kept event with a large body costs its overflow
+  // pages, as a notification's request does (below).
   events: `SELECT e.rowid AS r, e.created_at AS t, NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) AS free
-    FROM events e INDEXED BY events_created
-    WHERE (e.created_at, e.rowid) > (@t, @r) AND e.created_at < @before ORDER BY e.created_at, e.rowid LIMIT @window`,
+    FROM events e WHERE e.rowid > @r ORDER BY e.rowid LIMIT @window`,
   deleteEvents: `DELETE FROM events WHERE rowid IN (SELECT value FROM json_each(?))`,
+  lastEvent: `SELECT coalesce(max(rowid), 0) FROM events`,
   // Likewise for notifications the notifications walk has passed (rowid at or before @r).
   releaseNotifications: `DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(@ids)) AND rowid <= @r
     AND created_at < @before AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = notifications.id)`,
@@ -96,7 +100,7 @@ const SQL = {
   deleteInbox: `DELETE FROM inbox_messages WHERE id IN (SELECT value FROM json_each(?))`,
 } as const
 
-/** A keyset position: time, then rowid (the notifications walk keys on rowid alone). */
+/** A keyset position: time, then rowid (the events and notifications walks key on rowid alone). */
 interface Position {
   t: number
   r: number
@@ -155,7 +159,6 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
   const { now } = opts
   const window = limit * 4
   const s = prepareAll(db, SQL)
-  const lastNotification = s.lastNotification.pluck()
   const result: RetentionResult = {
     deliveries: 0,
     events: 0,
@@ -167,10 +170,10 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
   }
   const eventsBefore = now - opts.eventsMs
   // Fixed for the sweep: the events and notifications walks move only after the deliveries are done.
-  const passed = { ...at.events }
-  const passedNotifications = { ...at.notifications }
-  const eventsPassed = passed.t !== Number.MIN_SAFE_INTEGER
-  const notificationsPassed = passedNotifications.r > 0
+  const passedEvents = at.events.r
+  const passedNotifications = at.notifications.r
+  const eventsPassed = passedEvents > 0
+  const notificationsPassed = passedNotifications > 0
   const anyPassed = eventsPassed || notificationsPassed
   // Each delivery may release an event or a notification (it refers to one or the other) in the
   // same transaction: half as many deliveries then keep it at `limit` deleted rows. 300k
@@ -201,32 +204,28 @@ function* retentionSteps(store: RetentionStore, opts: RetentionOptions, at: Posi
     const gone = s.deleteDeliveries.all(JSON.stringify(rowids)) as { eventId: string | null; notificationId: string | null }[]
     const eventIds = eventsPassed ? gone.flatMap((d) => (d.eventId === null ? [] : [d.eventId])) : []
     // One event lookup per deleted delivery, on top of the window's reads.
-    if (eventIds.length > 0) result.events += s.releaseEvents.run({ ids: JSON.stringify(eventIds), ...passed, before: eventsBefore }).changes
+    if (eventIds.length > 0) result.events += s.releaseEvents.run({ ids: JSON.stringify(eventIds), r: passedEvents, before: eventsBefore }).changes
     // A fan-out's deliveries share their notification: one lookup per distinct one.
     const notificationIds = notificationsPassed ? [...new Set(gone.flatMap((d) => (d.notificationId === null ? [] : [d.notificationId])))] : []
     if (notificationIds.length > 0) {
       const ids = JSON.stringify(notificationIds)
-      result.notifications += s.releaseNotifications.run({ ids, r: passedNotifications.r, before: eventsBefore }).changes
+      result.notifications += s.releaseNotifications.run({ ids, r: passedNotifications, before: eventsBefore }).changes
     }
     return [gone.length, arms.every((a) => a.done)]
   }
-  const eventsBatch = (): [number, boolean] => {
-    const rows = s.events.iterate({ ...at.events, before: eventsBefore, window }) as IterableIterator<Position & { free: number }>
-    const step = walkWindow(rows, window, limit, (row) => row.free === 1, at.events)
-    result.read.events += step.read
-    return [step.rowids.length === 0 ? 0 : s.deleteEvents.run(JSON.stringify(step.rowids)).changes, step.done]
-  }
-  const notificationsBatch = (): [number, boolean] => {
-    const pos = at.notifications
-    const rows = s.notifications.iterate({ r: pos.r, window }) as IterableIterator<Position & { free: number }>
+  // One window of the events or the notifications walk, by rowid (see the comment on SQL).
+  const rowidBatch = (select: Database.Statement, remove: Database.Statement, last: Database.Statement, pos: Position, family: 'events' | 'notifications') => (): [number, boolean] => {
+    const rows = select.iterate({ r: pos.r, window }) as IterableIterator<Position & { free: number }>
     const step = walkWindow(rows, window, limit, (row) => row.free === 1, pos, (row) => row.t >= eventsBefore)
-    result.read.notifications += step.read
-    const n = step.rowids.length === 0 ? 0 : s.deleteNotifications.run(JSON.stringify(step.rowids)).changes
+    result.read[family] += step.read
+    const n = step.rowids.length === 0 ? 0 : remove.run(JSON.stringify(step.rowids)).changes
     // Without AUTOINCREMENT a row gets max(rowid) + 1: had this walk deleted the last rows, the
-    // next notifications would reuse rowids it has passed. Ending at the last row left avoids it.
-    if (step.done) pos.r = Math.min(pos.r, lastNotification.get() as number)
+    // next ones would reuse rowids it has passed. Ending at the last row left avoids it.
+    if (step.done) pos.r = Math.min(pos.r, last.pluck().get() as number)
     return [n, step.done]
   }
+  const eventsBatch = rowidBatch(s.events, s.deleteEvents, s.lastEvent, at.events, 'events')
+  const notificationsBatch = rowidBatch(s.notifications, s.deleteNotifications, s.lastNotification, at.notifications, 'notifications')
   const inboxBatch = (): [number, boolean] => {
     const rows = s.oldInbox.all({ before: now - opts.inboxMs, limit }) as { id: string; userId: string; unread: number }[]
     if (rows.length === 0) return [0, true]
@@ -328,10 +327,9 @@ export interface RetentionRunner {
  * enters `deliveries_finished` with completed_at = the writer's now (settle, expiry, cancel,
  * kill, group finish); redeliver and recover set it NULL, and nothing else writes it. So a row
  * lands before a position only if its writer's clock was more than the window behind the sweep
- * that set it. Events are written with created_at = now likewise, and only lose deliveries to
- * this sweep, which deletes (in the same transaction) the events its deliveries leave bare if
- * the events walk has passed them; the same goes for notifications, whose walk (by rowid) ends
- * at the last row left, so new rows get rowids after it. A skipped row would only stay too
+ * that set it. Events and notifications are walked by rowid, and only lose deliveries to this
+ * sweep, which deletes (in the same transaction) the ones its deliveries leave bare if their
+ * walk has passed them; each walk ends at the last row left, so new rows get rowids after it. A skipped row would only stay too
  * long, never go too early: the cutoffs and conditions are unchanged. As a safety net a sweep walks from the beginning
  * when `now` went backwards, the windows changed, or `fullWalkEveryMs` passed since the last
  * full walk; and the first sweep of a process always does (a restart forgets the positions).

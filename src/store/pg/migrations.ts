@@ -32,6 +32,10 @@ export const PG_MIGRATIONS: readonly string[] = [
 ALTER TABLE notifications DROP CONSTRAINT notifications_dedup_key_key;
 CREATE UNIQUE INDEX notifications_dedup ON notifications (app_id, dedup_key) WHERE dedup_key IS NOT NULL;
 `,
+  /* v10 → v11: events lose their created_at index; retention walks them by id. */
+  `
+DROP INDEX events_created;
+`,
 ]
 
 /** The whole current schema of a new database, the version row included. */

@@ -34,12 +34,13 @@ describe.each(ADMIN_BACKENDS)('retention sweep contract (%s)', (name) => {
   const count = async (table: string): Promise<number> => (await b.all<{ n: number }>(`SELECT count(*) AS n FROM ${table}`))[0]!.n
 
   it.each([1000, 2, 1])('deletes only what has expired, attempts with their deliveries, and events left without deliveries (batch %d)', async (batchSize) => {
-    await event('evt_old_done', NOW - 40 * DAY)
-    await event('evt_old_kept', NOW - 40 * DAY)
-    await event('evt_old_bare', NOW - 8 * DAY)
-    await event('evt_new_bare', NOW - 6 * DAY)
-    const oldSuccess = await finished('success', NOW - 7 * DAY - 1, 'evt_old_done')
-    const newSuccess = await finished('success', NOW - 7 * DAY + 1, 'evt_old_kept')
+    // Ids in creation order, as time-sortable ids are.
+    await event('evt_1old_done', NOW - 40 * DAY)
+    await event('evt_2old_kept', NOW - 40 * DAY)
+    await event('evt_3old_bare', NOW - 8 * DAY)
+    await event('evt_4new_bare', NOW - 6 * DAY)
+    const oldSuccess = await finished('success', NOW - 7 * DAY - 1, 'evt_1old_done')
+    const newSuccess = await finished('success', NOW - 7 * DAY + 1, 'evt_2old_kept')
     const oldDead = await finished('dead', NOW - 30 * DAY - 1)
     const newDead = await finished('dead', NOW - 29 * DAY)
     const oldCancelled = await finished('cancelled', NOW - 31 * DAY)
@@ -54,7 +55,7 @@ describe.each(ADMIN_BACKENDS)('retention sweep contract (%s)', (name) => {
     expect(left).toEqual([newSuccess, newDead, pending, midDead].sort())
     for (const id of [oldSuccess, oldDead, oldCancelled, olderSuccess]) expect(left).not.toContain(id)
     expect((await b.all<{ d: string }>(`SELECT delivery_id AS d FROM attempts ORDER BY delivery_id`)).map((x) => x.d)).toEqual([newSuccess, newDead, midDead].sort())
-    expect(await ids('events')).toEqual(['evt_new_bare', 'evt_old_kept'])
+    expect(await ids('events')).toEqual(['evt_2old_kept', 'evt_4new_bare'])
     expect(await b.sweep(periods)).toMatchObject({ deliveries: 0, events: 0, notifications: 0, inboxMessages: 0 })
   })
 
@@ -89,6 +90,20 @@ describe.each(ADMIN_BACKENDS)('retention sweep contract (%s)', (name) => {
     expect(await b.sweep({ ...periods, now: NOW + 1 })).toMatchObject({ notifications: 0 })
     expect(await b.sweep({ ...periods, now: NOW + 2 })).toMatchObject({ notifications: 2 })
     expect(await ids('notifications')).toEqual(['ntf_2pending', 'ntf_4half'])
+  })
+
+  it.each([1000, 2, 1])('walks events in creation order and stops at the first young one (batch %d)', async (batchSize) => {
+    await event('evt_1old', NOW - 9 * DAY)
+    await event('evt_2kept', NOW - 9 * DAY)
+    await finished('dead', NOW - DAY, 'evt_2kept')
+    await event('evt_3young', NOW - 7 * DAY + 1)
+    // Written by a clock that went back: older than the row before it, so it waits for it.
+    await event('evt_4behind', NOW - 20 * DAY)
+    expect(await b.sweep({ ...periods, batchSize })).toMatchObject({ events: 1, read: { events: 3 } })
+    expect(await ids('events')).toEqual(['evt_2kept', 'evt_3young', 'evt_4behind'])
+    expect(await b.sweep({ ...periods, now: NOW + 1, batchSize })).toMatchObject({ events: 0 })
+    expect(await b.sweep({ ...periods, now: NOW + 2, batchSize })).toMatchObject({ events: 2, read: { events: 3 } })
+    expect(await ids('events')).toEqual(['evt_2kept'])
   })
 
   it('deletes inbox messages older than inboxMs', async () => {

@@ -3,13 +3,14 @@
  * one and explains the periods). The same deletions and the same result shape, in transactions
  * of at most `batchSize` deleted rows, with other choices where the engines differ:
  *
- * - No rowid: deliveries and events are walked by keyset on (completed_at, id) and (created_at,
- *   id), notifications by id (time-sortable ids, src/lib/ids.ts, so id order is creation order
- *   as rowid order is on SQLite) stopping at the first one not old enough, as on SQLite.
+ * - No rowid: deliveries are walked by keyset on (completed_at, id), events and notifications by
+ *   id (time-sortable ids, src/lib/ids.ts, so id order is creation order as rowid order is on
+ *   SQLite) stopping at the first one not old enough, as on SQLite; neither has a created_at index.
  * - One statement per batch deletes what it selects: PostgreSQL locks rows, not the database, so
  *   a batch that passes over many kept rows delays no writer, and SQLite's read cap per
  *   transaction is not needed. `read` counts the rows each walk returned (those it deleted,
- *   and for notifications the rows it looked at), not the kept rows the statements passed over.
+ *   and for events and notifications the rows they looked at), not the kept rows the deliveries
+ *   statement passed over.
  * - Every sweep walks from the beginning (`full` is always true): a runner's remembered positions
  *   would be one node's memory, and other nodes delete too.
  * - Several nodes may sweep at once: each batch takes a transaction-scoped advisory lock, so the
@@ -34,10 +35,11 @@ const SQL = {
       SELECT id FROM deliveries WHERE completed_at IS NOT NULL AND completed_at < $2 AND status = ANY ($1::text[])
          AND (completed_at, id) > ($3, $4) ORDER BY completed_at, id LIMIT $5)
     RETURNING id, completed_at AS t, event_id AS "eventId", notification_id AS "notificationId"`,
-  events: `DELETE FROM events WHERE id IN (
-      SELECT e.id FROM events e WHERE e.created_at < $1 AND (e.created_at, e.id) > ($2, $3)
-         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) ORDER BY e.created_at, e.id LIMIT $4)
-    RETURNING id, created_at AS t`,
+  eventsWindow: `SELECT e.id, e.created_at AS t, NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) AS free
+    FROM events e WHERE e.id > $1 ORDER BY e.id LIMIT $2`,
+  deleteEvents: `WITH e AS (DELETE FROM events WHERE id = ANY ($1::text[])
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id) RETURNING id)
+    SELECT count(*) AS n FROM e`,
   notificationsWindow: `SELECT n.id, n.created_at AS t, NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id) AS free
     FROM notifications n WHERE n.id > $1 ORDER BY n.id LIMIT $2`,
   // The receipts go with their notification (SQLite's notifications_receipts_delete trigger).
@@ -79,8 +81,6 @@ export async function sweepPgRetention(deps: PgRetentionDeps, opts: RetentionOpt
     { statuses: ['success'], before: now - opts.successMs, at: START() },
     { statuses: ['dead', 'cancelled'], before: now - opts.deadMs, at: START() },
   ]
-  const events = START()
-  let notificationsAfter = ''
   const logged: [string, StreamEvent[]][] = []
 
   const deliveriesBatch = async (q: PgQueryable): Promise<[number, boolean]> => {
@@ -96,33 +96,33 @@ export async function sweepPgRetention(deps: PgRetentionDeps, opts: RetentionOpt
     // Fewer than asked for: both arms ran out.
     return [n, n < limit]
   }
-  const eventsBatch = async (q: PgQueryable): Promise<[number, boolean]> => {
-    const { rows } = await q.query<{ id: string; t: number }>(SQL.events, [eventsBefore, events.t, events.id, limit])
-    for (const r of rows) if (r.t > events.t || (r.t === events.t && r.id > events.id)) Object.assign(events, { t: r.t, id: r.id })
-    result.read.events += rows.length
-    return [rows.length, rows.length < limit]
-  }
-  const notificationsBatch = async (q: PgQueryable): Promise<[number, boolean]> => {
-    const { rows } = await q.query<{ id: string; t: number; free: boolean }>(SQL.notificationsWindow, [notificationsAfter, window])
-    const ids: string[] = []
-    let done = rows.length < window
-    for (const r of rows) {
-      if (ids.length >= limit) {
-        done = false
-        break
+  // One window of the events or the notifications walk, by id (see the header).
+  const idBatch = (windowSql: string, deleteSql: string, family: 'events' | 'notifications') => {
+    let after = ''
+    return async (q: PgQueryable): Promise<[number, boolean]> => {
+      const { rows } = await q.query<{ id: string; t: number; free: boolean }>(windowSql, [after, window])
+      const ids: string[] = []
+      let done = rows.length < window
+      for (const r of rows) {
+        if (ids.length >= limit) {
+          done = false
+          break
+        }
+        result.read[family]++
+        // The first one not old enough ends the walk (read, not passed), as on SQLite.
+        if (r.t >= eventsBefore) {
+          done = true
+          break
+        }
+        if (r.free) ids.push(r.id)
+        after = r.id
       }
-      result.read.notifications++
-      // The first one not old enough ends the walk (read, not passed), as on SQLite.
-      if (r.t >= eventsBefore) {
-        done = true
-        break
-      }
-      if (r.free) ids.push(r.id)
-      notificationsAfter = r.id
+      const n = ids.length === 0 ? 0 : Number((await q.query<{ n: number }>(deleteSql, [ids])).rows[0]!.n)
+      return [n, done]
     }
-    const n = ids.length === 0 ? 0 : (await q.query<{ n: number }>(SQL.deleteNotifications, [ids])).rows[0]!.n
-    return [n, done]
   }
+  const eventsBatch = idBatch(SQL.eventsWindow, SQL.deleteEvents, 'events')
+  const notificationsBatch = idBatch(SQL.notificationsWindow, SQL.deleteNotifications, 'notifications')
   const inboxBatch = async (q: PgQueryable): Promise<[number, boolean]> => {
     const { rows } = await q.query<{ id: string; userId: string; unread: boolean }>(SQL.oldInbox, [now - opts.inboxMs, limit])
     if (rows.length === 0) return [0, true]

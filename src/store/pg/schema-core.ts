@@ -26,7 +26,6 @@ CREATE TABLE events (
   app_id        text COLLATE "C" NOT NULL DEFAULT 'default'
 );
 CREATE UNIQUE INDEX events_client_id ON events (app_id, client_id) WHERE client_id IS NOT NULL;
-CREATE INDEX events_created ON events (created_at);
 CREATE INDEX events_type ON events (type, id);
 CREATE INDEX events_app ON events (app_id, id) WHERE app_id <> 'default';
 
