@@ -185,6 +185,10 @@ describe('crash recovery (SIGKILL)', () => {
       return [...acked].filter((s) => !got.has(s))
     }
     await waitFor('every acknowledged event to arrive', () => missing().length === 0, RECOVERY_MS, () => `missing ${missing().length}: ${missing().slice(0, 10).join(',')}`)
+    // Received is not settled: a request answered just before a kill stays in flight until its
+    // claim lease ends, then is sent again and settled.
+    const inFlight = (): Promise<number> => d.count(`SELECT count(*) FROM deliveries WHERE status = 'in_flight'`)
+    await waitFor('no delivery left in flight', async () => (await inFlight()) === 0, RECOVERY_MS, async () => `${await inFlight()} in flight`)
     const dup = duplicates(receiver, kills)
     const failures = receiver.log.filter((r) => r.status === 503).length
     console.log(
@@ -307,7 +311,10 @@ describe('crash recovery (SIGKILL)', () => {
       events: db.prepare(`SELECT count(*) FROM events`).pluck().get() as number,
     }
     db.transaction(() => {
-      const ev = db.prepare(`INSERT INTO events (id, type, body, created_at) VALUES (?, 'old.event', '{}', ?)`)
+      // Written 40 days ago, so before the seeded events: retention walks events in rowid order
+      // (docs/operations.md), so the seeded rows move up and these take the rowids below them.
+      db.prepare(`UPDATE events SET rowid = rowid + ?`).run(OLD)
+      const ev = db.prepare(`INSERT INTO events (rowid, id, type, body, created_at) VALUES (?, ?, 'old.event', '{}', ?)`)
       const dl = db.prepare(`INSERT INTO deliveries (id, channel, event_id, endpoint_id, event_type, status, attempts,
           max_attempts, next_attempt_at, created_at, updated_at, completed_at)
         VALUES (?, 'webhook', ?, ?, 'old.event', ?, 1, 8, ?, ?, ?, ?)`)
@@ -315,7 +322,7 @@ describe('crash recovery (SIGKILL)', () => {
         VALUES (?, 1, ?, 3, 'success', 200)`)
       for (let i = 0; i < OLD; i++) {
         const n = String(i).padStart(6, '0')
-        ev.run(`evt_old_${n}`, old)
+        ev.run(i + 1, `evt_old_${n}`, old)
         dl.run(`dlv_old_${n}`, `evt_old_${n}`, endpointId, i % 10 === 0 ? 'dead' : 'success', old, old, old, old)
         at.run(`dlv_old_${n}`, old)
       }
