@@ -297,26 +297,18 @@ describe('createRetentionRunner', () => {
     expect(r.batches.deliveries).toBeGreaterThanOrEqual(Math.ceil((20 + 20) / 5))
   })
 
-  it('does not pass new notifications that reuse rowids of deleted ones', () => {
-    for (let i = 0; i < 3; i++) notification(`ntf_old${i}`, NOW - 10 * DAY)
+  it.each([
+    ['notifications', notification],
+    ['events', event],
+  ] as const)('does not pass new %s that reuse rowids of deleted ones', (family, add) => {
+    for (let i = 0; i < 3; i++) add(`x_old${i}`, NOW - 10 * DAY)
     const runner = createRetentionRunner(q, { fullWalkEveryMs: 365 * DAY })
-    expect(runner.sweep(at(NOW))).toMatchObject({ notifications: 3, full: true })
+    expect(runner.sweep(at(NOW))).toMatchObject({ [family]: 3, full: true })
     // The table is empty, so this one gets rowid 1 again.
-    notification('ntf_new', NOW + HOUR)
-    expect(runner.sweep(at(NOW + 7 * DAY))).toMatchObject({ notifications: 0, full: false, read: { notifications: 1 } })
-    expect(runner.sweep(at(NOW + 8 * DAY))).toMatchObject({ notifications: 1, full: false })
-    expect(count('notifications')).toBe(0)
-  })
-
-  it('does not pass new events that reuse rowids of deleted ones', () => {
-    for (let i = 0; i < 3; i++) event(`evt_old${i}`, NOW - 10 * DAY)
-    const runner = createRetentionRunner(q, { fullWalkEveryMs: 365 * DAY })
-    expect(runner.sweep(at(NOW))).toMatchObject({ events: 3, full: true })
-    // The table is empty, so this one gets rowid 1 again.
-    event('evt_new', NOW + HOUR)
-    expect(runner.sweep(at(NOW + 7 * DAY))).toMatchObject({ events: 0, full: false, read: { events: 1 } })
-    expect(runner.sweep(at(NOW + 8 * DAY))).toMatchObject({ events: 1, full: false })
-    expect(count('events')).toBe(0)
+    add('x_new', NOW + HOUR)
+    expect(runner.sweep(at(NOW + 7 * DAY))).toMatchObject({ [family]: 0, full: false, read: { [family]: 1 } })
+    expect(runner.sweep(at(NOW + 8 * DAY))).toMatchObject({ [family]: 1, full: false })
+    expect(count(family)).toBe(0)
   })
 
   /** A success row written by a writer whose clock lagged: it lands before the walk's position. */
