@@ -37,7 +37,13 @@ export function installCodeCache(dir: string): void {
     // Node strips a hashbang before compiling; a comment keeps the line numbers.
     const source = Module.wrap(content.startsWith('#!') ? `//${content.slice(2)}` : content)
     const script = new vm.Script(source, { filename, cachedData })
-    if (cachedData === undefined || script.cachedDataRejected === true) uncached.push({ script, file })
+    if (cachedData === undefined || script.cachedDataRejected === true) {
+      // The first file without a cache schedules the writes; a start with every cache accepted schedules nothing.
+      if (uncached.push({ script, file }) === 1) {
+        setTimeout(write, WRITE_AFTER_MS).unref()
+        process.once('exit', write)
+      }
+    }
     const wrapper = script.runInThisContext({ displayErrors: true }) as (...args: unknown[]) => unknown
     return wrapper.call(this.exports, this.exports, Module.createRequire(filename), this, filename, dirname(filename))
   }
@@ -52,6 +58,4 @@ export function installCodeCache(dir: string): void {
       }
     }
   }
-  setTimeout(write, WRITE_AFTER_MS).unref()
-  process.once('exit', write)
 }

@@ -573,7 +573,8 @@ BEGIN
   DELETE FROM notification_suppressions WHERE notification_id = OLD.id;
   DELETE FROM notification_clicks WHERE notification_id = OLD.id;
 END;
-`,  /* v10 → v11: events lose their created_at index (see schema.sql). */
+`,
+  /* v10 → v11: events lose their created_at index (see schema.sql). */
   `
 -- ── v11: no events_created ──
 -- Only retention read events by time; it walks them in rowid order instead (docs/operations.md),
