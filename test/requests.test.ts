@@ -187,7 +187,8 @@ describe('retries, dead, redeliver and cancel (injected clock)', () => {
     expect(second.status === 409 || second.status === 202).toBe(true)
     await eventually(async () => (await f!.json('GET', `/v1/requests/${id}`)).body.status === 'success')
     const ok = (await f.json('GET', `/v1/requests/${id}`)).body
-    expect(ok.attempts).toHaveLength(4)
+    // A second redeliver that came after the first one's success (202) sent it once more.
+    expect(ok.attempts).toHaveLength(second.status === 202 ? 5 : 4)
     expect(ok.attempt_count).toBe(1)
   })
 
