@@ -521,4 +521,14 @@ BEGIN
   DELETE FROM notification_clicks WHERE notification_id = OLD.id;
 END;
 
-PRAGMA user_version = 11;
+-- ── v12: a success's attempt in its delivery row ──
+-- The attempt that succeeded is kept in its delivery row when it carries no error and at most
+-- 1 KiB of response body (the usual success), instead of an attempts row: no row and no two
+-- index entries (attempts_delivery, attempts_started) on the happy path. Its attempt number is
+-- the row's attempts and its status code last_status_code; readers list it after the row's
+-- attempts, and a redeliver moves it into attempts first (docs/delivery.md, "Attempt log").
+ALTER TABLE deliveries ADD COLUMN success_started_at INTEGER;
+ALTER TABLE deliveries ADD COLUMN success_duration_ms INTEGER;
+ALTER TABLE deliveries ADD COLUMN success_body TEXT;
+
+PRAGMA user_version = 12;

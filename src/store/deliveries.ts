@@ -13,7 +13,7 @@ import type {
   SettleInput,
   SettleResult,
 } from './delivery-types.js'
-import { WAITING_IN_ORDER } from './delivery-types.js'
+import { keptInRow, WAITING_IN_ORDER } from './delivery-types.js'
 
 export { WAITING_IN_ORDER } from './delivery-types.js'
 export type {
@@ -55,17 +55,24 @@ const INSERT_ROWS = (n: number): string => `INSERT INTO deliveries (id, channel,
 // Successes, the bulk of every settle, as multi-row statements for the rows and their attempts
 // (db.ts multiRow): per-row statements measured ~8 µs per delivery, JSON arrays through
 // json_each ~5 µs, bound VALUES less again (bench/queue-floor.ts). Parameters: completed_at,
-// updated_at, then (id, claim token, status code) per row. A success's own status code, or none
+// updated_at, then (id, claim token, status code, and the row's own attempt) per row. A success's own status code, or none
 // (inbox, email): never an earlier failure's (a 451 of a mail server that then accepted).
 /** The success settle for n rows. */
+// The attempt kept in the row (keptInRow) goes in the last three columns; NULL when it is logged
+// as an attempts row, or when there is none.
 const SETTLE_SUCCESS_ROWS = (n: number): string => `UPDATE deliveries SET status = 'success', claim_token = NULL, lease_until = NULL,
-      last_status_code = j.column3, last_error = NULL, completed_at = ?, updated_at = ?
-    FROM (VALUES ${tuples(n, '(?, ?, ?)')}) AS j
+      last_status_code = j.column3, last_error = NULL, completed_at = ?, updated_at = ?,
+      success_started_at = j.column4, success_duration_ms = j.column5, success_body = j.column6
+    FROM (VALUES ${tuples(n, '(?, ?, ?, ?, ?, ?)')}) AS j
     WHERE deliveries.id = j.column1 AND deliveries.claim_token = j.column2 AND deliveries.status = 'in_flight'
     RETURNING deliveries.id, deliveries.attempts, deliveries.ordering_key IS NOT NULL`
 /** The success attempts of n rows: (id, attempt, startedAt, durationMs, statusCode, error, body) each. */
 const SUCCESS_ATTEMPT_ROWS = (n: number): string => `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     VALUES ${tuples(n, "(?, ?, ?, ?, 'success', ?, ?, ?)")}`
+
+/** The row @id, if a redeliver may take it: finished, and its endpoint (if any) live and enabled. */
+const REDELIVERABLE = `id = @id AND status IN ('success', 'dead', 'cancelled')
+      AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))`
 
 const SQL = {
   insert: INSERT_ROWS(1),
@@ -104,15 +111,25 @@ const SQL = {
   insertAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   get: `SELECT ${COLUMNS} FROM deliveries WHERE id = ?`,
-  attempts: `SELECT id, delivery_id AS deliveryId, attempt, started_at AS startedAt, duration_ms AS durationMs, outcome,
-      status_code AS statusCode, error, response_body AS responseBody
-    FROM attempts WHERE delivery_id = ? ORDER BY id`,
+  // The attempts rows, then the success's attempt kept in the delivery row (always the last: a
+  // redeliver moves it into attempts before the row is attempted again).
+  attempts: `SELECT * FROM (SELECT id, delivery_id AS deliveryId, attempt, started_at AS startedAt, duration_ms AS durationMs,
+      outcome, status_code AS statusCode, error, response_body AS responseBody
+    FROM attempts WHERE delivery_id = @id
+    UNION ALL
+    SELECT 0, id, attempts, success_started_at, success_duration_ms, 'success', last_status_code, NULL, success_body
+    FROM deliveries WHERE id = @id AND success_started_at IS NOT NULL)
+    ORDER BY id = 0, id`,
+  // Before a redeliver: the success's attempt kept in the row becomes an attempts row (history is kept).
+  moveRowAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    SELECT id, attempts, success_started_at, success_duration_ms, 'success', last_status_code, NULL, success_body
+    FROM deliveries WHERE ${REDELIVERABLE} AND success_started_at IS NOT NULL`,
   // A row redelivered behind an unfinished older row of its ordering key waits for its turn.
   redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, claim_token = NULL,
       next_attempt_at = CASE WHEN ${WAITS_IN_ORDER} THEN ${WAITING_IN_ORDER} ELSE @now END,
-      lease_until = NULL, completed_at = NULL, updated_at = @now
-    WHERE id = @id AND status IN ('success', 'dead', 'cancelled')
-      AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))`,
+      lease_until = NULL, completed_at = NULL, updated_at = @now,
+      success_started_at = NULL, success_duration_ms = NULL, success_body = NULL
+    WHERE ${REDELIVERABLE}`,
   endpointGone: `SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.id = ? AND (e.disabled = 1 OR e.deleted_at IS NOT NULL)`,
   exists: `SELECT 1 FROM deliveries WHERE id = ?`,
@@ -231,6 +248,10 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
   const countInFlight = s.countInFlight.pluck()
 
   const finishIfEndpointGone = s.finishIfEndpointGone.pluck()
+  const redeliverTx = db.transaction((p: { id: string; now: number }): number => {
+    s.moveRowAttempt.run({ id: p.id })
+    return s.redeliver.run(p).changes
+  })
 
   /** A success to settle: its input, with the attempt count its row has once settled. */
   type Success = { r: SettleInput; attempts: number }
@@ -241,7 +262,9 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       const args: unknown[] = [now, now]
       for (let i = from; i < from + n; i++) {
         const r = rows[i]!.r
-        args.push(r.id, r.claimToken, r.attempt?.statusCode ?? null)
+        const a = r.attempt
+        if (a && keptInRow(a)) args.push(r.id, r.claimToken, a.statusCode ?? null, a.startedAt, Math.max(0, Math.round(a.durationMs)), a.responseBody ?? null)
+        else args.push(r.id, r.claimToken, a?.statusCode ?? null, null, null, null)
       }
       return args
     },
@@ -257,7 +280,10 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     return args
   })
 
-  /** Settles the successes of a batch (one statement per 64 rows and their attempts); returns id → attempts of the rows that matched. */
+  /**
+   * Settles the successes of a batch (one statement per 64 rows, their attempts kept in the rows
+   * or, the few that are not, in attempts rows); returns id → attempts of the rows that matched.
+   */
   const settleSuccesses = (results: readonly SettleInput[], now: number, keyed: { ended: boolean }): Map<string, number> => {
     const rows: Success[] = []
     for (const r of results) if (r.outcome.kind === 'success') rows.push({ r, attempts: 0 })
@@ -271,7 +297,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     })
     const logged: Success[] = []
     for (const row of rows) {
-      const n = row.r.attempt ? settled.get(row.r.id) : undefined
+      const n = row.r.attempt && !keptInRow(row.r.attempt) ? settled.get(row.r.id) : undefined
       if (n === undefined) continue
       row.attempts = n
       logged.push(row)
@@ -411,7 +437,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     releaseWaitingInOrder: claimer.releaseWaitingInOrder,
     settle: (results, now) => (results.length === 0 ? [] : settleTx.immediate(results, now)),
     get: (id) => (s.get.get(id) as Delivery | undefined) ?? null,
-    attempts: (id) => s.attempts.all(id) as Attempt[],
+    attempts: (id) => s.attempts.all({ id }) as Attempt[],
     list: createDeliveryList(db),
     byEvent: (eventId) => s.byEvent.all(eventId) as Delivery[],
     byNotification: (id, limit = -1) => s.byNotification.all(id, limit) as Delivery[],
@@ -429,7 +455,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       return row.status
     },
     redeliver(id, now) {
-      if (s.redeliver.run({ id, now }).changes > 0) {
+      if (redeliverTx({ id, now }) > 0) {
         claimer.noteDue()
         onDue()
         return 'ok'

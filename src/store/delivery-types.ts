@@ -90,7 +90,18 @@ export interface AttemptRecord {
   responseBody?: string | null
 }
 
-/** An attempt row as stored. */
+/** A success's attempt stays in its delivery row when its response body is at most this long (schema.sql, v12). */
+export const ROW_ATTEMPT_BODY_LIMIT = 1024
+
+/**
+ * Whether a success's attempt is kept in its delivery row instead of an attempts row: it has no
+ * error and a short response body (schema.sql, v12; docs/delivery.md, "Attempt log").
+ */
+export function keptInRow(a: AttemptRecord): boolean {
+  return (a.error ?? null) === null && (a.responseBody?.length ?? 0) <= ROW_ATTEMPT_BODY_LIMIT
+}
+
+/** An attempt as stored: an attempts row, or (id 0) a success's attempt kept in its delivery row. */
 export interface Attempt extends Required<AttemptRecord> {
   id: number
   deliveryId: string

@@ -581,4 +581,11 @@ END;
 -- so every event insert and delete touches one b-tree fewer.
 DROP INDEX events_created;
 `,
+  /* v11 → v12: a success's attempt is kept in its delivery row (see schema.sql). */
+  `
+-- ── v12: a success's attempt in its delivery row ──
+ALTER TABLE deliveries ADD COLUMN success_started_at INTEGER;
+ALTER TABLE deliveries ADD COLUMN success_duration_ms INTEGER;
+ALTER TABLE deliveries ADD COLUMN success_body TEXT;
+`,
 ]

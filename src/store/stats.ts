@@ -42,6 +42,17 @@ const SQL = {
   endpointAttemptBuckets: `SELECT CAST((a.started_at - :since) / :bucket AS INTEGER) AS b, a.outcome, count(*) AS n, sum(a.duration_ms) AS ms
     FROM attempts a INDEXED BY attempts_started CROSS JOIN deliveries d ON d.id = a.delivery_id
     WHERE a.started_at >= :since AND a.started_at < :until AND d.endpoint_id = :endpoint GROUP BY b, a.outcome`,
+  // Successes whose attempt is kept in the delivery row (schema.sql, v12), by deliveries_finished:
+  // an attempt starts before its row is settled, so the row's completed_at is at least since.
+  rowAttemptBuckets: `SELECT CAST((success_started_at - :since) / :bucket AS INTEGER) AS b, 'success' AS outcome, count(*) AS n,
+      sum(success_duration_ms) AS ms FROM deliveries INDEXED BY deliveries_finished
+    WHERE completed_at >= :since AND success_started_at >= :since AND success_started_at < :until GROUP BY b`,
+  appRowAttemptBuckets: `SELECT CAST((success_started_at - :since) / :bucket AS INTEGER) AS b, 'success' AS outcome, count(*) AS n,
+      sum(success_duration_ms) AS ms FROM deliveries INDEXED BY deliveries_finished
+    WHERE completed_at >= :since AND success_started_at >= :since AND success_started_at < :until AND app_id = :app GROUP BY b`,
+  endpointRowAttemptBuckets: `SELECT CAST((success_started_at - :since) / :bucket AS INTEGER) AS b, 'success' AS outcome, count(*) AS n,
+      sum(success_duration_ms) AS ms FROM deliveries INDEXED BY deliveries_finished
+    WHERE completed_at >= :since AND success_started_at >= :since AND success_started_at < :until AND endpoint_id = :endpoint GROUP BY b`,
   // Like `postbox stats`, one scan of the table: the counts of every application at once.
   countByAppAndStatus: `SELECT app_id AS appId, status, count(*) AS n FROM deliveries GROUP BY app_id, status`,
   appEndpointHealth: `SELECT e.id, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
@@ -99,6 +110,31 @@ export interface StatsStore {
   oldestPendingCreatedAt(): number | null
 }
 
+/** One (bucket, outcome) count of the timeseries queries (SQLite's and PostgreSQL's). */
+export interface BucketRow {
+  b: number
+  outcome: string
+  n: number
+  ms: number
+}
+
+/** Every bucket of [since, until), empty. */
+export function emptyBuckets(since: number, until: number, bucketMs: number): AttemptBucket[] {
+  const n = Math.max(0, Math.ceil((until - since) / bucketMs))
+  return Array.from({ length: n }, (_, i) => ({ start: since + i * bucketMs, counts: {}, durationMs: 0 }))
+}
+
+/** Adds counted rows to their buckets (attempts rows and row-kept successes both count `success`); returns `out`. */
+export function addBuckets(out: AttemptBucket[], rows: readonly BucketRow[]): AttemptBucket[] {
+  for (const r of rows) {
+    const bucket = out[r.b]
+    if (!bucket) continue
+    bucket.counts[r.outcome] = (bucket.counts[r.outcome] ?? 0) + Number(r.n)
+    bucket.durationMs += Number(r.ms)
+  }
+  return out
+}
+
 /** Creates the stats store over a connection. */
 export function createStatsStore(db: Db): StatsStore {
   // Every statement is prepared on first use: `postbox check` builds this store over files of
@@ -117,6 +153,9 @@ export function createStatsStore(db: Db): StatsStore {
   const attemptBuckets = lazy(SQL.attemptBuckets)
   const endpointAttemptBuckets = lazy(SQL.endpointAttemptBuckets)
   const appAttemptBuckets = lazy(SQL.appAttemptBuckets)
+  const rowAttemptBuckets = lazy(SQL.rowAttemptBuckets)
+  const endpointRowAttemptBuckets = lazy(SQL.endpointRowAttemptBuckets)
+  const appRowAttemptBuckets = lazy(SQL.appRowAttemptBuckets)
   const byAppAndStatus = lazy(SQL.countByAppAndStatus)
   const appHealth = lazy(SQL.appEndpointHealth)
   const appOldest = lazy(SQL.appOldestPendingCreated, true)
@@ -129,28 +168,15 @@ export function createStatsStore(db: Db): StatsStore {
     appOldestPendingCreatedAt: (appId) => (appOldest().get(appId) as number | null) ?? null,
     appNextDueAt: (appId) => (appNextDue().get(appId) as number | null) ?? null,
     attemptTimeseries(since, until, bucketMs, filter = {}) {
-      const n = Math.max(0, Math.ceil((until - since) / bucketMs))
-      const out: AttemptBucket[] = Array.from({ length: n }, (_, i) => ({ start: since + i * bucketMs, counts: {}, durationMs: 0 }))
+      const out = emptyBuckets(since, until, bucketMs)
       const params = { since, until, bucket: bucketMs }
-      const rows = (
+      const [logged, inRows, args] =
         filter.endpointId !== undefined
-          ? endpointAttemptBuckets().all({ ...params, endpoint: filter.endpointId })
+          ? [endpointAttemptBuckets(), endpointRowAttemptBuckets(), { ...params, endpoint: filter.endpointId }]
           : filter.appId !== undefined
-            ? appAttemptBuckets().all({ ...params, app: filter.appId })
-            : attemptBuckets().all(params)
-      ) as {
-        b: number
-        outcome: string
-        n: number
-        ms: number
-      }[]
-      for (const r of rows) {
-        const bucket = out[r.b]
-        if (!bucket) continue
-        bucket.counts[r.outcome] = r.n
-        bucket.durationMs += r.ms
-      }
-      return out
+            ? [appAttemptBuckets(), appRowAttemptBuckets(), { ...params, app: filter.appId }]
+            : [attemptBuckets(), rowAttemptBuckets(), params]
+      return addBuckets(out, [...(logged.all(args) as BucketRow[]), ...(inRows.all(args) as BucketRow[])])
     },
     oldestPendingCreatedAt: () => (oldestPendingCreated().get() as number | null) ?? null,
     integrityCheck() {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { RESPONSE_BODY_LIMIT } from '../deliveries.js'
 import type { ClaimedDelivery, ClaimOptions, NewDelivery } from '../delivery-types.js'
-import { WAITING_IN_ORDER } from '../delivery-types.js'
+import { ROW_ATTEMPT_BODY_LIMIT, WAITING_IN_ORDER } from '../delivery-types.js'
 import { BACKENDS, coreBackend, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { row } from '../../../test/queue-helpers.js'
 
@@ -386,6 +386,54 @@ describe.each(BACKENDS)('deliveries contract (%s)', (kind) => {
       expect(await f.deliveries.attempts(b)).toEqual([])
       expect(await f.deliveries.attempts(d)).toEqual([])
       expect(await f.deliveries.get(d)).toMatchObject({ status: 'success', lastStatusCode: null })
+    })
+
+    it("keeps a plain success's attempt in its row, logs the others as attempts rows, and lists both the same way; a redeliver moves it into attempts", async () => {
+      const [a, b, c] = [await enqueue('a'), await enqueue('b'), await enqueue('c')]
+      const rows = await claim()
+      const token = (id: string) => rows.find((r) => r.id === id)!.claimToken
+      const long = 'y'.repeat(ROW_ATTEMPT_BODY_LIMIT + 1)
+      await f.deliveries.settle(
+        [
+          { id: a, claimToken: token(a), outcome: { kind: 'success' }, attempt: { startedAt: NOW + 1, durationMs: 2.4, statusCode: 200, responseBody: 'ok' } },
+          { id: b, claimToken: token(b), outcome: { kind: 'success' }, attempt: { startedAt: NOW + 1, durationMs: 3, statusCode: 200, responseBody: long } },
+          { id: c, claimToken: token(c), outcome: { kind: 'retry', at: NOW + 5 }, attempt: { startedAt: NOW + 1, durationMs: 4, statusCode: 503, responseBody: 'busy' } },
+        ],
+        NOW + 10,
+      )
+      const logged = async (id: string) => (await f.all<{ n: number }>(`SELECT count(*) AS n FROM attempts WHERE delivery_id = ?`, [id]))[0]!.n
+      // a: no attempts row; b (a long body) and c (not a success): one each.
+      expect([Number(await logged(a)), Number(await logged(b)), Number(await logged(c))]).toEqual([0, 1, 1])
+      expect(await f.deliveries.attempts(a)).toMatchObject([
+        { deliveryId: a, attempt: 1, startedAt: NOW + 1, durationMs: 2, outcome: 'success', statusCode: 200, error: null, responseBody: 'ok' },
+      ])
+      expect(await f.deliveries.attempts(b)).toMatchObject([{ attempt: 1, outcome: 'success', statusCode: 200, responseBody: long }])
+      // c fails once, then succeeds: the logged failure first, the row's success after it.
+      const [again] = await claim(NOW + 5)
+      await f.deliveries.settle([{ id: c, claimToken: again!.claimToken, outcome: { kind: 'success' }, attempt: { startedAt: NOW + 6, durationMs: 1, statusCode: 204, responseBody: '' } }], NOW + 7)
+      expect((await f.deliveries.attempts(c)).map((t) => [t.attempt, t.outcome, t.statusCode, t.responseBody])).toEqual([
+        [1, 'retry', 503, 'busy'],
+        [2, 'success', 204, ''],
+      ])
+      // A redeliver keeps the history: the row's success becomes an attempts row, and the next
+      // success is kept in the row again, listed after it.
+      expect(await f.deliveries.redeliver(a, NOW + 20)).toBe('ok')
+      expect(Number(await logged(a))).toBe(1)
+      expect(await f.deliveries.attempts(a)).toMatchObject([{ attempt: 1, startedAt: NOW + 1, durationMs: 2, outcome: 'success', statusCode: 200, responseBody: 'ok' }])
+      const [redo] = await claim(NOW + 20)
+      await f.deliveries.settle([{ id: a, claimToken: redo!.claimToken, outcome: { kind: 'success' }, attempt: { startedAt: NOW + 21, durationMs: 5, statusCode: 202, responseBody: 'again' } }], NOW + 22)
+      expect((await f.deliveries.attempts(a)).map((t) => [t.attempt, t.startedAt, t.statusCode, t.responseBody])).toEqual([
+        [1, NOW + 1, 200, 'ok'],
+        [1, NOW + 21, 202, 'again'],
+      ])
+      expect(Number(await logged(a))).toBe(1)
+      // A redeliver that is refused moves nothing.
+      await f.exec(`UPDATE deliveries SET status = 'success' WHERE id = ?`, [a])
+      await insertEndpoint({ id: 'ep_off', disabled: true })
+      await f.exec(`UPDATE deliveries SET endpoint_id = 'ep_off' WHERE id = ?`, [a])
+      expect(await f.deliveries.redeliver(a, NOW + 30)).toBe('endpoint_unavailable')
+      expect(Number(await logged(a))).toBe(1)
+      expect(await f.deliveries.attempts(a)).toHaveLength(2)
     })
 
     it('a retry or release on an endpoint disabled or deleted meanwhile ends the row instead of leaving it pending', async () => {

@@ -6,7 +6,7 @@
 import type { Async } from '../contract.js'
 import { truncateBody } from '../deliveries.js'
 import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, NewDelivery, SettleInput, SettleResult } from '../delivery-types.js'
-import { WAITING_IN_ORDER } from '../delivery-types.js'
+import { keptInRow, WAITING_IN_ORDER } from '../delivery-types.js'
 import { newId } from '../../lib/ids.js'
 import { byStatus, createPgClaimer, inPgTransaction, newPgClaimState, type PgClaimState, PG_DUE_KEY, PG_FINISH_IF_ENDPOINT_GONE, PG_WAITS_IN_ORDER } from './delivery-claim.js'
 import { createPgDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'
@@ -93,10 +93,12 @@ const SQL = {
   settleRefund: `UPDATE deliveries SET status = 'pending', attempts = greatest(attempts - 1, 0), next_attempt_at = $3,
       claim_token = NULL, lease_until = NULL, last_status_code = COALESCE($4, last_status_code), updated_at = $5
     ${SETTLE_WHERE}`,
-  // Successes, the bulk of every settle, in one statement for the rows and one for their attempts.
+  // Successes, the bulk of every settle, in one statement for the rows (with the attempts kept in
+  // them: keptInRow) and one for the attempts that are not.
   settleSuccessMany: `UPDATE deliveries d SET status = 'success', claim_token = NULL, lease_until = NULL,
-      last_status_code = j.code, last_error = NULL, completed_at = $1, updated_at = $1
-    FROM unnest($2::text[], $3::text[], $4::bigint[]) AS j(id, token, code)
+      last_status_code = j.code, last_error = NULL, completed_at = $1, updated_at = $1,
+      success_started_at = j.started, success_duration_ms = j.duration, success_body = j.body
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[]) AS j(id, token, code, started, duration, body)
     WHERE d.id = j.id AND d.claim_token = j.token AND d.status = 'in_flight'
     RETURNING d.id, d.attempts, d.ordering_key IS NOT NULL AS keyed`,
   insertSuccessAttempts: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
@@ -108,14 +110,31 @@ const SQL = {
   insertAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
   get: `SELECT ${COLUMNS} FROM deliveries WHERE id = $1`,
-  attempts: `SELECT id, delivery_id AS "deliveryId", attempt, started_at AS "startedAt", duration_ms AS "durationMs", outcome,
-      status_code AS "statusCode", error, response_body AS "responseBody"
-    FROM attempts WHERE delivery_id = $1 ORDER BY id`,
-  redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, claim_token = NULL,
+  // The attempts rows, then the success's attempt kept in the delivery row (the last one: a
+  // redeliver moves it into attempts before the row is attempted again).
+  attempts: `SELECT * FROM (SELECT id, delivery_id AS "deliveryId", attempt, started_at AS "startedAt", duration_ms AS "durationMs",
+      outcome, status_code AS "statusCode", error, response_body AS "responseBody"
+    FROM attempts WHERE delivery_id = $1
+    UNION ALL
+    SELECT 0, id, attempts, success_started_at, success_duration_ms, 'success', last_status_code, NULL, success_body
+    FROM deliveries WHERE id = $1 AND success_started_at IS NOT NULL) t
+    ORDER BY id = 0, id`,
+  // The success's attempt kept in the row becomes an attempts row (history is kept), from the
+  // row as it was: only if this statement's update took the row, so a concurrent redeliver that
+  // won (and made the row pending) leaves no second copy.
+  redeliver: `WITH old AS (SELECT id, attempts, success_started_at, success_duration_ms, last_status_code, success_body
+      FROM deliveries WHERE id = $1),
+    upd AS (UPDATE deliveries SET status = 'pending', attempts = 0, claim_token = NULL,
       next_attempt_at = CASE WHEN ${PG_WAITS_IN_ORDER} THEN ${WAITING_IN_ORDER} ELSE $2 END,
-      lease_until = NULL, completed_at = NULL, updated_at = $2
+      lease_until = NULL, completed_at = NULL, updated_at = $2,
+      success_started_at = NULL, success_duration_ms = NULL, success_body = NULL
     WHERE id = $1 AND status IN ('success', 'dead', 'cancelled')
-      AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))`,
+      AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))
+    RETURNING id),
+    moved AS (INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+      SELECT o.id, o.attempts, o.success_started_at, o.success_duration_ms, 'success', o.last_status_code, NULL, o.success_body
+      FROM old o JOIN upd u ON u.id = o.id WHERE o.success_started_at IS NOT NULL)
+    SELECT count(*)::int AS n FROM upd`,
   endpointGone: `SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.id = $1 AND (e.disabled = 1 OR e.deleted_at IS NOT NULL)`,
   exists: `SELECT 1 FROM deliveries WHERE id = $1`,
@@ -171,22 +190,26 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
   const one = async <R>(sql: string, params: unknown[]): Promise<R | undefined> => (await q.query<R>(sql, params)).rows[0]
   const count = async (sql: string, params: unknown[]): Promise<number> => (await q.query(sql, params)).rowCount ?? 0
 
-  /** Settles the successes of a batch in two statements; returns id → attempts of the rows that matched. */
+  /** Settles the successes of a batch in one statement, two when some attempt is not kept in its row; returns id → attempts of the rows that matched. */
   const settleSuccesses = async (c: PgQueryable, results: readonly SettleInput[], now: number, keyed: { ended: boolean }): Promise<Map<string, number>> => {
     const succ = results.filter((r) => r.outcome.kind === 'success')
     const settled = new Map<string, number>()
     if (succ.length === 0) return settled
+    const inRow = succ.map((r) => (r.attempt && keptInRow(r.attempt) ? r.attempt : null))
     const { rows } = await c.query<{ id: string; attempts: number; keyed: boolean }>(SQL.settleSuccessMany, [
       now,
       succ.map((r) => r.id),
       succ.map((r) => r.claimToken),
       succ.map((r) => r.attempt?.statusCode ?? null),
+      inRow.map((a) => a?.startedAt ?? null),
+      inRow.map((a) => (a ? Math.max(0, Math.round(a.durationMs)) : null)),
+      inRow.map((a) => a?.responseBody ?? null),
     ])
     for (const r of rows) {
       settled.set(r.id, r.attempts)
       if (r.keyed) keyed.ended = true
     }
-    const logged = succ.filter((r) => r.attempt && settled.has(r.id))
+    const logged = succ.filter((r, i) => r.attempt && inRow[i] === null && settled.has(r.id))
     if (logged.length > 0) {
       const a = logged.map((r) => r.attempt!)
       await c.query(SQL.insertSuccessAttempts, [
@@ -388,7 +411,7 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
       })
     },
     async redeliver(id, now) {
-      if ((await count(SQL.redeliver, [id, now])) > 0) {
+      if (((await one<{ n: number }>(SQL.redeliver, [id, now]))?.n ?? 0) > 0) {
         markDue()
         return 'ok'
       }

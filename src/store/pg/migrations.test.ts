@@ -76,14 +76,16 @@ describe.runIf(PG_URL)('migratePg', () => {
     }
   })
 
-  it('v9 → v11 keeps every notification, makes dedup_key unique per application and drops events_created', async () => {
+  it('v9 → current keeps every notification, makes dedup_key unique per application, drops events_created and adds the row-kept success attempt', async () => {
     const old = await freshPgDatabase()
     const p = createPgPool(old.url, { max: 2 })
     try {
       // The schema as version 9 made it: dedup_key unique over every application.
       await migratePg(p)
       await p.query(`DROP INDEX notifications_dedup; ALTER TABLE notifications ADD CONSTRAINT notifications_dedup_key_key UNIQUE (dedup_key);
-        CREATE INDEX events_created ON events (created_at); UPDATE schema_meta SET value = 9 WHERE name = 'schema_version'`)
+        CREATE INDEX events_created ON events (created_at);
+        ALTER TABLE deliveries DROP COLUMN success_started_at, DROP COLUMN success_duration_ms, DROP COLUMN success_body;
+        UPDATE schema_meta SET value = 9 WHERE name = 'schema_version'`)
       await p.query(`INSERT INTO notifications (id, app_id, topic, dedup_key, request, recipients, deliveries, created_at) VALUES ('ntf_1', 'a', 't', 'k1', '{}', 2, 3, 10)`)
       expect(await migratePg(p)).toEqual({ from: 9, to: SCHEMA_VERSION })
       expect((await p.query(`SELECT id, app_id, dedup_key, recipients FROM notifications`)).rows).toEqual([{ id: 'ntf_1', app_id: 'a', dedup_key: 'k1', recipients: 2 }])
@@ -92,6 +94,9 @@ describe.runIf(PG_URL)('migratePg', () => {
       // v10 → v11 dropped the events' created_at index.
       expect((await p.query(`SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'events' ORDER BY indexname`)).rows.map((r) => r.indexname))
         .toEqual(['events_app', 'events_client_id', 'events_pkey', 'events_type'])
+      // v11 → v12 added the success's attempt kept in the delivery row.
+      expect((await p.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'deliveries'
+        AND column_name LIKE 'success_%' ORDER BY column_name`)).rows.map((r) => r.column_name)).toEqual(['success_body', 'success_duration_ms', 'success_started_at'])
     } finally {
       await p.end()
       await old.drop()

@@ -36,6 +36,12 @@ CREATE UNIQUE INDEX notifications_dedup ON notifications (app_id, dedup_key) WHE
   `
 DROP INDEX events_created;
 `,
+  /* v11 → v12: a success's attempt is kept in its delivery row. */
+  `
+ALTER TABLE deliveries ADD COLUMN success_started_at bigint;
+ALTER TABLE deliveries ADD COLUMN success_duration_ms bigint;
+ALTER TABLE deliveries ADD COLUMN success_body text;
+`,
 ]
 
 /** The whole current schema of a new database, the version row included. */

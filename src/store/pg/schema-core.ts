@@ -105,7 +105,11 @@ CREATE TABLE deliveries (
   created_at       bigint NOT NULL,
   updated_at       bigint NOT NULL,
   completed_at     bigint,
-  target_key       text COLLATE "C"             -- a request's origin key (@<origin>)
+  target_key       text COLLATE "C",            -- a request's origin key (@<origin>)
+  -- v12: the success's attempt, kept here instead of an attempts row (keptInRow, src/store/delivery-types.ts)
+  success_started_at  bigint,
+  success_duration_ms bigint,
+  success_body        text
 );
 CREATE INDEX deliveries_due ON deliveries (next_attempt_at, id) WHERE status = 'pending';
 CREATE INDEX deliveries_leases ON deliveries (lease_until) WHERE status = 'in_flight';

@@ -83,4 +83,31 @@ describe.each(ADMIN_BACKENDS)('stats store contract (%s)', (name) => {
     ])
     expect(await b.stats.attemptTimeseries(NOW, NOW, MIN)).toEqual([])
   })
+
+  it("counts the successes whose attempt is kept in the delivery row with the logged attempts, by the attempt's start", async () => {
+    const inRow = (id: string, startedAt: number, durationMs: number, completedAt: number) =>
+      b.run(`UPDATE deliveries SET status = 'success', success_started_at = ?, success_duration_ms = ?, completed_at = ? WHERE id = ?`, startedAt, durationMs, completedAt, id)
+    await inRow('dlv_3', NOW + 2, 5, NOW + 10) // ep_a, default
+    await inRow('dlv_5', NOW + 2 * MIN + 1, 7, NOW + 2 * MIN + 9) // ep_b, app_x
+    await addDelivery(b, { id: 'dlv_6', endpointId: 'ep_a', nextAttemptAt: NOW, createdAt: NOW - 10 })
+    await inRow('dlv_6', NOW - 3, 1, NOW - 2) // before since
+    await addDelivery(b, { id: 'dlv_7', endpointId: 'ep_a', nextAttemptAt: NOW, createdAt: NOW })
+    await inRow('dlv_7', NOW + 3 * MIN, 1, NOW + 3 * MIN + 1) // at until
+    expect(await b.stats.attemptTimeseries(NOW, NOW + 3 * MIN, MIN)).toEqual([
+      { start: NOW, counts: { success: 3 }, durationMs: 35 },
+      { start: NOW + MIN, counts: { retry: 1 }, durationMs: 30 },
+      { start: NOW + 2 * MIN, counts: { dead: 1, success: 1 }, durationMs: 47 },
+    ])
+    expect(await b.stats.attemptTimeseries(NOW, NOW + 3 * MIN, MIN, { endpointId: 'ep_b' })).toEqual([
+      { start: NOW, counts: {}, durationMs: 0 },
+      { start: NOW + MIN, counts: {}, durationMs: 0 },
+      { start: NOW + 2 * MIN, counts: { dead: 1, success: 1 }, durationMs: 47 },
+    ])
+    expect(await b.stats.attemptTimeseries(NOW, NOW + 3 * MIN, MIN, { appId: 'app_x' })).toEqual([
+      { start: NOW, counts: {}, durationMs: 0 },
+      { start: NOW + MIN, counts: {}, durationMs: 0 },
+      { start: NOW + 2 * MIN, counts: { dead: 1, success: 1 }, durationMs: 47 },
+    ])
+    expect(await b.stats.attemptTimeseries(NOW, NOW + MIN, MIN, { appId: 'default' })).toEqual([{ start: NOW, counts: { success: 3 }, durationMs: 35 }])
+  })
 })

@@ -1,6 +1,6 @@
 import { WAITING_IN_ORDER } from '../delivery-types.js'
 import type { Async } from '../contract.js'
-import type { AttemptBucket, EndpointHealthRow, EndpointState, StatsStore } from '../stats.js'
+import { addBuckets, emptyBuckets, type BucketRow, type EndpointHealthRow, type EndpointState, type StatsStore } from '../stats.js'
 import { pgSchemaDdl } from './migrations.js'
 import type { PgQueryable } from './queryable.js'
 
@@ -9,17 +9,25 @@ const HEALTH = `e.id, e.app_id AS "appId", e.url, e.disabled, e.disabled_reason 
       (SELECT count(*) FROM deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') AS pending`
 // started_at >= since, so the division is never negative and floor is SQLite's CAST … AS INTEGER.
 const BUCKET = `floor((a.started_at - $1)::float8 / $3::float8)::bigint AS b, a.outcome, count(*) AS n, sum(a.duration_ms) AS ms`
+// Successes whose attempt is kept in the delivery row (schema v12), by deliveries_finished: an
+// attempt starts before its row is settled, so the row's completed_at is at least since.
+const ROW_BUCKET = `floor((d.success_started_at - $1)::float8 / $3::float8)::bigint AS b, 'success' AS outcome, count(*) AS n,
+      sum(d.success_duration_ms) AS ms`
+const IN_ROWS = `FROM deliveries d WHERE d.completed_at >= $1 AND d.success_started_at >= $1 AND d.success_started_at < $2`
 
 const SQL = {
   endpointHealth: `SELECT ${HEALTH} FROM endpoints e WHERE e.deleted_at IS NULL ORDER BY e.id LIMIT $1`,
   endpointStates: `SELECT id, disabled, disabled_reason AS "disabledReason", paused_until AS "pausedUntil",
       pause_count AS "pauseCount" FROM endpoints WHERE deleted_at IS NULL ORDER BY id LIMIT $1`,
   oldestPendingCreated: `SELECT min(created_at) AS v FROM deliveries WHERE status = 'pending'`,
-  attemptBuckets: `SELECT ${BUCKET} FROM attempts a WHERE a.started_at >= $1 AND a.started_at < $2 GROUP BY b, a.outcome`,
+  attemptBuckets: `SELECT ${BUCKET} FROM attempts a WHERE a.started_at >= $1 AND a.started_at < $2 GROUP BY b, a.outcome
+    UNION ALL SELECT ${ROW_BUCKET} ${IN_ROWS} GROUP BY b`,
   appAttemptBuckets: `SELECT ${BUCKET} FROM attempts a JOIN deliveries d ON d.id = a.delivery_id
-    WHERE a.started_at >= $1 AND a.started_at < $2 AND d.app_id = $4 GROUP BY b, a.outcome`,
+    WHERE a.started_at >= $1 AND a.started_at < $2 AND d.app_id = $4 GROUP BY b, a.outcome
+    UNION ALL SELECT ${ROW_BUCKET} ${IN_ROWS} AND d.app_id = $4 GROUP BY b`,
   endpointAttemptBuckets: `SELECT ${BUCKET} FROM attempts a JOIN deliveries d ON d.id = a.delivery_id
-    WHERE a.started_at >= $1 AND a.started_at < $2 AND d.endpoint_id = $4 GROUP BY b, a.outcome`,
+    WHERE a.started_at >= $1 AND a.started_at < $2 AND d.endpoint_id = $4 GROUP BY b, a.outcome
+    UNION ALL SELECT ${ROW_BUCKET} ${IN_ROWS} AND d.endpoint_id = $4 GROUP BY b`,
   countByAppAndStatus: `SELECT app_id AS "appId", status, count(*) AS n FROM deliveries GROUP BY app_id, status ORDER BY app_id, status`,
   appEndpointHealth: `SELECT ${HEALTH} FROM endpoints e WHERE e.app_id = $1 AND e.deleted_at IS NULL ORDER BY e.id LIMIT $2`,
   appOldestPendingCreated: `SELECT min(created_at) AS v FROM deliveries WHERE status = 'pending' AND app_id = $1`,
@@ -46,22 +54,14 @@ export function createPgStatsStore(q: PgQueryable): Async<StatsStore> {
     appOldestPendingCreatedAt: (appId) => value(SQL.appOldestPendingCreated, [appId]),
     appNextDueAt: (appId) => value(SQL.appNextDue, [appId]),
     async attemptTimeseries(since, until, bucketMs, filter = {}) {
-      const n = Math.max(0, Math.ceil((until - since) / bucketMs))
-      const out: AttemptBucket[] = Array.from({ length: n }, (_, i) => ({ start: since + i * bucketMs, counts: {}, durationMs: 0 }))
       const params = [since, until, bucketMs]
       const found =
         filter.endpointId !== undefined
-          ? await rows<{ b: number; outcome: string; n: number; ms: number }>(SQL.endpointAttemptBuckets, [...params, filter.endpointId])
+          ? await rows<BucketRow>(SQL.endpointAttemptBuckets, [...params, filter.endpointId])
           : filter.appId !== undefined
-            ? await rows<{ b: number; outcome: string; n: number; ms: number }>(SQL.appAttemptBuckets, [...params, filter.appId])
-            : await rows<{ b: number; outcome: string; n: number; ms: number }>(SQL.attemptBuckets, params)
-      for (const r of found) {
-        const bucket = out[r.b]
-        if (!bucket) continue
-        bucket.counts[r.outcome] = r.n
-        bucket.durationMs += r.ms
-      }
-      return out
+            ? await rows<BucketRow>(SQL.appAttemptBuckets, [...params, filter.appId])
+            : await rows<BucketRow>(SQL.attemptBuckets, params)
+      return addBuckets(emptyBuckets(since, until, bucketMs), found)
     },
     oldestPendingCreatedAt: () => value(SQL.oldestPendingCreated),
     // PostgreSQL checks its own pages; what can be wrong here is a schema missing tables (a
