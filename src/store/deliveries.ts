@@ -55,11 +55,11 @@ const INSERT_ROWS = (n: number): string => `INSERT INTO deliveries (id, channel,
 // Successes, the bulk of every settle, as multi-row statements for the rows and their attempts
 // (db.ts multiRow): per-row statements measured ~8 µs per delivery, JSON arrays through
 // json_each ~5 µs, bound VALUES less again (bench/queue-floor.ts). Parameters: completed_at,
-// updated_at, then (id, claim token, status code, and the row's own attempt) per row. A success's own status code, or none
-// (inbox, email): never an earlier failure's (a 451 of a mail server that then accepted).
+// updated_at, then (id, claim token, status code, started, duration, body) per row. A success's
+// own status code, or none (inbox, email): never an earlier failure's (a 451 of a mail server
+// that then accepted). The last three are the attempt kept in the row (keptInRow); NULL when it
+// is logged as an attempts row, or when there is none.
 /** The success settle for n rows. */
-// The attempt kept in the row (keptInRow) goes in the last three columns; NULL when it is logged
-// as an attempts row, or when there is none.
 const SETTLE_SUCCESS_ROWS = (n: number): string => `UPDATE deliveries SET status = 'success', claim_token = NULL, lease_until = NULL,
       last_status_code = j.column3, last_error = NULL, completed_at = ?, updated_at = ?,
       success_started_at = j.column4, success_duration_ms = j.column5, success_body = j.column6

@@ -21,6 +21,14 @@ export interface EndpointHealthRow {
 /** An endpoint's breaker and disabled state, for the metrics. */
 export type EndpointState = Pick<EndpointHealthRow, 'id' | 'disabled' | 'disabledReason' | 'pausedUntil' | 'pauseCount'>
 
+/**
+ * Successes whose attempt is kept in the delivery row (schema.sql, v12), one row per bucket, by
+ * deliveries_finished: an attempt starts before its row is settled, so completed_at >= since.
+ */
+const ROW_BUCKETS = (filter: string): string => `SELECT CAST((success_started_at - :since) / :bucket AS INTEGER) AS b,
+      'success' AS outcome, count(*) AS n, sum(success_duration_ms) AS ms FROM deliveries INDEXED BY deliveries_finished
+    WHERE completed_at >= :since AND success_started_at >= :since AND success_started_at < :until ${filter} GROUP BY b`
+
 const SQL = {
   endpointHealth: `SELECT e.id, e.app_id AS appId, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
       e.pause_count AS pauseCount, e.failures_since_success AS consecutiveFailures, e.last_success_at AS lastSuccessAt,
@@ -42,17 +50,9 @@ const SQL = {
   endpointAttemptBuckets: `SELECT CAST((a.started_at - :since) / :bucket AS INTEGER) AS b, a.outcome, count(*) AS n, sum(a.duration_ms) AS ms
     FROM attempts a INDEXED BY attempts_started CROSS JOIN deliveries d ON d.id = a.delivery_id
     WHERE a.started_at >= :since AND a.started_at < :until AND d.endpoint_id = :endpoint GROUP BY b, a.outcome`,
-  // Successes whose attempt is kept in the delivery row (schema.sql, v12), by deliveries_finished:
-  // an attempt starts before its row is settled, so the row's completed_at is at least since.
-  rowAttemptBuckets: `SELECT CAST((success_started_at - :since) / :bucket AS INTEGER) AS b, 'success' AS outcome, count(*) AS n,
-      sum(success_duration_ms) AS ms FROM deliveries INDEXED BY deliveries_finished
-    WHERE completed_at >= :since AND success_started_at >= :since AND success_started_at < :until GROUP BY b`,
-  appRowAttemptBuckets: `SELECT CAST((success_started_at - :since) / :bucket AS INTEGER) AS b, 'success' AS outcome, count(*) AS n,
-      sum(success_duration_ms) AS ms FROM deliveries INDEXED BY deliveries_finished
-    WHERE completed_at >= :since AND success_started_at >= :since AND success_started_at < :until AND app_id = :app GROUP BY b`,
-  endpointRowAttemptBuckets: `SELECT CAST((success_started_at - :since) / :bucket AS INTEGER) AS b, 'success' AS outcome, count(*) AS n,
-      sum(success_duration_ms) AS ms FROM deliveries INDEXED BY deliveries_finished
-    WHERE completed_at >= :since AND success_started_at >= :since AND success_started_at < :until AND endpoint_id = :endpoint GROUP BY b`,
+  rowAttemptBuckets: ROW_BUCKETS(''),
+  appRowAttemptBuckets: ROW_BUCKETS('AND app_id = :app'),
+  endpointRowAttemptBuckets: ROW_BUCKETS('AND endpoint_id = :endpoint'),
   // Like `postbox stats`, one scan of the table: the counts of every application at once.
   countByAppAndStatus: `SELECT app_id AS appId, status, count(*) AS n FROM deliveries GROUP BY app_id, status`,
   appEndpointHealth: `SELECT e.id, e.url, e.disabled, e.disabled_reason AS disabledReason, e.paused_until AS pausedUntil,
