@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, posix, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { rolldown, RolldownMagicString, type Plugin } from 'rolldown'
+import { consolidateSchema, FRESH_SCHEMA_FILE } from '../src/store/fresh-schema.js'
 
 /**
  * The build step after tsc (`npm run build`, docs/architecture.md "Build"): bundles the program
@@ -167,6 +168,7 @@ export async function warmCodeCache(timeoutMs = 30_000): Promise<string | null> 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const r = await bundleServer()
   process.stdout.write(`bundled dist/src/cli.js: ${r.modules} modules into ${r.files.filter((f) => f.endsWith('.cjs')).length} files (packages bundled in: ${r.packages.join(', ')})\n`)
+  writeFileSync(join(ROOT, 'dist', FRESH_SCHEMA_FILE), consolidateSchema(readFileSync(join(ROOT, 'schema.sql'), 'utf8')))
   const failed = await warmCodeCache()
   const cached = readdirSync(join(SRC, 'chunks')).filter((f) => f.endsWith('.v8-cache')).length
   process.stdout.write(failed === null ? `code cache written for ${cached} files\n` : `postbox build: no code cache (${failed})\n`)

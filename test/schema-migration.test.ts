@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { migrate, openDatabase, readSchemaSql, SCHEMA_VERSION, SchemaTooNewError, schemaVersion, type Db } from '../src/store/db.js'
 import { createDeliveriesStore } from '../src/store/deliveries.js'
 import { MIGRATIONS } from '../src/store/migrations.js'
+import { consolidateSchema, pickFreshSchema } from '../src/store/fresh-schema.js'
 import { tempDir } from './helpers.js'
 
 /** Strips comments and collapses whitespace so only meaningful SQL differences remain. */
@@ -65,6 +66,39 @@ describe('schema migrations', () => {
       migrated.close()
       fresh.close()
     }
+  })
+
+  it("a file created from the build's consolidated schema equals one created from schema.sql, and the build uses it only with that schema.sql", () => {
+    const t = tempDir()
+    cleanup = t.cleanup
+    const sql = readSchemaSql()
+    const consolidated = consolidateSchema(sql)
+    // Replaying the history runs every ALTER and rebuild; the consolidated text has none.
+    expect(consolidated).not.toMatch(/ALTER TABLE|DROP |_v10/)
+    const fromHistory = new Database(join(t.dir, 'history.db'))
+    const fromConsolidated = new Database(join(t.dir, 'consolidated.db'))
+    try {
+      migrate(fromHistory, () => sql)
+      migrate(fromConsolidated, () => consolidated)
+      expect(schemaVersion(fromConsolidated)).toBe(SCHEMA_VERSION)
+      const a = snapshot(fromConsolidated)
+      const b = snapshot(fromHistory)
+      expect(Object.keys(a)).toEqual(Object.keys(b))
+      for (const key of Object.keys(b)) expect({ key, ...(a[key] as object) }).toEqual({ key, ...(b[key] as object) })
+      const app = (d: Db) => d.prepare(`SELECT id, name, metadata, deleted_at, created_at > 0 AS dated FROM apps`).all()
+      expect(app(fromConsolidated)).toEqual(app(fromHistory))
+      expect(app(fromConsolidated)).toEqual([{ id: 'default', name: 'Default', metadata: '{}', deleted_at: null, dated: 1 }])
+    } finally {
+      fromHistory.close()
+      fromConsolidated.close()
+    }
+    expect(pickFreshSchema(sql, consolidated)).toBe(consolidated)
+    // Made from another schema.sql (a stale dist/), or missing, or not ours: schema.sql itself.
+    expect(pickFreshSchema(`${sql}\n-- changed`, consolidated)).toBe(`${sql}\n-- changed`)
+    expect(pickFreshSchema(sql, null)).toBe(sql)
+    expect(pickFreshSchema(sql, 'CREATE TABLE x (a);')).toBe(sql)
+    // A step that seeds rows the consolidated text cannot carry fails the build.
+    expect(() => consolidateSchema(`${sql}\nINSERT INTO event_types (name, version, created_at, updated_at) VALUES ('t', 1, 0, 0);`)).toThrow(/rows in event_types/)
   })
 
   it('v8 → v9 gives every row the default application, and client ids stay unique per application', () => {

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3'
 import { mkdirSync, readFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { findPackageFile } from '../lib/package-file.js'
+import { freshSchemaSql } from './fresh-schema.js'
 import { MIGRATIONS } from './migrations.js'
 
 /** A better-sqlite3 connection; only code under src/store/ touches it. */
@@ -201,11 +202,12 @@ function assertVersionCurrent(db: Db): void {
 }
 
 /**
- * Brings the schema up to date: a new file gets schema.sql, an older one gets each forward
- * step after its user_version, each step in its own transaction. A newer file is refused.
- * `schemaSql` gives the text for a new file (tests pass another one).
+ * Brings the schema up to date: a new file gets schema.sql (as the build consolidated it when that
+ * matches: fresh-schema.ts), an older one gets each forward step after its user_version, each
+ * step in its own transaction. A newer file is refused. `schemaSql` gives the text for a new
+ * file (tests pass another one).
  */
-export function migrate(db: Db, schemaSql: () => string = readSchemaSql): { from: number; to: number } {
+export function migrate(db: Db, schemaSql: () => string = () => freshSchemaSql(readSchemaSql())): { from: number; to: number } {
   const from = schemaVersion(db)
   assertVersionSupported(db)
   if (from === SCHEMA_VERSION) return { from, to: from }
