@@ -70,6 +70,12 @@ const SETTLE_SUCCESS_ROWS = (n: number): string => `UPDATE deliveries SET status
 const SUCCESS_ATTEMPT_ROWS = (n: number): string => `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     VALUES ${tuples(n, "(?, ?, ?, ?, 'success', ?, ?, ?)")}`
 
+/**
+ * The success's attempt kept in a delivery row (schema.sql, v12), as the columns of an attempts
+ * row (from `delivery_id` on): what the attempt listing reads and what a redeliver moves.
+ */
+export const ROW_ATTEMPT = `id, attempts, success_started_at, success_duration_ms, 'success', last_status_code, NULL, success_body`
+
 /** The row @id, if a redeliver may take it: finished, and its endpoint (if any) live and enabled. */
 const REDELIVERABLE = `id = @id AND status IN ('success', 'dead', 'cancelled')
       AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))`
@@ -117,13 +123,11 @@ const SQL = {
       outcome, status_code AS statusCode, error, response_body AS responseBody
     FROM attempts WHERE delivery_id = @id
     UNION ALL
-    SELECT 0, id, attempts, success_started_at, success_duration_ms, 'success', last_status_code, NULL, success_body
-    FROM deliveries WHERE id = @id AND success_started_at IS NOT NULL)
+    SELECT 0, ${ROW_ATTEMPT} FROM deliveries WHERE id = @id AND success_started_at IS NOT NULL)
     ORDER BY id = 0, id`,
   // Before a redeliver: the success's attempt kept in the row becomes an attempts row (history is kept).
   moveRowAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
-    SELECT id, attempts, success_started_at, success_duration_ms, 'success', last_status_code, NULL, success_body
-    FROM deliveries WHERE ${REDELIVERABLE} AND success_started_at IS NOT NULL`,
+    SELECT ${ROW_ATTEMPT} FROM deliveries WHERE ${REDELIVERABLE} AND success_started_at IS NOT NULL`,
   // A row redelivered behind an unfinished older row of its ordering key waits for its turn.
   redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, claim_token = NULL,
       next_attempt_at = CASE WHEN ${WAITS_IN_ORDER} THEN ${WAITING_IN_ORDER} ELSE @now END,

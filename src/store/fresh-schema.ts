@@ -34,9 +34,7 @@ export function consolidateSchema(schemaSql: string): string {
   const db = new Database(':memory:')
   try {
     db.exec(schemaSql)
-    const objects = db
-      .prepare(`SELECT name, sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid`)
-      .all() as { name: string; sql: string }[]
+    const objects = db.prepare(`SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid`).pluck().all() as string[]
     const tables = db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).pluck().all() as string[]
     for (const t of tables) {
       const rows = db.prepare(`SELECT * FROM "${t}"`).all() as Record<string, unknown>[]
@@ -47,7 +45,7 @@ export function consolidateSchema(schemaSql: string): string {
     return [
       `${HASH_LINE}${hashOf(schemaSql)}`,
       '-- Written by the build from schema.sql (src/store/fresh-schema.ts); do not edit.',
-      ...objects.map((o) => `${o.sql};`),
+      ...objects.map((sql) => `${sql};`),
       DEFAULT_APP,
       `PRAGMA user_version = ${version};`,
       '',

@@ -4,7 +4,7 @@
  * ./delivery-claim.ts; the list in ./delivery-list.ts.
  */
 import type { Async } from '../contract.js'
-import { truncateBody } from '../deliveries.js'
+import { ROW_ATTEMPT, truncateBody } from '../deliveries.js'
 import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, NewDelivery, SettleInput, SettleResult } from '../delivery-types.js'
 import { keptInRow, WAITING_IN_ORDER } from '../delivery-types.js'
 import { newId } from '../../lib/ids.js'
@@ -116,14 +116,12 @@ const SQL = {
       outcome, status_code AS "statusCode", error, response_body AS "responseBody"
     FROM attempts WHERE delivery_id = $1
     UNION ALL
-    SELECT 0, id, attempts, success_started_at, success_duration_ms, 'success', last_status_code, NULL, success_body
-    FROM deliveries WHERE id = $1 AND success_started_at IS NOT NULL) t
+    SELECT 0, ${ROW_ATTEMPT} FROM deliveries WHERE id = $1 AND success_started_at IS NOT NULL) t
     ORDER BY id = 0, id`,
   // The success's attempt kept in the row becomes an attempts row (history is kept), from the
   // row as it was: only if this statement's update took the row, so a concurrent redeliver that
   // won (and made the row pending) leaves no second copy.
-  redeliver: `WITH old AS (SELECT id, attempts, success_started_at, success_duration_ms, last_status_code, success_body
-      FROM deliveries WHERE id = $1),
+  redeliver: `WITH old AS (SELECT ${ROW_ATTEMPT} FROM deliveries WHERE id = $1 AND success_started_at IS NOT NULL),
     upd AS (UPDATE deliveries SET status = 'pending', attempts = 0, claim_token = NULL,
       next_attempt_at = CASE WHEN ${PG_WAITS_IN_ORDER} THEN ${WAITING_IN_ORDER} ELSE $2 END,
       lease_until = NULL, completed_at = NULL, updated_at = $2,
@@ -132,8 +130,7 @@ const SQL = {
       AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))
     RETURNING id),
     moved AS (INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
-      SELECT o.id, o.attempts, o.success_started_at, o.success_duration_ms, 'success', o.last_status_code, NULL, o.success_body
-      FROM old o JOIN upd u ON u.id = o.id WHERE o.success_started_at IS NOT NULL)
+      SELECT o.* FROM old o JOIN upd u ON u.id = o.id)
     SELECT count(*)::int AS n FROM upd`,
   endpointGone: `SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.id = $1 AND (e.disabled = 1 OR e.deleted_at IS NOT NULL)`,
