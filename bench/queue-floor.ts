@@ -23,6 +23,7 @@ import { testConfig } from '../src/config.js'
 import { systemClock } from '../src/lib/clock.js'
 import { silentLogger } from '../src/log.js'
 import { openStore } from '../src/store/index.js'
+import { claimedOf } from '../src/store/delivery-types.js'
 import { createWebhookService } from '../src/webhooks/service.js'
 import type { Figure } from './figures.js'
 
@@ -122,7 +123,7 @@ async function queue(path: string, n: number): Promise<number> {
   let claimed = await store.deliveries.claimDue({ ...opts, now: Date.now() })
   while (claimed.length > 0) {
     const now = Date.now()
-    const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' } }))
+    const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' }, claimed: claimedOf(d) }))
     settled += results.length
     claimed = await store.tx(async (s) => {
       await s.deliveries.settle(results, now)

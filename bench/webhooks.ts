@@ -19,6 +19,7 @@ import { systemClock } from '../src/lib/clock.js'
 import { silentLogger } from '../src/log.js'
 import { openStore, type Store } from '../src/store/index.js'
 import { startCheckpointer } from '../src/store/checkpointer.js'
+import { claimedOf } from '../src/store/delivery-types.js'
 import { createDeliveryStack } from '../src/engine.js'
 import { createWebhookService } from '../src/webhooks/service.js'
 import type { Figure } from './figures.js'
@@ -152,7 +153,7 @@ async function queueOnly(dir: string, n: number): Promise<number> {
   let claimed = await pb.store.deliveries.claimDue({ ...opts, now: Date.now() })
   while (claimed.length > 0) {
     const now = Date.now()
-    const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' } }))
+    const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' }, claimed: claimedOf(d) }))
     settled += results.length
     claimed = await pb.store.tx(async (s) => {
       await s.deliveries.settle(results, now)

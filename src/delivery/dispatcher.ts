@@ -3,6 +3,7 @@ import type { Clock, Rng } from '../lib/clock.js'
 import type { Log } from '../log.js'
 import type { Store } from '../store/index.js'
 import type { ClaimedDelivery, SettleInput, SettleResult } from '../store/deliveries.js'
+import { claimedOf } from '../store/delivery-types.js'
 import type { AttemptHook, ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
 import { reportAttempts } from './attempt-hook.js'
 import { createEndpointLimits } from './endpoint-limits.js'
@@ -290,7 +291,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const sender = channels.get(d.channel)
     const t0 = performance.now()
     const done = (r: ChannelResult): void => {
-      results.push({ id: d.id, claimToken: d.claimToken, outcome: r.outcome, ...(r.attempt ? { attempt: r.attempt } : {}) })
+      results.push({
+        id: d.id,
+        claimToken: d.claimToken,
+        outcome: r.outcome,
+        ...(r.attempt ? { attempt: r.attempt } : {}),
+        claimed: claimedOf(d),
+      })
       finished.push(d)
       observer?.attempt(d.channel, r.outcome.kind, performance.now() - t0)
       scheduleFlush()

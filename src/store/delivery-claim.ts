@@ -3,6 +3,7 @@
  * pick due rows, move exhausted ones to dead, and claim the rest with a fresh token and lease.
  * Used by createDeliveriesStore; import the types and functions from './deliveries.js'.
  */
+import { randomBytes } from 'node:crypto'
 import { multiRow, prepareAll, tuples, type Db } from './db.js'
 import { WAITING_IN_ORDER, type Channel, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore } from './delivery-types.js'
 
@@ -22,43 +23,6 @@ const TURN_PAGE = 32
  * claim costs at most ~0.7 ms, and an endpoint far round the ring waits a few claims more.
  */
 export const PASS_ENDPOINTS = 256
-
-// What a claim returns, as raw arrays mapped by `toClaimed`: building 22-property objects in
-// better-sqlite3 measured ~6 µs per row, more than half of the claim; arrays cost ~3 µs.
-// status, updated_at and completed_at are known after a claim and are filled in by `toClaimed`.
-const CLAIM_COLUMNS = `id, channel, event_id, endpoint_id, notification_id, recipient, event_type,
-  ordering_key, payload, group_key, attempts, max_attempts, next_attempt_at, claim_token, lease_until,
-  last_status_code, last_error, created_at, (SELECT body FROM events WHERE id = deliveries.event_id), app_id, target_key`
-
-/** Maps one raw CLAIM_COLUMNS row of a claim made at `now`. */
-function toClaimed(r: unknown[], now: number): ClaimedDelivery {
-  return {
-    id: r[0] as string,
-    channel: r[1] as Channel,
-    eventId: r[2] as string | null,
-    endpointId: r[3] as string | null,
-    notificationId: r[4] as string | null,
-    recipient: r[5] as string | null,
-    eventType: r[6] as string,
-    orderingKey: r[7] as string | null,
-    payload: r[8] as string | null,
-    groupKey: r[9] as string | null,
-    status: 'in_flight',
-    attempts: r[10] as number,
-    maxAttempts: r[11] as number,
-    nextAttemptAt: r[12] as number,
-    claimToken: r[13] as string,
-    leaseUntil: r[14] as number,
-    lastStatusCode: r[15] as number | null,
-    lastError: r[16] as string | null,
-    createdAt: r[17] as number,
-    updatedAt: now,
-    completedAt: null,
-    eventBody: r[18] as string | null,
-    appId: r[19] as string,
-    targetKey: r[20] as string | null,
-  }
-}
 
 // A row of a deleted or disabled endpoint comes back flagged `gone` and is finished
 // (FINISH_IF_ENDPOINT_GONE) rather than claimed: such a row can only be pending through a race
@@ -87,8 +51,32 @@ export const originKey = (origin: string): string => `@${origin}`
 /** The key under which a channel's rows without an endpoint take slots and turns. */
 export const channelKey = (channel: string): string => `#${channel}`
 
-const FLAGS = `d.rowid AS rowid, d.id, ${DUE_KEY('d.')} AS key, d.attempts >= d.max_attempts AS exhausted,
-      d.next_attempt_at AS nextAttemptAt, (e.deleted_at IS NOT NULL OR e.disabled = 1) AS gone`
+// The lease a claim at @now gives row d: its request timeout (the endpoint's, a durable request's
+// own, or @defaultTimeout) plus @margin. The candidates read it and the claim writes it, in one
+// transaction, so the two agree.
+const LEASE_UNTIL = `@now + @margin + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = d.endpoint_id),
+      CASE WHEN d.target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = d.id) END, @defaultTimeout)`
+
+// The columns of the deliveries the claim rarely finds set (notification rows, retries, ordered
+// rows): one JSON array when any is set, else NULL. better-sqlite3 measured ~0.12 µs per column
+// per row, NULLs included, and a first webhook attempt has all six unset.
+const RARE = ['notification_id', 'recipient', 'ordering_key', 'group_key', 'last_status_code', 'last_error'].map((c) => `d.${c}`)
+const RARE_COLUMNS = `CASE WHEN coalesce(${RARE.join(', ')}) IS NULL THEN NULL ELSE json_array(${RARE.join(', ')}) END`
+
+/**
+ * A candidate row: where the claim finds it, what it would do with it (`state`, see STATE) and
+ * everything a claim returns, read once: the claim's UPDATE returns nothing (measured: RETURNING,
+ * or reading the rows back, cost 1-3 µs per row more). `state` is 0 for a claimable row, else why
+ * not: the endpoint is gone (deleted or disabled), the row is blocked, or its attempts are spent.
+ */
+const candidateColumns = (state: string): string => `d.rowid, d.id, d.next_attempt_at, ${state},
+      d.channel, d.event_id, d.endpoint_id, d.event_type, d.attempts, d.max_attempts, ${LEASE_UNTIL}, d.created_at,
+      (SELECT body FROM events WHERE id = d.event_id), d.app_id, d.payload, d.target_key, ${RARE_COLUMNS}`
+/** Why a candidate is not claimed (its `state`); 0 when it is. */
+const STATE = { exhausted: 1, gone: 2, blocked: 3 } as const
+const GONE = '(e.deleted_at IS NOT NULL OR e.disabled = 1)'
+const stateOf = (blocked: string): string =>
+  `CASE WHEN ${GONE} THEN ${STATE.gone} WHEN ${blocked} THEN ${STATE.blocked} WHEN d.attempts >= d.max_attempts THEN ${STATE.exhausted} ELSE 0 END`
 const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.ordering_key IS NOT NULL AND e.ordered IS 1 AND EXISTS (
            SELECT 1 FROM deliveries o
             WHERE o.endpoint_id = d.endpoint_id AND o.ordering_key = d.ordering_key AND o.status IN ('pending', 'in_flight')
@@ -98,7 +86,7 @@ const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.o
 // index deliveries_due, each with its flags. The caller steps through them and stops as soon as
 // it has enough: the subquery is a co-routine, so rows not stepped to are never read. CROSS JOIN
 // keeps it the outer loop, so rows come out in its order without a sort.
-const WINDOW = `SELECT ${FLAGS}, ${BLOCKED} AS blocked
+const WINDOW = `SELECT ${candidateColumns(stateOf(BLOCKED))}
     FROM (SELECT rowid AS r FROM deliveries INDEXED BY deliveries_due
            WHERE status = 'pending' AND next_attempt_at <= @now
            ORDER BY next_attempt_at, id LIMIT ${WINDOW_MAX}) w
@@ -106,7 +94,7 @@ const WINDOW = `SELECT ${FLAGS}, ${BLOCKED} AS blocked
 
 // The second path: the claimable due rows of one key (an endpoint, or `#<channel>` for the rows
 // without one), after the first path's last row, from deliveries_endpoint_due.
-const OF_KEY = `SELECT ${FLAGS}, 0 AS blocked
+const OF_KEY = `SELECT ${candidateColumns(stateOf('0'))}
     FROM deliveries d INDEXED BY deliveries_endpoint_due LEFT JOIN endpoints e ON e.id = d.endpoint_id
     WHERE d.status = 'pending' AND ${DUE_KEY('d.')} = @key AND d.next_attempt_at <= @now
       AND (d.next_attempt_at, d.id) > (@afterAt, @afterId)
@@ -167,15 +155,14 @@ export const FINISH_IF_ENDPOINT_GONE = `UPDATE deliveries
 
 /**
  * The claim itself for n rows (db.ts multiRow), by rowid: the candidates carry it (read in the
- * same transaction, so it cannot have moved), which saves one id-index lookup per row. The rowids
- * are positional; @now, @margin, @defaultTimeout and @owner named (exported for the query-plan test).
+ * same transaction, so it cannot have moved), which saves one id-index lookup per row. One claim
+ * token for the whole claim (docs/delivery.md, "The queue"): a row claimed again gets another
+ * claim's token. The rowids are positional; @now, @margin, @defaultTimeout and @token named
+ * (exported for the query-plan test).
  */
-export const CLAIM_ROWS = (n: number): string => `UPDATE deliveries
-      SET status = 'in_flight', claim_token = @owner || lower(hex(randomblob(12))), attempts = attempts + 1, updated_at = @now,
-          lease_until = @now + @margin + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = deliveries.endpoint_id),
-            CASE WHEN target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = deliveries.id) END, @defaultTimeout)
-    WHERE rowid IN (${tuples(n, '?')}) AND status = 'pending'
-    RETURNING ${CLAIM_COLUMNS}`
+export const CLAIM_ROWS = (n: number): string => `UPDATE deliveries AS d
+      SET status = 'in_flight', claim_token = @token, attempts = attempts + 1, updated_at = @now, lease_until = ${LEASE_UNTIL}
+    WHERE rowid IN (${tuples(n, '?')}) AND status = 'pending'`
 
 /** The claim's other statements by name (exported for the query-plan test). */
 export const CLAIM_SQL = {
@@ -202,12 +189,58 @@ export const CLAIM_SQL = {
 const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
   a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-/** A raw row of `window` or `ofKey`, in FLAGS order, then `blocked` (arrays: cheaper to build than objects). */
-type Candidate = [rowid: number, id: string, key: string, exhausted: number, nextAttemptAt: number, gone: number | null, blocked: number | null]
+/** A raw row of `window` or `ofKey` (candidateColumns; arrays are cheaper to build than objects). */
+type Candidate = [
+  rowid: number, id: string, nextAttemptAt: number, state: number,
+  channel: Channel, eventId: string | null, endpointId: string | null, eventType: string, attempts: number, maxAttempts: number,
+  leaseUntil: number, createdAt: number, eventBody: string | null, appId: string, payload: string | null, targetKey: string | null,
+  rare: string | null,
+]
+
+/** RARE_COLUMNS of a candidate, parsed. */
+type Rare = [notificationId: string | null, recipient: string | null, orderingKey: string | null, groupKey: string | null, lastStatusCode: number | null, lastError: string | null]
+const NO_RARE: Rare = [null, null, null, null, null, null]
+
+/** DUE_KEY of a candidate. */
+const keyOf = (c: Candidate): string => c[6] ?? c[15] ?? channelKey(c[4])
+
+/** The delivery a candidate becomes once a claim at `now` with `claimToken` took it. */
+function toClaimed(c: Candidate, claimToken: string, now: number): ClaimedDelivery {
+  const rare = c[16] === null ? NO_RARE : (JSON.parse(c[16]) as Rare)
+  return {
+    id: c[1],
+    channel: c[4],
+    eventId: c[5],
+    endpointId: c[6],
+    notificationId: rare[0],
+    recipient: rare[1],
+    eventType: c[7],
+    orderingKey: rare[2],
+    payload: c[14],
+    groupKey: rare[3],
+    status: 'in_flight',
+    attempts: c[8] + 1,
+    maxAttempts: c[9],
+    nextAttemptAt: c[2],
+    claimToken,
+    leaseUntil: c[10],
+    lastStatusCode: rare[4],
+    lastError: rare[5],
+    createdAt: c[11],
+    updatedAt: now,
+    completedAt: null,
+    eventBody: c[12],
+    appId: c[13],
+    targetKey: c[15],
+  }
+}
+
+/** The named parameters of LEASE_UNTIL. */
+type LeaseParams = { now: number; margin: number; defaultTimeout: number }
 
 /** What one candidate scan found: rows to claim, and rows to finish instead. */
 interface Picked {
-  chosen: number[]
+  chosen: Candidate[]
   exhausted: string[]
   /** Rows of a deleted or disabled endpoint. */
   gone: string[]
@@ -228,7 +261,7 @@ export interface Claimer extends Pick<DeliveriesStore, 'claimDue' | 'releaseWait
 /** The claim functions of the delivery store over `db`; `onDue` as in createDeliveriesStore. */
 export function createClaimer(db: Db, onDue: () => void): Claimer {
   const s = prepareAll(db, CLAIM_SQL)
-  const claimRows = multiRow(db, CLAIM_ROWS, (rowids: readonly number[], from, n) => rowids.slice(from, from + n), (st) => st.raw())
+  const claimRows = multiRow(db, CLAIM_ROWS, (rows: readonly Candidate[], from, n) => rows.slice(from, from + n).map((c) => c[0]))
   const hasWork = s.hasWork.pluck()
   const dueEndpoints = s.dueEndpoints.raw()
   const dueWindow = s.window.raw()
@@ -261,7 +294,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
    * per-endpoint index. So a backlog on one endpoint is never read past, and never delays the
    * others (docs/delivery.md isolation).
    */
-  const pickCandidates = (opts: ClaimOptions): Picked => {
+  const pickCandidates = (opts: ClaimOptions, lease: LeaseParams): Picked => {
     const { now, limit, capacity } = opts
     const exclude = new Set(opts.excludeEndpoints ?? [])
     const picked: Picked = { chosen: [], exhausted: [], gone: [] }
@@ -276,13 +309,15 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     }
     // Takes the row if it can; false when it has to leave it (limit reached, or no room left on
     // its endpoint). Rows to finish are collected; blocked rows are passed over.
-    const take = ([rowid, id, key, exhausted, , gone, blocked]: Candidate): boolean => {
-      if (gone) picked.gone.push(id)
-      else if (blocked) return true
-      else if (exhausted) picked.exhausted.push(id)
-      else if (picked.chosen.length >= limit || room(key) <= 0) return false
+    const take = (c: Candidate): boolean => {
+      const state = c[3]
+      if (state === STATE.gone) picked.gone.push(c[1])
+      else if (state === STATE.blocked) return true
+      else if (state === STATE.exhausted) picked.exhausted.push(c[1])
       else {
-        picked.chosen.push(rowid)
+        const key = keyOf(c)
+        if (picked.chosen.length >= limit || room(key) <= 0) return false
+        picked.chosen.push(c)
         taken.set(key, (taken.get(key) ?? 0) + 1)
       }
       return true
@@ -290,18 +325,18 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
 
     // The position after the last row the first path took or passed, and the endpoint whose row
     // stopped it (its new rows come after its own backlog, so this path reaches them itself).
-    const at = { now, afterAt: Number.MIN_SAFE_INTEGER, afterId: '' }
+    const at = { ...lease, afterAt: Number.MIN_SAFE_INTEGER, afterId: '' }
     let stopper: string | null = null
     const budget = Math.max(limit * 4, 256)
     let read = 0
     let handOver = false
-    for (const r of dueWindow.iterate({ now }) as IterableIterator<Candidate>) {
+    for (const r of dueWindow.iterate(lease) as IterableIterator<Candidate>) {
       if (!take(r)) {
-        stopper = r[2]
+        stopper = keyOf(r)
         handOver = true
         break
       }
-      at.afterAt = r[4]
+      at.afterAt = r[2]
       at.afterId = r[1]
       if (picked.chosen.length >= limit) return picked
       if (++read >= budget) break
@@ -369,19 +404,22 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const { now, limit } = opts
     s.expireLeases.run({ now })
     if (limit <= 0) return []
-    const { chosen, exhausted, gone } = pickCandidates(opts)
+    const lease: LeaseParams = { now, margin: Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000), defaultTimeout: opts.defaultTimeoutMs }
+    const { chosen, exhausted, gone } = pickCandidates(opts, lease)
     if (exhausted.length > 0) s.markExhausted.run({ ids: JSON.stringify(exhausted), now })
     if (gone.length > 0) s.finishGone.run(now, now, JSON.stringify(gone))
     // Ending rows may make the next row of their ordering key due (deliveries_next_in_order).
     if (exhausted.length > 0 || gone.length > 0) generation++
     if (chosen.length === 0) return []
-    const named = { now, margin: Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000), defaultTimeout: opts.defaultTimeoutMs, owner: opts.owner ?? '' }
-    const out: ClaimedDelivery[] = []
-    claimRows(chosen, undefined, (st, rowids) => {
-      for (const r of st.all(...rowids, named) as unknown[][]) out.push(toClaimed(r, now))
-    })
-    // RETURNING order is unspecified; keep the candidates' order (due time, then id).
-    return out.sort(byDueThenId)
+    const token = (opts.owner ?? '') + randomBytes(12).toString('hex')
+    const named = { ...lease, token }
+    let changed = 0
+    claimRows(chosen, undefined, (st, args) => (changed += st.run(...args, named).changes))
+    // Read in this transaction as pending, so every candidate is taken; were one not, the
+    // candidates would not be the rows: roll the claim back.
+    if (changed !== chosen.length) throw new Error(`claim took ${changed} of ${chosen.length} rows`)
+    // The second path gives rows key by key; keep the candidates' order (due time, then id).
+    return chosen.map((c) => toClaimed(c, token, now)).sort(byDueThenId)
   })
 
   /** Reports `n` rows made due by a repair; returns `n`. */

@@ -124,7 +124,18 @@ export interface SettleInput {
   outcome: Outcome
   /** The attempt to log; omit when nothing was sent (release, or a snooze before sending). */
   attempt?: AttemptRecord
+  /**
+   * What the claim returned for the row, when the caller has it: its `attempts`, and whether it
+   * has an ordering key. With both, a store may settle a success without reading the row back.
+   */
+  claimed?: { attempts: number; keyed: boolean }
 }
+
+/** SettleInput.claimed for a row as its claim returned it. */
+export const claimedOf = (d: Pick<ClaimedDelivery, 'attempts' | 'orderingKey'>): { attempts: number; keyed: boolean } => ({
+  attempts: d.attempts,
+  keyed: d.orderingKey !== null,
+})
 
 /** The result of one settle entry: `missed` when the token no longer matches. */
 export type SettleResult = { result: 'settled'; status: DeliveryStatus; attempts: number } | { result: 'missed' }

@@ -70,6 +70,10 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
   const targetsFor = async (s: Store, appId: string, type: string): Promise<EndpointRow[]> => {
     const app = apps.get(appId)
     if (app === undefined) return (await s.endpoints.activeForApp(appId)).filter((e) => endpointWants(e.eventTypes, type))
+    return cachedTargets(app, type)
+  }
+  /** targetsFor of an application `load` keeps (synchronous: a batch awaits nothing per event). */
+  const cachedTargets = (app: AppTargets, type: string): EndpointRow[] => {
     let targets = app.byType.get(type)
     if (targets === undefined) {
       targets = app.endpoints.filter((e) => endpointWants(e.eventTypes, type))
@@ -79,13 +83,14 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
     return targets
   }
 
-  const accepted = (e: EventRow, deliveries: number, deduplicated: boolean): EventAcceptedOutput => ({
+  /** The answer for a stored event; `createdIso` is toIso(e.createdAt), when the caller has it. */
+  const accepted = (e: EventRow, deliveries: number, deduplicated: boolean, createdIso = toIso(e.createdAt)): EventAcceptedOutput => ({
     id: e.id,
     app_id: e.appId,
     type: e.type,
     deliveries,
     deduplicated,
-    created_at: toIso(e.createdAt),
+    created_at: createdIso,
   })
 
   /** One event and its deliveries, the cache already loaded for its application. */
@@ -142,6 +147,8 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
     async storeMany(s: Store, evs: readonly EventToStore[]): Promise<EventAcceptedOutput[]> {
       await load(s, new Set(evs.map((ev) => ev.appId ?? 'default')))
       const now = clock.now()
+      // The batch's events share one clock reading, so one timestamp text.
+      const nowIso = toIso(now)
       const out: EventAcceptedOutput[] = new Array<EventAcceptedOutput>(evs.length)
       const rows: EventRow[] = []
       /** Per event of `rows`: its index in `evs`, and where its deliveries start in `news`. */
@@ -179,11 +186,12 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
           firstOf.set(key, rows.length)
         }
         const id = newId('evt', now)
-        const body = JSON.stringify({ id, type: ev.type, timestamp: toIso(now), data: ev.data })
+        const body = JSON.stringify({ id, type: ev.type, timestamp: nowIso, data: ev.data })
         const row: EventRow = { id, appId, clientId: ev.clientId ?? null, type: ev.type, orderingKey: ev.orderingKey ?? null, body, createdAt: now }
         rows.push(row)
         slots.push({ i, from: news.length })
-        for (const ep of await targetsFor(s, appId, ev.type)) {
+        const app = apps.get(appId)
+        for (const ep of app !== undefined ? cachedTargets(app, ev.type) : await targetsFor(s, appId, ev.type)) {
           news.push({
             channel: 'webhook',
             eventId: id,
@@ -205,10 +213,10 @@ export function createFanOut(deps: { store: Store; config: Config; clock: Clock 
         for (let d = from; d < to; d++) if (created[d]!.created) n++
         counts.push(n)
         const ev = evs[i]!
-        const o = accepted(rows[k]!, n, false)
+        const o = accepted(rows[k]!, n, false, nowIso)
         out[i] = ev.deliverAt !== undefined && ev.deliverAt > now ? { ...o, deliver_at: toIso(ev.deliverAt) } : o
       })
-      for (const [i, k] of repeats) out[i] = accepted(rows[k]!, counts[k]!, true)
+      for (const [i, k] of repeats) out[i] = accepted(rows[k]!, counts[k]!, true, nowIso)
       return out
     },
     /**

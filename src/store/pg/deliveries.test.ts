@@ -184,7 +184,8 @@ describe.each(BACKENDS)('deliveries contract (%s)', (kind) => {
       expect(rows.map((r) => [r.status, r.attempts])).toEqual([['in_flight', 1], ['in_flight', 1]])
       expect(rows[0]!.leaseUntil).toBe(NOW + 15_000 + 15_000)
       expect(rows[1]!.leaseUntil).toBe(NOW + 60_000 + 15_000)
-      expect(rows[0]!.claimToken).not.toBe(rows[1]!.claimToken)
+      // One fresh token per claim (docs/delivery.md, "The queue"); the next claim writes another.
+      expect(rows[0]!.claimToken).toBe(rows[1]!.claimToken)
       expect(rows[0]!.claimToken).toMatch(/^[0-9a-f]{24}$/)
       for (const { eventBody, ...r } of rows) {
         expect(eventBody).toBeNull()
@@ -193,7 +194,7 @@ describe.each(BACKENDS)('deliveries contract (%s)', (kind) => {
       expect(await claim()).toEqual([])
     })
 
-    it("reads the event's body with the claim, and writes the owner before each token", async () => {
+    it("reads the event's body with the claim, and writes the owner before the token", async () => {
       await insertEvent('evt_1', '{"hello":1}')
       const a = await enqueue('a', { eventId: 'evt_1' })
       const rows = await claim(NOW, { owner: 'node-a.' })
@@ -386,6 +387,33 @@ describe.each(BACKENDS)('deliveries contract (%s)', (kind) => {
       expect(await f.deliveries.attempts(b)).toEqual([])
       expect(await f.deliveries.attempts(d)).toEqual([])
       expect(await f.deliveries.get(d)).toMatchObject({ status: 'success', lastStatusCode: null })
+    })
+
+    it('settles successes whose claim the caller describes as it settles them without: all matched, or a stale one among them (70 rows, three statements)', async () => {
+      const made: string[] = []
+      for (let i = 0; i < 70; i++) made.push(await enqueue(`r${i}`))
+      const rows = await claim()
+      expect(rows).toHaveLength(70)
+      // A redeliver-like race: row 5 was claimed again, so the token this batch holds is stale.
+      const stale = rows[5]!.id
+      const described = (r: ClaimedDelivery) => ({
+        id: r.id,
+        claimToken: r.id === stale ? 'stale' : r.claimToken,
+        outcome: { kind: 'success' as const },
+        attempt: { startedAt: NOW + 1, durationMs: 2, statusCode: 200, responseBody: 'ok' },
+        claimed: { attempts: r.attempts, keyed: r.orderingKey !== null },
+      })
+      const res = await f.deliveries.settle(rows.map(described), NOW + 2)
+      expect(res).toEqual(rows.map((r) => (r.id === stale ? { result: 'missed' } : { result: 'settled', status: 'success', attempts: 1 })))
+      expect(await f.deliveries.get(stale)).toMatchObject({ status: 'in_flight', attempts: 1 })
+      expect(await f.deliveries.attempts(stale)).toEqual([])
+      const other = rows[6]!.id
+      expect(await f.deliveries.get(other)).toMatchObject({ status: 'success', lastStatusCode: 200, claimToken: null, completedAt: NOW + 2 })
+      expect(await f.deliveries.attempts(other)).toMatchObject([{ attempt: 1, outcome: 'success', statusCode: 200, responseBody: 'ok', durationMs: 2 }])
+      expect(await f.deliveries.queueDepth()).toEqual({ pending: 0, in_flight: 1 })
+      // Settled again, nothing matches: every entry misses.
+      expect(await f.deliveries.settle(rows.slice(0, 3).map(described), NOW + 3)).toEqual([{ result: 'missed' }, { result: 'missed' }, { result: 'missed' }])
+      expect(made.sort()).toEqual(ids(rows).sort())
     })
 
     it("keeps a plain success's attempt in its row, logs the others as attempts rows, and lists both the same way; a redeliver moves it into attempts", async () => {

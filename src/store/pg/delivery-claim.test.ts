@@ -188,8 +188,10 @@ describe.runIf(BACKENDS.includes('postgres'))('claims of two nodes on one Postgr
   it('never claim the same row twice, and between them claim every row', async () => {
     const made = await enqueueMany(200, () => ({}))
     const seen = new Map<string, string>()
+    let claims = 0
     for (let round = 0; round < 20 && seen.size < made.length; round++) {
       for (const rows of await bothClaim(NOW, 7)) {
+        if (rows.length > 0) claims++
         for (const c of rows) {
           expect(seen.has(c.id)).toBe(false)
           seen.set(c.id, c.claimToken)
@@ -197,7 +199,8 @@ describe.runIf(BACKENDS.includes('postgres'))('claims of two nodes on one Postgr
       }
     }
     expect(seen.size).toBe(200)
-    expect(new Set(seen.values()).size).toBe(200)
+    // One fresh token per claim: no two claims share one.
+    expect(new Set(seen.values()).size).toBe(claims)
     expect(await inFlight()).toBe(200)
   })
 

@@ -174,13 +174,13 @@ export const PG_CLAIM_SQL = {
       e.rate_limit AS rate, t.tokens, t.updated_at AS "tokensAt"
     FROM endpoints e LEFT JOIN endpoint_tokens t ON t.endpoint_id = e.id
     WHERE e.id = ANY($1::text[])`,
-  // $1 ids, $2 tokens, $3 now, $4 lease margin, $5 default timeout.
-  claim: `WITH c AS (SELECT t.id, t.token FROM unnest($1::text[], $2::text[]) AS t(id, token)),
+  // $1 ids, $2 the claim's token, $3 now, $4 lease margin, $5 default timeout.
+  claim: `WITH c AS (SELECT t.id FROM unnest($1::text[]) AS t(id)),
       l AS (SELECT d.id FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
              WHERE d.id IN (SELECT id FROM c) AND d.status = 'pending' AND (e.id IS NULL OR NOT ${BLOCKED.replaceAll('$1', '$3')})
              FOR UPDATE OF d SKIP LOCKED)
     UPDATE deliveries d
-      SET status = 'in_flight', claim_token = c.token, attempts = d.attempts + 1, updated_at = $3,
+      SET status = 'in_flight', claim_token = $2::text, attempts = d.attempts + 1, updated_at = $3,
           lease_until = $3 + $4 + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = d.endpoint_id),
             CASE WHEN d.target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = d.id) END, $5)
     FROM c
@@ -371,11 +371,11 @@ export function createPgClaimer(
   ): Promise<ClaimedDelivery[]> => {
     const { now } = opts
     if (allowed.length === 0) return []
-    const owner = opts.owner ?? ''
     const ids = allowed.map((r) => r.id)
-    const tokens = ids.map(() => owner + randomBytes(12).toString('hex'))
+    // One fresh token per claim, as on SQLite (docs/delivery.md, "The queue").
+    const token = (opts.owner ?? '') + randomBytes(12).toString('hex')
     const margin = Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000)
-    const { rows } = await c.query<ClaimedRow>(S.claim, [ids, tokens, now, margin, opts.defaultTimeoutMs])
+    const { rows } = await c.query<ClaimedRow>(S.claim, [ids, token, now, margin, opts.defaultTimeoutMs])
     if (buckets.size > 0) {
       const spent = new Map<string, number>()
       for (const r of rows) if (r.endpointId !== null && buckets.has(r.endpointId)) spent.set(r.endpointId, (spent.get(r.endpointId) ?? 0) + 1)
