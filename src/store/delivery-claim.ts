@@ -202,7 +202,7 @@ type Rare = [notificationId: string | null, recipient: string | null, orderingKe
 const NO_RARE: Rare = [null, null, null, null, null, null]
 
 /** DUE_KEY of a candidate. */
-const keyOf = (c: Candidate): string => c[6] ?? c[15] ?? channelKey(c[4])
+const keyOf = (c: Candidate): string => dueKey({ endpointId: c[6], targetKey: c[15], channel: c[4] })
 
 /** The delivery a candidate becomes once a claim at `now` with `claimToken` took it. */
 function toClaimed(c: Candidate, claimToken: string, now: number): ClaimedDelivery {
