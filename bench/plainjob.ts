@@ -11,9 +11,9 @@ import { Agent } from 'undici'
 
 const quiet = { error() {}, warn() {}, info() {}, debug() {} }
 
-/** Jobs per second, from the first add to the last job done. */
-export async function plainjobThroughput(dir: string, url: string, n: number, concurrency: number): Promise<number> {
-  const db = new Database(join(dir, 'plainjob.db'))
+/** Jobs per second, from the first add to the last job done, on a new file `<name>.db` in `dir`. */
+export async function plainjobThroughput(dir: string, url: string, n: number, concurrency: number, name = 'plainjob'): Promise<number> {
+  const db = new Database(join(dir, `${name}.db`))
   const queue = defineQueue({ connection: better(db), logger: quiet })
   const agent = new Agent({ keepAliveTimeout: 30_000 })
   const u = new URL(url)

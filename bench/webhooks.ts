@@ -3,7 +3,11 @@
  *
  * 1. Throughput: N events fanned out to one loopback endpoint, from the first enqueue to the last
  *    settled success, next to a raw undici POST loop with the same concurrency against the same
- *    receiver in the same run (the ceiling: no SQLite, no signing, no attempt log).
+ *    receiver in the same run (the ceiling: no SQLite, no signing, no attempt log), and plainjob.
+ *    Steady state: each of the three first does a warm-up run of WARM_EVENTS (its own stack and
+ *    file), then they run in THROUGHPUT_ROUNDS alternating rounds and each figure is the median
+ *    of its rounds. The first Postbox run of the process (cold: JIT, statements, sockets) is
+ *    printed too.
  * 2. Latency: events sent one per transaction at ~150/s; the receiver measures enqueue → receipt.
  * 3. Where the gap comes from: the sender alone (no queue) and the queue alone (no HTTP), and the
  *    ceiling they put on the ratio on this machine.
@@ -28,6 +32,10 @@ import { plainjobThroughput } from './plainjob.js'
 
 const EVENTS = 20_000
 const CONCURRENCY = 64
+/** Events of each contender's warm-up run (JIT, prepared statements, sockets). */
+const WARM_EVENTS = 5_000
+/** Alternating measured rounds of the raw loop, Postbox and plainjob; figures are medians. */
+const THROUGHPUT_ROUNDS = 3
 /** Events per second of the light-load latency run. */
 export const LATENCY_RATE = 150
 const LATENCY_SECONDS = 6
@@ -99,6 +107,11 @@ export async function withCpu<T>(items: number, fn: () => Promise<T>): Promise<M
 }
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
 
+/** The run with the median rate of an odd number of runs (its CPU figures come with it). */
+function medianRun(runs: Measured<number>[]): Measured<number> {
+  return [...runs].sort((a, b) => a.value - b.value)[Math.floor(runs.length / 2)]!
+}
+
 /** The loopback receiver: counts requests and their enqueue → receipt latencies, answered and reset on 'stats'. */
 export async function startReceiver(): Promise<{ url: string; stats(): Promise<{ count: number; latencies: number[] }>; close(): Promise<void> }> {
   const rx = await startWorkerReceiver<{ count: number; latencies: number[] }>(RECEIVER, 'stats')
@@ -120,8 +133,8 @@ export function rawLoop(url: string, n: number): Promise<number> {
  * concurrency, with no queue (no enqueue, claim or settle). Splits the gap to the raw loop into
  * the HTTP path and the SQLite work.
  */
-async function senderOnly(dir: string, url: string, n: number): Promise<number> {
-  const pb = postboxStack(dir, 'sender-only')
+async function senderOnly(dir: string, url: string, n: number, name = 'sender-only'): Promise<number> {
+  const pb = postboxStack(dir, name)
   const ep = await pb.webhooks.endpoints.create({ url, max_concurrency: CONCURRENCY })
   const ev = await pb.webhooks.events.send({ type: 'bench.event', data: { i: 0, pad: 'x'.repeat(64) } })
   const claimed = (await pb.store.deliveries.claimDue({ limit: 1, now: Date.now(), defaultTimeoutMs: 30_000 }))[0]!
@@ -249,25 +262,40 @@ export async function run(): Promise<Figure[]> {
   const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-webhooks-'))
   const rx = await startReceiver()
   try {
-    await rawLoop(rx.url, 2000) // warm-up for both sides' JIT and sockets
+    /** Runs `fn` (n requests to the receiver) with its CPU, and checks the receiver got them all. */
+    const counted = async (what: string, n: number, fn: () => Promise<number>): Promise<Measured<number>> => {
+      const m = await withCpu(n, fn)
+      const got = (await rx.stats()).count
+      if (got !== n) throw new Error(`${what}: receiver got ${got} of ${n}`)
+      return m
+    }
     await rx.stats()
-    const raw = await withCpu(EVENTS, () => rawLoop(rx.url, EVENTS))
-    await rx.stats()
-    const ours = await withCpu(EVENTS, () => stackThroughput(postboxStack(dir, 'throughput'), rx.url, EVENTS))
-    const got = await rx.stats()
-    if (got.count !== EVENTS) throw new Error(`receiver got ${got.count} of ${EVENTS}`)
-    const plain = await withCpu(EVENTS, () => plainjobThroughput(dir, rx.url, EVENTS, CONCURRENCY))
-    if ((await rx.stats()).count !== EVENTS) throw new Error('plainjob: receiver count mismatch')
-    const alone = await withCpu(EVENTS, () => senderOnly(dir, rx.url, EVENTS))
-    if ((await rx.stats()).count !== EVENTS) throw new Error('sender-only: receiver count mismatch')
+    // The cold run first: this process has run none of Postbox's code yet.
+    const cold = await counted('postbox (cold)', WARM_EVENTS, () => stackThroughput(postboxStack(dir, 'cold'), rx.url, WARM_EVENTS))
+    await counted('raw (warm-up)', WARM_EVENTS, () => rawLoop(rx.url, WARM_EVENTS))
+    await counted('plainjob (warm-up)', WARM_EVENTS, () => plainjobThroughput(dir, rx.url, WARM_EVENTS, CONCURRENCY, 'plainjob-warm'))
+    const rounds: { raw: Measured<number>; ours: Measured<number>; plain: Measured<number> }[] = []
+    for (let r = 0; r < THROUGHPUT_ROUNDS; r++) {
+      const raw = await counted('raw', EVENTS, () => rawLoop(rx.url, EVENTS))
+      const ours = await counted('postbox', EVENTS, () => stackThroughput(postboxStack(dir, `throughput${r}`), rx.url, EVENTS))
+      const plain = await counted('plainjob', EVENTS, () => plainjobThroughput(dir, rx.url, EVENTS, CONCURRENCY, `plainjob${r}`))
+      rounds.push({ raw, ours, plain })
+    }
+    const raw = medianRun(rounds.map((x) => x.raw))
+    const ours = medianRun(rounds.map((x) => x.ours))
+    const plain = medianRun(rounds.map((x) => x.plain))
+    await counted('sender-only (warm-up)', WARM_EVENTS, () => senderOnly(dir, rx.url, WARM_EVENTS, 'sender-only-warm'))
+    const alone = await counted('sender-only', EVENTS, () => senderOnly(dir, rx.url, EVENTS))
     const queue = await withCpu(EVENTS, () => queueOnly(dir, EVENTS))
     const sent = await stackLatency(postboxStack(dir, 'latency'), rx.url)
     const lat = (await rx.stats()).latencies.sort((a, b) => a - b)
     if (lat.length !== sent) throw new Error(`latency samples ${lat.length} of ${sent}`)
-    console.log(`events: ${fmt(EVENTS)} to one loopback endpoint, concurrency ${CONCURRENCY}; receiver in a worker thread`)
+    const cpu = (x: number | null): string => (x === null ? 'n/a' : `${x.toFixed(1)} µs`)
+    console.log(`events: ${fmt(EVENTS)} to one loopback endpoint, concurrency ${CONCURRENCY}; receiver in a worker thread; each contender warmed up with ${fmt(WARM_EVENTS)}, then ${THROUGHPUT_ROUNDS} alternating rounds, medians`)
+    const each = (k: 'raw' | 'ours' | 'plain'): string => rounds.map((x) => fmt(x[k].value)).join(', ')
+    console.log(`rounds (deliveries/s): raw ${each('raw')}; postbox ${each('ours')}; plainjob ${each('plain')}. Postbox's cold first run (${fmt(WARM_EVENTS)} events): ${fmt(cold.value)}/s, ${cpu(cold.cpuUs)} of main-thread CPU per delivery`)
     console.log('| measure | postbox | raw undici loop | ratio |')
     console.log('| --- | ---: | ---: | ---: |')
-    const cpu = (x: number | null): string => (x === null ? 'n/a' : `${x.toFixed(1)} µs`)
     const cpuRatio = (a: number | null, b: number | null): string => (a && b ? (b / a).toFixed(2) : 'n/a')
     console.log(`| deliveries/s, enqueue → receiver → settled | ${fmt(ours.value)} | ${fmt(raw.value)} | ${(ours.value / raw.value).toFixed(2)} |`)
     console.log(`| plainjob (SQLite job queue), same receiver and concurrency: jobs/s | ${fmt(plain.value)} | ${fmt(raw.value)} | ${(plain.value / raw.value).toFixed(2)} |`)
