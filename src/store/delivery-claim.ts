@@ -10,6 +10,12 @@ import { WAITING_IN_ORDER, type Channel, type ClaimedDelivery, type ClaimOptions
 /** The lease margin: a request is never re-claimed while in flight (docs/delivery.md, >= 15 s). */
 export const LEASE_MARGIN_MS = 30_000
 
+/** The lease margin a claim uses: its `leaseMarginMs` (LEASE_MARGIN_MS when absent), never under 15 s. */
+export const leaseMarginOf = (opts: Pick<ClaimOptions, 'leaseMarginMs'>): number => Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000)
+
+/** A claim's fresh token, one for all its rows (docs/delivery.md, "The queue"): the owner, then 24 random hex digits. */
+export const newClaimToken = (opts: Pick<ClaimOptions, 'owner'>): string => (opts.owner ?? '') + randomBytes(12).toString('hex')
+
 // Limits are literals, and the claim stops stepping through rows when it has enough: SQLite
 // (built with STAT4) re-prepares a statement on every run when its LIMIT is a bound parameter,
 // which measured 7-25 µs per statement.
@@ -404,14 +410,14 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const { now, limit } = opts
     s.expireLeases.run({ now })
     if (limit <= 0) return []
-    const lease: LeaseParams = { now, margin: Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000), defaultTimeout: opts.defaultTimeoutMs }
+    const lease: LeaseParams = { now, margin: leaseMarginOf(opts), defaultTimeout: opts.defaultTimeoutMs }
     const { chosen, exhausted, gone } = pickCandidates(opts, lease)
     if (exhausted.length > 0) s.markExhausted.run({ ids: JSON.stringify(exhausted), now })
     if (gone.length > 0) s.finishGone.run(now, now, JSON.stringify(gone))
     // Ending rows may make the next row of their ordering key due (deliveries_next_in_order).
     if (exhausted.length > 0 || gone.length > 0) generation++
     if (chosen.length === 0) return []
-    const token = (opts.owner ?? '') + randomBytes(12).toString('hex')
+    const token = newClaimToken(opts)
     const named = { ...lease, token }
     let changed = 0
     claimRows(chosen, undefined, (st, args) => (changed += st.run(...args, named).changes))

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { RESPONSE_BODY_LIMIT } from '../deliveries.js'
 import type { ClaimedDelivery, ClaimOptions, NewDelivery } from '../delivery-types.js'
-import { ROW_ATTEMPT_BODY_LIMIT, WAITING_IN_ORDER } from '../delivery-types.js'
+import { claimedOf, ROW_ATTEMPT_BODY_LIMIT, WAITING_IN_ORDER } from '../delivery-types.js'
 import { BACKENDS, coreBackend, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { row } from '../../../test/queue-helpers.js'
 
@@ -401,7 +401,7 @@ describe.each(BACKENDS)('deliveries contract (%s)', (kind) => {
         claimToken: r.id === stale ? 'stale' : r.claimToken,
         outcome: { kind: 'success' as const },
         attempt: { startedAt: NOW + 1, durationMs: 2, statusCode: 200, responseBody: 'ok' },
-        claimed: { attempts: r.attempts, keyed: r.orderingKey !== null },
+        claimed: claimedOf(r),
       })
       const res = await f.deliveries.settle(rows.map(described), NOW + 2)
       expect(res).toEqual(rows.map((r) => (r.id === stale ? { result: 'missed' } : { result: 'settled', status: 'success', attempts: 1 })))

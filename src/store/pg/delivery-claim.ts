@@ -36,10 +36,9 @@
  * store's transactions), not before every claim: a lease is at least 15 s, so a row comes back
  * at most that much later, and a busy dispatcher's claim cycle saves a statement.
  */
-import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import type { Async } from '../contract.js'
-import { LEASE_MARGIN_MS } from '../delivery-claim.js'
+import { leaseMarginOf, newClaimToken } from '../delivery-claim.js'
 import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type DeliveryStatus } from '../delivery-types.js'
 import { DELIVERY_COLUMNS } from './delivery-list.js'
 import type { PgQueryable } from './queryable.js'
@@ -373,8 +372,8 @@ export function createPgClaimer(
     if (allowed.length === 0) return []
     const ids = allowed.map((r) => r.id)
     // One fresh token per claim, as on SQLite (docs/delivery.md, "The queue").
-    const token = (opts.owner ?? '') + randomBytes(12).toString('hex')
-    const margin = Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000)
+    const token = newClaimToken(opts)
+    const margin = leaseMarginOf(opts)
     const { rows } = await c.query<ClaimedRow>(S.claim, [ids, token, now, margin, opts.defaultTimeoutMs])
     if (buckets.size > 0) {
       const spent = new Map<string, number>()
