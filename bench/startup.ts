@@ -16,6 +16,8 @@ import { fileURLToPath } from 'node:url'
 import type { Figure } from './figures.js'
 
 const ROUNDS = 5
+/** How long the settled start stays idle before its RSS is read. */
+const SETTLED_IDLE_MS = 12_000
 const KEY = 'pbk_' + 'c'.repeat(43)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CLI = join(ROOT, 'dist/src/cli.js')
@@ -58,8 +60,8 @@ function cpuMsOf(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * 10
 }
 
-/** One start: ms from spawn to the first 200 on /healthz, then RSS after 1 s idle and the probe. */
-async function oneStart(dir: string, port: number, esmDebug = false, cli = CLI): Promise<Start> {
+/** One start: ms from spawn to the first 200 on /healthz, then RSS after `idleMs` idle and the probe. */
+async function oneStart(dir: string, port: number, esmDebug = false, cli = CLI, idleMs = 1000): Promise<Start> {
   const t0 = performance.now()
   const child = spawn(process.execPath, ['--expose-gc', '--import', PRELOAD_URL, cli, 'serve'], {
     env: { ...process.env, POSTBOX_DATA_DIR: dir, POSTBOX_PORT: String(port), POSTBOX_ADMIN_KEY: KEY, POSTBOX_LOG_LEVEL: 'warn', ...(esmDebug ? { NODE_DEBUG: 'esm' } : {}) },
@@ -94,7 +96,7 @@ async function oneStart(dir: string, port: number, esmDebug = false, cli = CLI):
       if (performance.now() - t0 > 20_000) throw new Error('serve did not answer /healthz within 20 s')
       await new Promise((r) => setTimeout(r, 2))
     }
-    await new Promise((r) => setTimeout(r, 1000))
+    await new Promise((r) => setTimeout(r, idleMs))
     const probe = await new Promise<Probe>((resolve) => {
       child.once('message', (m) => resolve(m as Probe))
       child.send({ probe: true })
@@ -169,10 +171,10 @@ function modulesInside(files: readonly string[]): Map<string, number> {
 /** Runs the startup benchmark and prints start time, idle RSS and what it is made of. */
 export async function run(): Promise<Figure[]> {
   const starts: Start[] = []
-  const startIn = async (esmDebug: boolean, cli = CLI): Promise<Start> => {
+  const startIn = async (esmDebug: boolean, cli = CLI, idleMs?: number): Promise<Start> => {
     const dir = mkdtempSync(join(tmpdir(), 'postbox-bench-start-'))
     try {
-      return await oneStart(dir, 20_000 + Math.floor(Math.random() * 20_000), esmDebug, cli)
+      return await oneStart(dir, 20_000 + Math.floor(Math.random() * 20_000), esmDebug, cli, idleMs)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
@@ -187,6 +189,10 @@ export async function run(): Promise<Figure[]> {
   }
   // One more start logs the ES modules it loads (NODE_DEBUG=esm slows it; not counted above).
   const listed = await startIn(true)
+  // One more stays idle long enough for V8's memory reducer (it runs ~8 s after the last
+  // collection and gives back the heap pages start-up left committed): the idle footprint a
+  // running server settles at, reported beside the figure 1 s after start.
+  const settled = await startIn(false, CLI, SETTLED_IDLE_MS)
   const mid = Math.floor(ROUNDS / 2)
   const med = <K extends 'ms' | 'cpuMs' | 'rss'>(k: K): number => starts.map((s) => s[k]).sort((a, b) => a - b)[mid]!
   const byRss = [...starts].sort((a, b) => a.rss - b.rss)
@@ -204,12 +210,15 @@ export async function run(): Promise<Figure[]> {
     console.log(`| before: CPU until then | ${bm('cpuMs').toFixed(0)} ms | ${Math.min(...before.map((s) => s.cpuMs)).toFixed(0)} ms | |`)
     console.log(`| before: idle RSS | ${mb(bm('rss'))} | ${mb(Math.min(...before.map((s) => s.rss)))} | |`)
   }
+  console.log(`| idle RSS ${SETTLED_IDLE_MS / 1000} s after start (one start; V8's memory reducer has run) | ${mb(settled.rss)} | | |`)
   console.log(`idle memory of the median start: RSS ${mb(m.rss)} = file-backed ${mb(m.file)} (the node binary's pages, libc, better-sqlite3's .node; shared with every node process) + anonymous ${mb(m.anon)}.`)
   console.log(`  V8 heap ${mb(p.heap.total_heap_size)} committed, ${mb(p.mem.heapUsed)} used after a GC (of it code ${mb(p.code.code_and_metadata_size)}, bytecode ${mb(p.code.bytecode_and_metadata_size)}); external ${mb(p.mem.external)} (array buffers ${mb(p.mem.arrayBuffers)}); the rest of the anonymous memory is malloc (SQLite's page cache, ICU, libuv) and thread stacks.`)
   const pkgs = new Map<string, number>()
   const loaded = [...p.cjs, ...listed.esm.map((u) => fileURLToPath(u))]
   for (const f of loaded) pkgs.set(packageOf(f), (pkgs.get(packageOf(f)) ?? 0) + 1)
   const byCount = (m: Map<string, number>): string => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')
+  const sp = settled.probe
+  console.log(`  ${SETTLED_IDLE_MS / 1000} s after start: RSS ${mb(settled.rss)} = file-backed ${mb(settled.file)} + anonymous ${mb(settled.anon)}; V8 heap ${mb(sp.heap.total_heap_size)} committed, ${mb(sp.mem.heapUsed)} used.`)
   console.log(`files loaded at idle (CommonJS and ES), ${loaded.length}, by package: ${byCount(pkgs)}`)
   const bundled = modulesInside(loaded.filter((f) => packageOf(f) === 'postbox'))
   console.log(`  inside Postbox's ${pkgs.get('postbox') ?? 0} files, modules by package (source maps): ${byCount(bundled)}`)
