@@ -105,6 +105,37 @@ describe('dispatcher', () => {
     expect(d.inFlight()).toBe(0)
   })
 
+  it("tells the claim a commit woke that rows were made due (dueHint), and not the other claims", async () => {
+    const { store, d } = setup({ send: async () => ({ outcome: { kind: 'success' } }) }, 8, 60_000)
+    const deliveries = store.deliveries as { claimDue: Store['deliveries']['claimDue'] }
+    const claimDue = deliveries.claimDue
+    const claims: { hint: boolean | undefined; rows: number }[] = []
+    let active = 0
+    deliveries.claimDue = async (opts) => {
+      active++
+      try {
+        const rows = await claimDue(opts)
+        claims.push({ hint: opts.dueHint, rows: rows.length })
+        return rows
+      } finally {
+        active--
+      }
+    }
+    d.start()
+    // The start's own claim: no hint. Then nothing runs until a commit wakes it (the poll is 60 s).
+    await waitFor(() => claims.length >= 1 && active === 0)
+    await new Promise((r) => setTimeout(r, 100))
+    expect(claims.map((c) => c.hint)).toEqual(claims.map(() => undefined))
+    claims.length = 0
+    await enqueue(store, 1)
+    await waitFor(async () => (await counts(store)).success === 1)
+    expect(claims[0]).toEqual({ hint: true, rows: 1 })
+    // A hint is used once: a claim after it goes without one unless another commit wakes it.
+    d.wake()
+    await waitFor(() => claims.length >= 2 && active === 0)
+    expect(claims.slice(1).map((c) => c.hint)).toEqual(claims.slice(1).map(() => undefined))
+  })
+
   it('wakes for a retry due before the next poll tick', async () => {
     let calls = 0
     const sender: ChannelSender = {

@@ -97,6 +97,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let asking = false
   let wakeScheduled = false
   let claimQueued = false
+  // The store said rows were made due since the last claim began (its onDue), so that claim
+  // need not first ask whether there is work.
+  let toldDue = false
   let flushScheduled = false
   // Endpoints were loaded after a claim met them uncached: claim again once a claim goes round
   // every endpoint (not cut short), since the passes between may already have gone past them.
@@ -135,13 +138,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   async function claimJob(): Promise<void> {
     claimQueued = false
     if (!started || stopping || !haveLease) return
+    const dueHint = toldDue
+    toldDue = false
     await limits.refresh()
     const now = clock.now()
     const claimed: ClaimedDelivery[] = []
     const again = reloaded
     cutShort = false
     try {
-      await claimRound(store, now, claimed)
+      await claimRound(store, now, claimed, dueHint)
     } catch (err) {
       log.error({ err }, 'claim failed')
     }
@@ -211,10 +216,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
    * Claims as many due rows as there are free slots through `s` (the store, or the settle's
    * transaction), counts them as running and appends them to `out` as each statement returns
    * (so a caller still holds them if a later one throws); the caller starts their sends (after
-   * the commit, when this runs inside the settle transaction).
+   * the commit, when this runs inside the settle transaction). `dueHint` goes with the first
+   * claim statement (ClaimOptions).
    */
-  async function claimRound(s: Store, now: number, out: ClaimedDelivery[]): Promise<void> {
-    for (;;) {
+  async function claimRound(s: Store, now: number, out: ClaimedDelivery[], dueHint = false): Promise<void> {
+    for (let first = true; ; first = false) {
       const free = config.concurrency - running.size
       if (free <= 0) return
       // The last slots of the global cap go only to endpoints with few requests in flight, so
@@ -227,6 +233,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         now,
         defaultTimeoutMs,
         onCutShort,
+        ...(first && dueHint ? { dueHint } : {}),
         ...(general > 0
           ? { capacity: (key: string) => limits.capacity(key, now), excludeEndpoints: limits.saturated(now) }
           : {
@@ -403,7 +410,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       started = true
       stopping = false
       if (abortAll.signal.aborted) abortAll = new AbortController()
-      unsubscribe = store.onDue(wake)
+      unsubscribe = store.onDue(() => {
+        toldDue = true
+        wake()
+      })
       timer = setInterval(wake, config.pollIntervalMs)
       timer.unref()
       if (lease !== null) {

@@ -164,6 +164,11 @@ export interface ClaimOptions {
   onCutShort?: () => void
   /** Written before each claim token (a prefix naming the claimer, for logs and tests); default none. */
   owner?: string
+  /**
+   * The caller was just told that rows were made due (a store's `onDue`): PostgreSQL then skips
+   * the one-read check for work with which an idle poll avoids opening a transaction.
+   */
+  dueHint?: boolean
 }
 
 /** Filters for `list`. */

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import type pg from 'pg'
 import type { Async } from '../contract.js'
 import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type NewDelivery } from '../delivery-types.js'
 import { BACKENDS, coreBackend, testPool, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { createPgDeliveriesStore } from './deliveries.js'
-import { endpointLockKey, EXPIRE_EVERY_MS, newPgClaimState, RELEASE_EVERY_MS, type PgClaimState } from './delivery-claim.js'
+import { endpointLockKey, EXPIRE_EVERY_MS, newPgClaimState, PG_CLAIM_SQL, RELEASE_EVERY_MS, type PgClaimState } from './delivery-claim.js'
 import { row } from '../../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)
@@ -184,6 +184,28 @@ describe.runIf(BACKENDS.includes('postgres'))('claims of two nodes on one Postgr
     Promise.all(nodes.map((n, i) => n.claimDue({ limit, now, defaultTimeoutMs: 15_000, owner: `node${i}.` })))
   const inFlight = async (endpointId?: string): Promise<number> =>
     (await f.all<{ n: number }>(`SELECT count(*) AS n FROM deliveries WHERE status = 'in_flight'${endpointId ? ' AND endpoint_id = ?' : ''}`, endpointId ? [endpointId] : []))[0]!.n
+
+  it('an idle poll costs one read; a claim told rows were made due (dueHint) goes straight to its transaction', async () => {
+    const query = vi.spyOn(pools[0]!, 'query')
+    // pg.Pool's query takes a connection too: a transaction is a connect without a query.
+    const connect = vi.spyOn(pools[0]!, 'connect')
+    try {
+      const claim = (dueHint?: boolean) => nodes[0]!.claimDue({ limit: 10, now: NOW, defaultTimeoutMs: 15_000, ...(dueHint ? { dueHint } : {}) })
+      const asked = (): number => query.mock.calls.filter(([q]) => q === PG_CLAIM_SQL.hasWork).length
+      const transactions = (): number => connect.mock.calls.length - query.mock.calls.length
+      expect(await claim()).toEqual([])
+      expect([asked(), transactions()]).toEqual([1, 0])
+      const made = await enqueueMany(3, () => ({}))
+      query.mockClear()
+      connect.mockClear()
+      expect((await claim(true)).map((d) => d.id).sort()).toEqual([...made].sort())
+      expect(await claim(true)).toEqual([])
+      expect([asked(), transactions()]).toEqual([0, 2])
+    } finally {
+      query.mockRestore()
+      connect.mockRestore()
+    }
+  })
 
   it('never claim the same row twice, and between them claim every row', async () => {
     const made = await enqueueMany(200, () => ({}))

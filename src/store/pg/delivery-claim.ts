@@ -397,8 +397,8 @@ export function createPgClaimer(
         state.releasedAt = opts.now
         await q.query(S.releaseWaiting, [opts.now])
       }
-      // An idle node's poll costs one read, no transaction.
-      if (isPool(q) && opts.limit > 0 && !(await q.query<{ work: boolean }>(S.hasWork, [opts.now])).rows[0]!.work) return []
+      // An idle node's poll costs one read, no transaction (skipped when told rows were made due).
+      if (isPool(q) && opts.limit > 0 && opts.dueHint !== true && !(await q.query<{ work: boolean }>(S.hasWork, [opts.now])).rows[0]!.work) return []
       return inPgTransaction(q, async (c) => {
         const { now, limit } = opts
         // A clock that went back (an injected one, a repaired one) sweeps at once.

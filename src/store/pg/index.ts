@@ -18,7 +18,7 @@ import { createPgEventsStore } from './events.js'
 import { createPgInboxStore } from './inbox.js'
 import { migratePg } from './migrations.js'
 import { createPgNotificationsStore } from './notifications.js'
-import { createPgNotifier, DUE_CHANNEL, pgNotify, type PgNotifier } from './notify.js'
+import { createPgNotifier, DUE_CHANNEL, NOTIFY_DUE_SQL, pgNotify, type PgNotifier } from './notify.js'
 import { createPgPool, redactPgUrl } from './pool.js'
 import type { PgQueryable } from './queryable.js'
 import { createPgReceiptsStore } from './receipts.js'
@@ -134,7 +134,6 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
       },
     }
     const out = await fn(inner)
-    if (due) await pgNotify(client, DUE_CHANNEL)
     return { out, due }
   }
   const store: PgStore = {
@@ -146,7 +145,8 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
     deliveries: afterPoolCall(poolFamilies.deliveries),
     requests: afterPoolCall(poolFamilies.requests),
     async tx<T>(fn: (s: Store) => Promise<T>): Promise<T> {
-      const { out, due } = await atomically(pool, (client) => txOn(client, fn, store))
+      // The notification goes with the COMMIT: PostgreSQL delivers it only if the commit succeeds.
+      const { out, due } = await atomically(pool, (client) => txOn(client, fn, store), (r) => (r.due ? NOTIFY_DUE_SQL : null))
       if (due) wakeLocal()
       return out
     },

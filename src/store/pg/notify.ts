@@ -1,9 +1,9 @@
 /**
  * LISTEN/NOTIFY between nodes (docs/architecture.md): new due work on one node wakes the others, and inbox
  * stream events reach the streams open on other nodes. One dedicated connection per node listens
- * (a pool connection would go back to the pool and stop hearing); notifications are sent with
- * `pgNotify` on the writer's own connection, so PostgreSQL delivers them only when (and if) its
- * transaction commits.
+ * (a pool connection would go back to the pool and stop hearing); notifications are sent on the
+ * writer's own connection (`NOTIFY_DUE_SQL` with its transaction's COMMIT, `pgNotify` otherwise),
+ * so PostgreSQL delivers them only when (and if) its transaction commits.
  *
  * A notification is a hint, never the data: a listener reads the database when woken. While
  * the listening connection is down, notifications are lost, so after every reconnect each
@@ -39,6 +39,9 @@ export interface PgNotifierOptions {
 export const LISTENER_NAME = 'postbox-listen'
 
 const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/
+
+/** The statement that says rows were made due (no parameters, so it can share the COMMIT's round trip). */
+export const NOTIFY_DUE_SQL = `SELECT pg_notify('${DUE_CHANNEL}', '')`
 
 /** Sends a notification on `q` (a transaction's connection: delivered at its commit). */
 export async function pgNotify(q: PgQueryable, channel: string, payload = ''): Promise<void> {
