@@ -41,6 +41,7 @@ describe.runIf(PG_URL)('atomically', () => {
     try {
       await c.query('BEGIN')
       await atomically(c, async (q) => q.query('INSERT INTO t VALUES (1)'), () => 'INSERT INTO t VALUES (2)')
+      expect((await c.query<{ n: number }>('SELECT n FROM t ORDER BY n')).rows.map((r) => r.n)).toEqual([1, 2])
       expect(await rows()).toEqual([])
       await c.query('ROLLBACK')
     } finally {
