@@ -23,9 +23,9 @@ import { testConfig } from '../src/config.js'
 import { systemClock } from '../src/lib/clock.js'
 import { silentLogger } from '../src/log.js'
 import { openStore } from '../src/store/index.js'
-import { claimedOf } from '../src/store/delivery-types.js'
 import { createWebhookService } from '../src/webhooks/service.js'
 import type { Figure } from './figures.js'
+import { settleAllAsSuccesses } from './webhooks.js'
 
 const DELIVERIES = Number(process.env.BENCH_FLOOR_N ?? 20_000)
 const ROUNDS = 5
@@ -114,22 +114,11 @@ async function queue(path: string, n: number): Promise<number> {
   const deps = { store, config: testConfig({ allowNetworks: ['127.0.0.0/8'] }), clock: systemClock, rng: Math.random, log: silentLogger() }
   const webhooks = createWebhookService(deps)
   await webhooks.endpoints.create({ url: 'http://127.0.0.1:9/hook', max_concurrency: CLAIM })
-  const opts = { limit: CLAIM, defaultTimeoutMs: 30_000, capacity: () => CLAIM }
   const c0 = cpuUs()
   for (let i = 0; i < n; i += BATCH) {
     await webhooks.events.sendMany(Array.from({ length: Math.min(BATCH, n - i) }, (_, j) => ({ type: 'bench.event', data: { i: i + j, pad: 'x'.repeat(64) } })))
   }
-  let settled = 0
-  let claimed = await store.deliveries.claimDue({ ...opts, now: Date.now() })
-  while (claimed.length > 0) {
-    const now = Date.now()
-    const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' }, claimed: claimedOf(d) }))
-    settled += results.length
-    claimed = await store.tx(async (s) => {
-      await s.deliveries.settle(results, now)
-      return s.deliveries.claimDue({ ...opts, now })
-    })
-  }
+  const settled = await settleAllAsSuccesses(store, CLAIM)
   const us = (cpuUs() - c0) / n
   await store.close()
   if (settled !== n) throw new Error(`queue: settled ${settled} of ${n}`)

@@ -153,6 +153,27 @@ export async function enqueueBatch(pb: { webhooks: ReturnType<typeof createWebho
 }
 
 /**
+ * Claims every due row and settles it as a success, in the dispatcher's shape (a settle and the
+ * next claim share one transaction, `limit` rows per claim, each with its attempt), with no HTTP;
+ * returns how many rows it settled.
+ */
+export async function settleAllAsSuccesses(store: Store, limit: number): Promise<number> {
+  const opts = { limit, defaultTimeoutMs: 30_000, capacity: () => limit }
+  let settled = 0
+  let claimed = await store.deliveries.claimDue({ ...opts, now: Date.now() })
+  while (claimed.length > 0) {
+    const now = Date.now()
+    const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' }, claimed: claimedOf(d) }))
+    settled += results.length
+    claimed = await store.tx(async (s) => {
+      await s.deliveries.settle(results, now)
+      return s.deliveries.claimDue({ ...opts, now })
+    })
+  }
+  return settled
+}
+
+/**
  * The queue alone: the same enqueue as the throughput run, then claim and settle-success in the
  * dispatcher's shape (a settle and the next claim share one transaction, CONCURRENCY rows per
  * round) with no HTTP. Its main-thread CPU per delivery is the SQLite work of the pipeline.
@@ -161,18 +182,7 @@ async function queueOnly(dir: string, n: number): Promise<number> {
   const pb = postboxStack(dir, 'queue-only')
   await pb.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/unused', max_concurrency: CONCURRENCY })
   for (let i = 0; i < n; i += 500) await enqueueBatch(pb, i, n)
-  const opts = { limit: CONCURRENCY, defaultTimeoutMs: 30_000, capacity: () => CONCURRENCY }
-  let settled = 0
-  let claimed = await pb.store.deliveries.claimDue({ ...opts, now: Date.now() })
-  while (claimed.length > 0) {
-    const now = Date.now()
-    const results = claimed.map((d) => ({ id: d.id, claimToken: d.claimToken, outcome: { kind: 'success' as const }, attempt: { startedAt: now, durationMs: 1, statusCode: 200, responseBody: 'ok' }, claimed: claimedOf(d) }))
-    settled += results.length
-    claimed = await pb.store.tx(async (s) => {
-      await s.deliveries.settle(results, now)
-      return s.deliveries.claimDue({ ...opts, now })
-    })
-  }
+  const settled = await settleAllAsSuccesses(pb.store, CONCURRENCY)
   if (settled !== n) throw new Error(`queue-only: settled ${settled} of ${n}`)
   await pb.close()
   return settled

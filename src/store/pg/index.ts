@@ -18,7 +18,7 @@ import { createPgEventsStore } from './events.js'
 import { createPgInboxStore } from './inbox.js'
 import { migratePg } from './migrations.js'
 import { createPgNotificationsStore } from './notifications.js'
-import { createPgNotifier, DUE_CHANNEL, NOTIFY_DUE_SQL, pgNotify, type PgNotifier } from './notify.js'
+import { createPgNotifier, DUE_CHANNEL, NOTIFY_DUE_SQL, type PgNotifier } from './notify.js'
 import { createPgPool, redactPgUrl } from './pool.js'
 import type { PgQueryable } from './queryable.js'
 import { createPgReceiptsStore } from './receipts.js'
@@ -104,7 +104,7 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
               if (poolDue) {
                 poolDue = false
                 wakeLocal()
-                void pgNotify(pool, DUE_CHANNEL).catch((err: unknown) => opts.onError?.(err instanceof Error ? err : new Error(String(err))))
+                void pool.query(NOTIFY_DUE_SQL).catch((err: unknown) => opts.onError?.(err instanceof Error ? err : new Error(String(err))))
               }
               return r
             }

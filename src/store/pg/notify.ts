@@ -1,9 +1,10 @@
 /**
  * LISTEN/NOTIFY between nodes (docs/architecture.md): new due work on one node wakes the others, and inbox
  * stream events reach the streams open on other nodes. One dedicated connection per node listens
- * (a pool connection would go back to the pool and stop hearing); notifications are sent on the
- * writer's own connection (`NOTIFY_DUE_SQL` with its transaction's COMMIT, `pgNotify` otherwise),
- * so PostgreSQL delivers them only when (and if) its transaction commits.
+ * (a pool connection would go back to the pool and stop hearing); the due notification
+ * (`NOTIFY_DUE_SQL`) is sent in the writer's own transaction, with its COMMIT, or after a statement
+ * that committed on its own; `pgNotify` sends any other. PostgreSQL delivers a notification only
+ * when (and if) the transaction that sent it commits.
  *
  * A notification is a hint, never the data: a listener reads the database when woken. While
  * the listening connection is down, notifications are lost, so after every reconnect each
