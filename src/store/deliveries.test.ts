@@ -97,6 +97,8 @@ describe('claimDue', () => {
     expect(rows.map((r) => [r.status, r.attempts])).toEqual([['in_flight', 1], ['in_flight', 1]])
     expect(rows[0]!.leaseUntil).toBe(NOW + 15_000 + 15_000)
     expect(rows[1]!.leaseUntil).toBe(NOW + 60_000 + 15_000)
+    // The rows hold the leases the claim returned (two leases: one statement each).
+    expect([a, b].map((id) => q.deliveries.get(id)!.leaseUntil)).toEqual([NOW + 30_000, NOW + 75_000])
     // One fresh token per claim (docs/delivery.md, "The queue").
     expect(rows[0]!.claimToken).toBe(rows[1]!.claimToken)
     expect(rows[0]!.claimToken).toMatch(/^[0-9a-f]{24}$/)

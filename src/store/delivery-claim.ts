@@ -57,10 +57,10 @@ export const originKey = (origin: string): string => `@${origin}`
 /** The key under which a channel's rows without an endpoint take slots and turns. */
 export const channelKey = (channel: string): string => `#${channel}`
 
-// The lease a claim at @now gives row d: its request timeout (the endpoint's, a durable request's
-// own, or @defaultTimeout) plus @margin. The candidates read it and the claim writes it, in one
-// transaction, so the two agree.
-const LEASE_UNTIL = `@now + @margin + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = d.endpoint_id),
+// The lease a claim at @now gives candidate d (joined to its endpoint e): its request timeout (the
+// endpoint's, a durable request's own, or @defaultTimeout) plus @margin. The candidates read it
+// and the claim writes what they read (CLAIM_ROWS), in one transaction, so the two agree.
+const LEASE_UNTIL = `@now + @margin + COALESCE(e.timeout_ms,
       CASE WHEN d.target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = d.id) END, @defaultTimeout)`
 
 // The columns of the deliveries the claim rarely finds set (notification rows, retries, ordered
@@ -163,11 +163,12 @@ export const FINISH_IF_ENDPOINT_GONE = `UPDATE deliveries
  * The claim itself for n rows (db.ts multiRow), by rowid: the candidates carry it (read in the
  * same transaction, so it cannot have moved), which saves one id-index lookup per row. One claim
  * token for the whole claim (docs/delivery.md, "The queue"): a row claimed again gets another
- * claim's token. The rowids are positional; @now, @margin, @defaultTimeout and @token named
- * (exported for the query-plan test).
+ * claim's token. The rows of one statement share the lease their candidates read (@lease; rows
+ * with another timeout go in another statement), so the update reads no endpoint. The rowids are
+ * positional; @now, @lease and @token named (exported for the query-plan test).
  */
-export const CLAIM_ROWS = (n: number): string => `UPDATE deliveries AS d
-      SET status = 'in_flight', claim_token = @token, attempts = attempts + 1, updated_at = @now, lease_until = ${LEASE_UNTIL}
+export const CLAIM_ROWS = (n: number): string => `UPDATE deliveries
+      SET status = 'in_flight', claim_token = @token, attempts = attempts + 1, updated_at = @now, lease_until = @lease
     WHERE rowid IN (${tuples(n, '?')}) AND status = 'pending'`
 
 /** The claim's other statements by name (exported for the query-plan test). */
@@ -194,6 +195,17 @@ export const CLAIM_SQL = {
 /** The candidates' order: next_attempt_at, then id (ASCII, so JS and SQLite compare alike). */
 const byDueThenId = (a: ClaimedDelivery, b: ClaimedDelivery): number =>
   a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+/** Candidates grouped by the lease they read (one group unless their timeouts differ). */
+function byLease(chosen: readonly Candidate[]): Map<number, Candidate[]> {
+  const groups = new Map<number, Candidate[]>()
+  for (const c of chosen) {
+    const g = groups.get(c[10])
+    if (g) g.push(c)
+    else groups.set(c[10], [c])
+  }
+  return groups
+}
 
 /** A raw row of `window` or `ofKey` (candidateColumns; arrays are cheaper to build than objects). */
 type Candidate = [
@@ -418,9 +430,11 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     if (exhausted.length > 0 || gone.length > 0) generation++
     if (chosen.length === 0) return []
     const token = newClaimToken(opts)
-    const named = { ...lease, token }
     let changed = 0
-    claimRows(chosen, undefined, (st, args) => (changed += st.run(...args, named).changes))
+    for (const [leaseUntil, rows] of byLease(chosen)) {
+      const named = { now, token, lease: leaseUntil }
+      claimRows(rows, undefined, (st, args) => (changed += st.run(...args, named).changes))
+    }
     // Read in this transaction as pending, so every candidate is taken; were one not, the
     // candidates would not be the rows: roll the claim back.
     if (changed !== chosen.length) throw new Error(`claim took ${changed} of ${chosen.length} rows`)
