@@ -227,6 +227,21 @@ describe('rows behind an older row of their ordering key (ordered endpoints)', (
     expect(nextAt(k[3]!)).toBe(WAITING_IN_ORDER)
   })
 
+  it('a retry that spends the last attempt, and a lease that runs out with none left, end the turn too', () => {
+    // The trigger fires on completed_at (schema v13): each of these sets it with the final status.
+    insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
+    const k = [0, 1, 2].map((i) => enqueue(`k${i}`, { endpointId: 'ep_ord', orderingKey: 'K', maxAttempts: 1 }))
+    const [first] = claim()
+    q.deliveries.settle([{ id: k[0]!, claimToken: first!.claimToken, outcome: { kind: 'retry', at: NOW + 1000 } }], NOW + 1)
+    expect(q.deliveries.get(k[0]!)!.status).toBe('dead')
+    expect(k.map(nextAt).slice(1)).toEqual([NOW + 1, WAITING_IN_ORDER])
+    const [second] = claim({ now: NOW + 1, leaseMarginMs: 15_000 })
+    expect(second!.id).toBe(k[1])
+    // Its lease runs out: the row is dead (no attempt left) and the next one of the key is due.
+    expect(claim({ now: second!.leaseUntil! + 1 }).map((r) => r.id)).toEqual([k[2]])
+    expect(q.deliveries.get(k[1]!)!.status).toBe('dead')
+  })
+
   it('turning ordered off releases the waiting rows; turning it on sets the followers aside again', () => {
     insertEndpoint(q.db, { id: 'ep_ord', ordered: true })
     const k = [0, 1, 2].map((i) => enqueue(`k${i}`, { endpointId: 'ep_ord', orderingKey: 'K' }))

@@ -588,4 +588,19 @@ ALTER TABLE deliveries ADD COLUMN success_started_at INTEGER;
 ALTER TABLE deliveries ADD COLUMN success_duration_ms INTEGER;
 ALTER TABLE deliveries ADD COLUMN success_body TEXT;
 `,
+  /* v12 → v13: the ordering trigger fires on completed_at, not status (see schema.sql). */
+  `
+-- ── v13: the ordering trigger fires on completed_at ──
+DROP TRIGGER deliveries_next_in_order;
+CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF completed_at ON deliveries
+  WHEN NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
+   AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled')
+BEGIN
+  UPDATE deliveries SET next_attempt_at = NEW.updated_at
+   WHERE rowid = (SELECT o.rowid FROM deliveries o
+                   WHERE o.endpoint_id = NEW.endpoint_id AND o.ordering_key = NEW.ordering_key
+                     AND o.status IN ('pending', 'in_flight') ORDER BY o.id LIMIT 1)
+     AND status = 'pending' AND next_attempt_at = 8640000000000000;
+END;
+`,
 ]

@@ -76,7 +76,7 @@ describe.runIf(PG_URL)('migratePg', () => {
     }
   })
 
-  it('v9 → current keeps every notification, makes dedup_key unique per application, drops events_created and adds the row-kept success attempt', async () => {
+  it('v9 → current keeps every notification, makes dedup_key unique per application, drops events_created, adds the row-kept success attempt and fires the ordering trigger on completed_at', async () => {
     const old = await freshPgDatabase()
     const p = createPgPool(old.url, { max: 2 })
     try {
@@ -85,6 +85,8 @@ describe.runIf(PG_URL)('migratePg', () => {
       await p.query(`DROP INDEX notifications_dedup; ALTER TABLE notifications ADD CONSTRAINT notifications_dedup_key_key UNIQUE (dedup_key);
         CREATE INDEX events_created ON events (created_at);
         ALTER TABLE deliveries DROP COLUMN success_started_at, DROP COLUMN success_duration_ms, DROP COLUMN success_body;
+        DROP TRIGGER deliveries_next_in_order ON deliveries;
+        CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF status ON deliveries FOR EACH ROW EXECUTE FUNCTION deliveries_next_in_order();
         UPDATE schema_meta SET value = 9 WHERE name = 'schema_version'`)
       await p.query(`INSERT INTO notifications (id, app_id, topic, dedup_key, request, recipients, deliveries, created_at) VALUES ('ntf_1', 'a', 't', 'k1', '{}', 2, 3, 10)`)
       expect(await migratePg(p)).toEqual({ from: 9, to: SCHEMA_VERSION })
@@ -97,6 +99,9 @@ describe.runIf(PG_URL)('migratePg', () => {
       // v11 → v12 added the success's attempt kept in the delivery row.
       expect((await p.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'deliveries'
         AND column_name LIKE 'success_%' ORDER BY column_name`)).rows.map((r) => r.column_name)).toEqual(['success_body', 'success_duration_ms', 'success_started_at'])
+      // v12 → v13 declared the ordering trigger on completed_at.
+      expect((await p.query(`SELECT event_object_column FROM information_schema.triggered_update_columns
+        WHERE trigger_schema = current_schema() AND trigger_name = 'deliveries_next_in_order'`)).rows).toEqual([{ event_object_column: 'completed_at' }])
     } finally {
       await p.end()
       await old.drop()

@@ -42,6 +42,14 @@ ALTER TABLE deliveries ADD COLUMN success_started_at bigint;
 ALTER TABLE deliveries ADD COLUMN success_duration_ms bigint;
 ALTER TABLE deliveries ADD COLUMN success_body text;
 `,
+  /* v12 → v13: the ordering trigger fires on completed_at, not status. */
+  `
+DROP TRIGGER deliveries_next_in_order ON deliveries;
+CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF completed_at ON deliveries FOR EACH ROW
+  WHEN (NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
+    AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled'))
+  EXECUTE FUNCTION deliveries_next_in_order();
+`,
 ]
 
 /** The whole current schema of a new database, the version row included. */

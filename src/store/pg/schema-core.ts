@@ -132,6 +132,7 @@ CREATE INDEX deliveries_app ON deliveries (app_id, id) WHERE app_id <> 'default'
 
 -- Ordered endpoints (docs/delivery.md; schema.sql's trigger of the same name): when a row of an
 -- ordering key finishes, the oldest unfinished row left of its key is due if it was waiting.
+-- Declared on completed_at, which every finishing statement sets and the claim does not (v13).
 CREATE FUNCTION deliveries_next_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE deliveries SET next_attempt_at = NEW.updated_at
@@ -141,7 +142,7 @@ BEGIN
      AND status = 'pending' AND next_attempt_at = ${WAITING};
   RETURN NULL;
 END $$;
-CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF status ON deliveries FOR EACH ROW
+CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF completed_at ON deliveries FOR EACH ROW
   WHEN (NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
     AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled'))
   EXECUTE FUNCTION deliveries_next_in_order();
