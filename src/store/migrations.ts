@@ -1,4 +1,19 @@
 /**
+ * The trigger deliveries_next_in_order as schema.sql creates it: declared on `status` at v5, on
+ * `completed_at` since v13 (every statement that finishes a row sets it; the claim does not).
+ */
+const nextInOrderTrigger = (column: 'status' | 'completed_at'): string => `CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF ${column} ON deliveries
+  WHEN NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
+   AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled')
+BEGIN
+  UPDATE deliveries SET next_attempt_at = NEW.updated_at
+   WHERE rowid = (SELECT o.rowid FROM deliveries o
+                   WHERE o.endpoint_id = NEW.endpoint_id AND o.ordering_key = NEW.ordering_key
+                     AND o.status IN ('pending', 'in_flight') ORDER BY o.id LIMIT 1)
+     AND status = 'pending' AND next_attempt_at = 8640000000000000;
+END;`
+
+/**
  * Forward-only schema steps. MIGRATIONS[v] takes a database from user_version v to v + 1.
  * schema.sql is the truth for new files; test/schema-migration.test.ts checks that a file
  * created at version 1 and migrated ends up with exactly the schema of a fresh one.
@@ -300,16 +315,7 @@ CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at
 -- claims read its backlog. When a row of the key finishes, the trigger below makes the oldest
 -- unfinished row left due if it was waiting. The claim still checks the barrier itself; this
 -- only keeps blocked rows out of its way. (An insert trigger measured +3 µs per enqueue.)
-CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF status ON deliveries
-  WHEN NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
-   AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled')
-BEGIN
-  UPDATE deliveries SET next_attempt_at = NEW.updated_at
-   WHERE rowid = (SELECT o.rowid FROM deliveries o
-                   WHERE o.endpoint_id = NEW.endpoint_id AND o.ordering_key = NEW.ordering_key
-                     AND o.status IN ('pending', 'in_flight') ORDER BY o.id LIMIT 1)
-     AND status = 'pending' AND next_attempt_at = 8640000000000000;
-END;
+${nextInOrderTrigger('status')}
 CREATE TRIGGER endpoints_ordered_changed AFTER UPDATE OF ordered ON endpoints
   WHEN OLD.ordered IS NOT NEW.ordered
 BEGIN
@@ -592,15 +598,6 @@ ALTER TABLE deliveries ADD COLUMN success_body TEXT;
   `
 -- ── v13: the ordering trigger fires on completed_at ──
 DROP TRIGGER deliveries_next_in_order;
-CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF completed_at ON deliveries
-  WHEN NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
-   AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled')
-BEGIN
-  UPDATE deliveries SET next_attempt_at = NEW.updated_at
-   WHERE rowid = (SELECT o.rowid FROM deliveries o
-                   WHERE o.endpoint_id = NEW.endpoint_id AND o.ordering_key = NEW.ordering_key
-                     AND o.status IN ('pending', 'in_flight') ORDER BY o.id LIMIT 1)
-     AND status = 'pending' AND next_attempt_at = 8640000000000000;
-END;
+${nextInOrderTrigger('completed_at')}
 `,
 ]

@@ -14,7 +14,7 @@
 import type pg from 'pg'
 import { SCHEMA_VERSION, SchemaOutdatedError, SchemaTooNewError } from '../db.js'
 import { ADMIN_DDL, SCHEMA_META_DDL } from './schema-admin.js'
-import { CORE_DDL } from './schema-core.js'
+import { CORE_DDL, NEXT_IN_ORDER_TRIGGER } from './schema-core.js'
 import { DIRECTORY_DDL } from './schema-directory.js'
 import type { PgQueryable } from './queryable.js'
 
@@ -45,10 +45,7 @@ ALTER TABLE deliveries ADD COLUMN success_body text;
   /* v12 → v13: the ordering trigger fires on completed_at, not status. */
   `
 DROP TRIGGER deliveries_next_in_order ON deliveries;
-CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF completed_at ON deliveries FOR EACH ROW
-  WHEN (NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
-    AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled'))
-  EXECUTE FUNCTION deliveries_next_in_order();
+${NEXT_IN_ORDER_TRIGGER}
 `,
 ]
 

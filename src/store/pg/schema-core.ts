@@ -13,6 +13,15 @@
 /** The next_attempt_at of a row waiting for its ordering key's turn (WAITING_IN_ORDER, as a SQL literal). */
 const WAITING = '8640000000000000'
 
+/**
+ * The ordered endpoints' trigger (CORE_DDL's function deliveries_next_in_order), declared on
+ * completed_at, which every finishing statement sets and the claim does not (v13).
+ */
+export const NEXT_IN_ORDER_TRIGGER = `CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF completed_at ON deliveries FOR EACH ROW
+  WHEN (NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
+    AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled'))
+  EXECUTE FUNCTION deliveries_next_in_order();`
+
 /** events, endpoints, deliveries, attempts, requests, endpoint_versions, endpoint_tokens and the ordering triggers. */
 export const CORE_DDL = `
 -- ───────────────────────── events ─────────────────────────
@@ -132,7 +141,6 @@ CREATE INDEX deliveries_app ON deliveries (app_id, id) WHERE app_id <> 'default'
 
 -- Ordered endpoints (docs/delivery.md; schema.sql's trigger of the same name): when a row of an
 -- ordering key finishes, the oldest unfinished row left of its key is due if it was waiting.
--- Declared on completed_at, which every finishing statement sets and the claim does not (v13).
 CREATE FUNCTION deliveries_next_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE deliveries SET next_attempt_at = NEW.updated_at
@@ -142,10 +150,7 @@ BEGIN
      AND status = 'pending' AND next_attempt_at = ${WAITING};
   RETURN NULL;
 END $$;
-CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF completed_at ON deliveries FOR EACH ROW
-  WHEN (NEW.ordering_key IS NOT NULL AND NEW.endpoint_id IS NOT NULL
-    AND OLD.status IN ('pending', 'in_flight') AND NEW.status IN ('success', 'dead', 'cancelled'))
-  EXECUTE FUNCTION deliveries_next_in_order();
+${NEXT_IN_ORDER_TRIGGER}
 
 -- An endpoint made unordered releases its waiting rows; made ordered, sets aside those behind an older row.
 CREATE FUNCTION endpoints_ordered_changed() RETURNS trigger LANGUAGE plpgsql AS $$
