@@ -5,6 +5,9 @@
  * V8's heap and code statistics and the CommonJS modules loaded, so the report says what the
  * remaining memory is; the preload itself costs well under 1 MB.
  *
+ * Its baseline: bench/stack-server.ts, the libraries the server is built on with one route and no
+ * Postbox code, started and measured the same way.
+ *
  * Also: what each heavy dependency costs to import on its own (a fresh `node` per package, RSS
  * and wall time of the import), to show which ones the idle server avoids loading.
  */
@@ -21,6 +24,8 @@ const SETTLED_IDLE_MS = 12_000
 const KEY = 'pbk_' + 'c'.repeat(43)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CLI = join(ROOT, 'dist/src/cli.js')
+/** The libraries alone, no Postbox code (bench/stack-server.ts): the idle RSS baseline. */
+const STACK = join(ROOT, 'dist/bench/stack-server.js')
 
 /** Answers `{ probe: true }` with the process's memory figures and its loaded CommonJS files. */
 const PRELOAD = `
@@ -183,9 +188,11 @@ export async function run(): Promise<Figure[]> {
   // before/after of the same run.
   const base = process.env.BENCH_BASE_CLI
   const before: Start[] = []
+  const stack: Start[] = []
   for (let i = 0; i < ROUNDS; i++) {
     starts.push(await startIn(false))
     if (base) before.push(await startIn(false, base))
+    stack.push(await startIn(false, STACK))
   }
   // One more start logs the ES modules it loads (NODE_DEBUG=esm slows it; not counted above).
   const listed = await startIn(true)
@@ -211,7 +218,10 @@ export async function run(): Promise<Figure[]> {
     console.log(`| before: idle RSS | ${mb(bm('rss'))} | ${mb(Math.min(...before.map((s) => s.rss)))} | |`)
   }
   console.log(`| idle RSS ${SETTLED_IDLE_MS / 1000} s after start (one start; V8's memory reducer has run) | ${mb(settled.rss)} | | |`)
+  const st = [...stack].sort((a, b) => a.rss - b.rss)[mid]!
+  console.log(`| the stack alone, 1 s after start: better-sqlite3 (WAL file), @hono/zod-openapi on @hono/node-server, pino, one route | ${mb(st.rss)} | ${mb(Math.min(...stack.map((s) => s.rss)))} | |`)
   console.log(`idle memory of the median start: RSS ${mb(m.rss)} = file-backed ${mb(m.file)} (the node binary's pages, libc, better-sqlite3's .node; shared with every node process) + anonymous ${mb(m.anon)}.`)
+  console.log(`  the stack alone: file-backed ${mb(st.file)} + anonymous ${mb(st.anon)}; V8 heap ${mb(st.probe.heap.total_heap_size)} committed, ${mb(st.probe.mem.heapUsed)} used. Postbox's own code and data: ${mb(m.rss - st.rss)}.`)
   console.log(`  V8 heap ${mb(p.heap.total_heap_size)} committed, ${mb(p.mem.heapUsed)} used after a GC (of it code ${mb(p.code.code_and_metadata_size)}, bytecode ${mb(p.code.bytecode_and_metadata_size)}); external ${mb(p.mem.external)} (array buffers ${mb(p.mem.arrayBuffers)}); the rest of the anonymous memory is malloc (SQLite's page cache, ICU, libuv) and thread stacks.`)
   const pkgs = new Map<string, number>()
   const loaded = [...p.cjs, ...listed.esm.map((u) => fileURLToPath(u))]
@@ -232,5 +242,6 @@ export async function run(): Promise<Figure[]> {
   return [
     { measure: 'start to /healthz 200 (median of 5)', value: `${med('ms').toFixed(0)} ms (server CPU ${med('cpuMs').toFixed(0)} ms)`, target: '<= 300 ms', met: med('ms') <= 300 },
     { measure: 'idle RSS, empty database (median of 5)', value: `${mb(m.rss)} (file-backed ${mb(m.file)}, anonymous ${mb(m.anon)}; heap used ${mb(p.mem.heapUsed)})`, target: '<= 60 MB', met: m.rss <= 60 * 1048576 },
+    { measure: 'idle RSS of the stack alone, no Postbox code (median of 5)', value: `${mb(st.rss)} (file-backed ${mb(st.file)}, anonymous ${mb(st.anon)}); Postbox adds ${mb(m.rss - st.rss)}`, target: '(report)', met: null },
   ]
 }
