@@ -1,8 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type pg from 'pg'
 import { PG_URL, freshPgDatabase } from '../../../test/support/pg.js'
-import { LISTENER_NAME, createPgNotifier, pgNotify, type PgNotifier } from './notify.js'
+import { LISTENER_NAME, createPgNotifier, type PgNotifier } from './notify.js'
 import { createPgPool, withPgTransaction } from './pool.js'
+import type { PgQueryable } from './queryable.js'
+
+/** Sends a notification on `q` (a transaction's connection: delivered at its commit). */
+async function pgNotify(q: PgQueryable, channel: string, payload = ''): Promise<void> {
+  await q.query(`SELECT pg_notify($1, $2)`, [channel, payload])
+}
 
 /** Resolves with the next `n` payloads a listener receives. */
 function collect(notifier: PgNotifier, channel: string): { got: (string | null)[]; next: (n: number) => Promise<(string | null)[]>; stop: () => void } {

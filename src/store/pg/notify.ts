@@ -3,15 +3,14 @@
  * stream events reach the streams open on other nodes. One dedicated connection per node listens
  * (a pool connection would go back to the pool and stop hearing); the due notification
  * (`NOTIFY_DUE_SQL`) is sent in the writer's own transaction, with its COMMIT, or after a statement
- * that committed on its own; `pgNotify` sends any other. PostgreSQL delivers a notification only
- * when (and if) the transaction that sent it commits.
+ * that committed on its own; the inbox's by the triggers that write its stream (schema-directory.ts).
+ * PostgreSQL delivers a notification only when (and if) the transaction that sent it commits.
  *
  * A notification is a hint, never the data: a listener reads the database when woken. While
  * the listening connection is down, notifications are lost, so after every reconnect each
  * listener is called with `null`, meaning "you may have missed some: read the database".
  */
 import pg from 'pg'
-import type { PgQueryable } from './queryable.js'
 
 /** The channel on which commits that made deliveries due say so (the payload is empty or a hint). */
 export const DUE_CHANNEL = 'postbox_due'
@@ -43,11 +42,6 @@ const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/
 
 /** The statement that says rows were made due (no parameters, so it can share the COMMIT's round trip). */
 export const NOTIFY_DUE_SQL = `SELECT pg_notify('${DUE_CHANNEL}', '')`
-
-/** Sends a notification on `q` (a transaction's connection: delivered at its commit). */
-export async function pgNotify(q: PgQueryable, channel: string, payload = ''): Promise<void> {
-  await q.query(`SELECT pg_notify($1, $2)`, [channel, payload])
-}
 
 /** A listening connection with the same settings as `pool`'s (URL, parsers), reconnecting on failure. */
 export function createPgNotifier(pool: pg.Pool, opts: PgNotifierOptions = {}): PgNotifier {
