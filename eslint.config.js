@@ -34,8 +34,11 @@ const layers = [
   { files: ['src/api/**/*.ts'], banned: TOP },
 ]
 
-/** The layer rule for `files`: no relative import that climbs `depth` or more folders into a banned one. */
-function layerRule(files, banned, depth) {
+/**
+ * The layer rule for `files`: no relative import that climbs `depth` or more folders into a
+ * banned one, and none matching the `extra` patterns ({ regex, message }).
+ */
+function layerRule(files, banned, depth, extra = []) {
   return {
     files,
     ignores: ['**/*.test.ts'],
@@ -43,15 +46,26 @@ function layerRule(files, banned, depth) {
       'no-restricted-imports': [
         'error',
         {
-          patterns: banned.map((folder) => ({
-            regex: `^(\\.\\./){${depth},}(${folder})(/|\\.js$)`,
-            message: `Layer rule (docs/architecture.md): this folder must not import from ${folder}.`,
-          })),
+          patterns: [
+            ...banned.map((folder) => ({
+              regex: `^(\\.\\./){${depth},}(${folder})(/|\\.js$)`,
+              message: `Layer rule (docs/architecture.md): this folder must not import from ${folder}.`,
+            })),
+            ...extra,
+          ],
         },
       ],
     },
   }
 }
+
+/**
+ * The store's two backends (docs/architecture.md, "The store"): the services see only the
+ * contract at the root of src/store/, and neither backend imports the other.
+ */
+const BACKENDS_ARE_THE_STORES_OWN = { regex: '^(\\.\\./)+store/(sqlite|pg)/', message: 'Layer rule (docs/architecture.md): import the store contract (src/store/*.ts), never a backend.' }
+const NOT_SQLITE = { regex: '^\\.\\./sqlite/', message: 'Layer rule (docs/architecture.md): the PostgreSQL backend never imports the SQLite one.' }
+const NOT_PG = { regex: '^\\.\\./pg/', message: 'Layer rule (docs/architecture.md): the SQLite backend never imports the PostgreSQL one.' }
 
 const sqlOutsideStore = {
   selector: "CallExpression[callee.object.name='db'][callee.property.name=/^(prepare|exec|pragma|transaction)$/]",
@@ -69,10 +83,11 @@ export default tseslint.config(
       'no-empty': ['error', { allowEmptyCatch: true }],
     },
   },
-  ...layers.map(({ files, banned }) => layerRule(files, banned, 1)),
-  // One folder down (the PostgreSQL backend), `../` is still the store: `../index.js`, `../apps.js`
-  // are its own files, and a path leaves the layer only from `../../` on.
-  layerRule(['src/store/pg/**/*.ts'], layers[1].banned, 2),
+  ...layers.map(({ files, banned }, i) => layerRule(files, banned, 1, i >= 2 ? [BACKENDS_ARE_THE_STORES_OWN] : [])),
+  // One folder down (each backend), `../` is still the store: `../index.js`, `../apps.js` are the
+  // contract, and a path leaves the layer only from `../../` on.
+  layerRule(['src/store/pg/**/*.ts'], layers[1].banned, 2, [NOT_SQLITE]),
+  layerRule(['src/store/sqlite/**/*.ts'], layers[1].banned, 2, [NOT_PG]),
   {
     // The web face is a client of the API (DESIGN.md): the SDK never imports server modules.
     files: ['sdk/**/*.ts'],

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openStore, type Store } from '../src/store/index.js'
-import type { Db } from '../src/store/db.js'
+import type { Db } from '../src/store/sqlite/db.js'
 import type { SettleInput } from '../src/store/deliveries.js'
 
 const ROUNDS = 3

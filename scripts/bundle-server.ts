@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, posix, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { rolldown, RolldownMagicString, type Plugin } from 'rolldown'
-import { consolidateSchema, FRESH_SCHEMA_FILE } from '../src/store/fresh-schema.js'
+import { consolidateSchema, FRESH_SCHEMA_FILE } from '../src/store/sqlite/fresh-schema.js'
 
 /**
  * The build step after tsc (`npm run build`, docs/architecture.md "Build"): bundles the program

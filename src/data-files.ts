@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { openStore, type Store } from './store/index.js'
+import { openStoreAt, type Store } from './store/index.js'
 import { redactPgUrl } from './store/pg/url.js'
 import type { Config } from './config.js'
 import type { Log } from './log.js'
@@ -52,9 +52,7 @@ export async function openProtectedStore(config: Config, opts: ProtectedStoreOpt
         )
     : undefined
   if (config.databaseUrl !== null) {
-    // Imported only here, so a server on SQLite never loads `pg` (docs/performance.md).
-    const { openPgStore } = await import('./store/pg/index.js')
-    return openPgStore(config.databaseUrl, {
+    return openStoreAt(config.databaseUrl, {
       schema: opts.schema,
       preparedStatements: config.pgPreparedStatements,
       ...(onMigrate ? { onMigrate } : {}),
@@ -62,5 +60,5 @@ export async function openProtectedStore(config: Config, opts: ProtectedStoreOpt
     })
   }
   protectDatabaseFiles(config.dbPath)
-  return openStore(config.dbPath, { synchronous: config.synchronous, schema: opts.schema, onMigrate })
+  return openStoreAt(config.dbPath, { synchronous: config.synchronous, schema: opts.schema, onMigrate })
 }

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openSqliteStore, openStore, type SqliteStore, type Store } from '../src/store/index.js'
+import { openSqliteStore, type SqliteStore } from '../src/store/sqlite/index.js'
+import { openStore, type Store } from '../src/store/index.js'
 import { openPgStore } from '../src/store/pg/index.js'
 import { testDatabase } from './support/backend.js'
 

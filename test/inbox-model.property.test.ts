@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { sweepRetention } from '../src/store/retention.js'
+import { sweepRetention } from '../src/store/sqlite/retention.js'
 import { notifyHarness, type NotifyHarness } from './notify-harness.js'
 
 /**

@@ -30,6 +30,12 @@ describe('the layer lint rule (eslint.config.js)', () => {
     ['src/lib/x.ts', '../config.js'],
     ['src/store/x.ts', '../delivery/breaker.js'],
     ['src/webhooks/x.ts', '../notify/pipeline.js'],
+    ['src/store/sqlite/x.ts', '../pg/pool.js'],
+    ['src/store/pg/x.ts', '../sqlite/db.js'],
+    ['src/store/sqlite/x.ts', '../../delivery/breaker.js'],
+    ['src/delivery/x.ts', '../store/sqlite/deliveries.js'],
+    ['src/notify/channels/x.ts', '../../store/pg/inbox.js'],
+    ['src/api/x.ts', '../store/sqlite/index.js'],
   ])('refuses %s importing %s', async (path, target) => {
     expect(await layerErrors(path, `import { x } from '${target}'\nexport const y = x\n`)).toEqual([expect.stringMatching(/Layer rule/)])
   })
@@ -42,6 +48,10 @@ describe('the layer lint rule (eslint.config.js)', () => {
     ['src/notify/channels/x.ts', '../../log.js'],
     ['src/api/x.ts', '../config-kinds.js'],
     ['src/engine.ts', './delivery/dispatcher.js'],
+    ['src/store/sqlite/x.ts', '../deliveries.js'],
+    ['src/store/pg/x.ts', '../index.js'],
+    ['src/store/sqlite/x.ts', '../../lib/clock.js'],
+    ['src/postbox.ts', './store/sqlite/retention.js'],
   ])('allows %s importing %s', async (path, target) => {
     expect(await layerErrors(path, `import { x } from '${target}'\nexport const y = x\n`)).toEqual([])
   })

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomBytes } from 'node:crypto'
-import { LEASE_MARGIN_MS } from '../src/store/delivery-claim.js'
+import { LEASE_MARGIN_MS } from '../src/store/deliveries.js'
 import { tempDir } from './helpers.js'
 import { freshPgDatabase, PG_URL } from './support/pg.js'
 import { startReceiver, type Receiver } from './support/receiver.js'

@@ -73,9 +73,9 @@ describe('GET /v1/requests?limit=', () => {
 describe('postbox check on a file of the previous release', () => {
   it('builds the stats store and runs the integrity check over schema 8 (no attempts_started, no app_id)', async () => {
     const Database = (await import('better-sqlite3')).default
-    const { MIGRATIONS } = await import('../src/store/migrations.js')
-    const { SCHEMA_VERSION } = await import('../src/store/db.js')
-    const { createStatsStore } = await import('../src/store/stats.js')
+    const { MIGRATIONS } = await import('../src/store/sqlite/migrations.js')
+    const { SCHEMA_VERSION } = await import('../src/store/schema.js')
+    const { createStatsStore } = await import('../src/store/sqlite/stats.js')
     const { tempDir } = await import('./helpers.js')
     const { dir, cleanup } = tempDir('postbox-qa-v8-')
     const db = new Database(`${dir}/postbox.db`)

@@ -5,9 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openDatabase, type Db } from '../src/store/db.js'
-import { createDeliveriesStore } from '../src/store/deliveries.js'
-import type { DeliveriesStore, NewDelivery } from '../src/store/delivery-types.js'
+import { openDatabase, type Db } from '../src/store/sqlite/db.js'
+import { createDeliveriesStore } from '../src/store/sqlite/deliveries.js'
+import type { DeliveriesStore, NewDelivery } from '../src/store/deliveries.js'
 
 /** A queue over a temp database; `due` counts onDue calls; `cleanup` closes and deletes. */
 export interface TestQueue {

@@ -1,10 +1,11 @@
 import Database from 'better-sqlite3'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { migrate, openDatabase, readSchemaSql, SCHEMA_VERSION, SchemaTooNewError, schemaVersion, type Db } from '../src/store/db.js'
-import { createDeliveriesStore } from '../src/store/deliveries.js'
-import { MIGRATIONS } from '../src/store/migrations.js'
-import { consolidateSchema, pickFreshSchema } from '../src/store/fresh-schema.js'
+import { migrate, openDatabase, readSchemaSql, schemaVersion, type Db } from '../src/store/sqlite/db.js'
+import { SCHEMA_VERSION, SchemaTooNewError } from '../src/store/schema.js'
+import { createDeliveriesStore } from '../src/store/sqlite/deliveries.js'
+import { MIGRATIONS } from '../src/store/sqlite/migrations.js'
+import { consolidateSchema, pickFreshSchema } from '../src/store/sqlite/fresh-schema.js'
 import { tempDir } from './helpers.js'
 
 /** Strips comments and collapses whitespace so only meaningful SQL differences remain. */

@@ -1,194 +1,271 @@
-import type { Statement } from 'better-sqlite3'
-import { multiRow, prepareAll, tuples, type Db } from './db.js'
-import { newId } from '../lib/ids.js'
-import { createDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'
-import { createClaimer, DUE_KEY, dueKey, FINISH_IF_ENDPOINT_GONE, WAITS_IN_ORDER } from './delivery-claim.js'
-import type {
-  Attempt,
-  DeliveriesStore,
-  Delivery,
-  DeliveryStatus,
-  NewDelivery,
-  Outcome,
-  SettleInput,
-  SettleResult,
-} from './delivery-types.js'
-import { keptInRow, WAITING_IN_ORDER } from './delivery-types.js'
+/**
+ * The types of the delivery queue (store/deliveries.ts). They hold no SQLite types, so another
+ * backend can implement the same contract. Import them from './deliveries.js'.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Page } from '../lib/cursor.js'
 
-export { WAITING_IN_ORDER } from './delivery-types.js'
-export type {
-  Attempt,
-  AttemptRecord,
-  Channel,
-  ClaimedDelivery,
-  ClaimOptions,
-  DeliveriesStore,
-  Delivery,
-  DeliveryFilter,
-  DeliveryStatus,
-  NewDelivery,
-  Outcome,
-  SettleInput,
-  SettleResult,
-} from './delivery-types.js'
 
-export { LEASE_MARGIN_MS } from './delivery-claim.js'
+/** Where a delivery is in its lifecycle (docs/delivery.md). */
+export type DeliveryStatus = 'pending' | 'in_flight' | 'success' | 'dead' | 'cancelled'
+
+/**
+ * The next_attempt_at of a pending row waiting for an older row of its ordering key on an
+ * ordered endpoint (the largest date; schema.sql's triggers set and clear it).
+ */
+export const WAITING_IN_ORDER = 8_640_000_000_000_000
+/**
+ * The channels that share the delivery queue. `webhook` rows go to an endpoint; `notify-webhook`
+ * rows are a notification's webhook channel, which publishes a `notification.<topic>` event.
+ */
+export type Channel = 'webhook' | 'inbox' | 'email' | 'notify-webhook' | 'request'
+
+/** A delivery row, mapped to camelCase. */
+export interface Delivery {
+  id: string
+  /** The application of its event (or notification). */
+  appId: string
+  channel: Channel
+  eventId: string | null
+  endpointId: string | null
+  notificationId: string | null
+  recipient: string | null
+  eventType: string
+  orderingKey: string | null
+  payload: string | null
+  groupKey: string | null
+  status: DeliveryStatus
+  attempts: number
+  maxAttempts: number
+  nextAttemptAt: number
+  claimToken: string | null
+  leaseUntil: number | null
+  lastStatusCode: number | null
+  lastError: string | null
+  createdAt: number
+  updatedAt: number
+  completedAt: number | null
+  /** A request's origin key (`@<origin>`, see DUE_KEY); null on every other row. */
+  targetKey: string | null
+}
+
+/** A row returned by `claimDue`: it holds a fresh claim token and a lease. */
+export interface ClaimedDelivery extends Delivery {
+  claimToken: string
+  leaseUntil: number
+  /** The event's body for rows with an event (null without one, or once retention removed it), read by the claim. */
+  eventBody: string | null
+}
+
+/**
+ * What `enqueue` needs to create one delivery. A row with an event is unique per
+ * (eventId, endpointId), one with a notification per (notificationId, recipient, channel); a
+ * key with a null part dedups nothing (SQLite unique indexes treat NULLs as distinct), so
+ * webhook rows carry both ids and notification rows a recipient.
+ */
+export interface NewDelivery {
+  /** The row's id, when the caller orders rows written by separate calls (a notification's fan-out); a new `dlv_` id otherwise. */
+  id?: string
+  channel: Channel
+  eventId?: string | null
+  endpointId?: string | null
+  notificationId?: string | null
+  recipient?: string | null
+  eventType: string
+  orderingKey?: string | null
+  payload?: string | null
+  groupKey?: string | null
+  /** A request's origin key (`@<origin>`): its rows take slots and turns under it. */
+  targetKey?: string | null
+  maxAttempts: number
+  nextAttemptAt: number
+  /** The application; `default` when not given. */
+  appId?: string
+}
+
+/** One logged attempt. */
+export interface AttemptRecord {
+  startedAt: number
+  durationMs: number
+  statusCode?: number | null
+  error?: string | null
+  responseBody?: string | null
+}
+
+/** A success's attempt stays in its delivery row when its response body is at most this long (schema.sql, v12). */
+export const ROW_ATTEMPT_BODY_LIMIT = 1024
+
+/**
+ * Whether a success's attempt is kept in its delivery row instead of an attempts row: it has no
+ * error and a short response body (schema.sql, v12; docs/delivery.md, "Attempt log").
+ */
+export function keptInRow(a: AttemptRecord): boolean {
+  return (a.error ?? null) === null && (a.responseBody?.length ?? 0) <= ROW_ATTEMPT_BODY_LIMIT
+}
+
+/** An attempt as stored: an attempts row, or (id 0) a success's attempt kept in its delivery row. */
+export interface Attempt extends Required<AttemptRecord> {
+  id: number
+  deliveryId: string
+  attempt: number
+  outcome: string
+}
+
+/** How one claimed attempt ended (docs/delivery.md, "Responses and retries"). */
+export type Outcome =
+  | { kind: 'success' }
+  | { kind: 'retry'; at: number }
+  | { kind: 'dead' }
+  | { kind: 'snooze'; at: number }
+  | { kind: 'release' }
+
+/** One entry of a `settle` batch. */
+export interface SettleInput {
+  id: string
+  claimToken: string
+  outcome: Outcome
+  /** The attempt to log; omit when nothing was sent (release, or a snooze before sending). */
+  attempt?: AttemptRecord
+  /**
+   * What the claim returned for the row, when the caller has it: its `attempts`, and whether it
+   * has an ordering key. With both, a store may settle a success without reading the row back.
+   */
+  claimed?: { attempts: number; keyed: boolean }
+}
+
+/** SettleInput.claimed for a row as its claim returned it. */
+export const claimedOf = (d: Pick<ClaimedDelivery, 'attempts' | 'orderingKey'>): { attempts: number; keyed: boolean } => ({
+  attempts: d.attempts,
+  keyed: d.orderingKey !== null,
+})
+
+/** The result of one settle entry: `missed` when the token no longer matches. */
+export type SettleResult = { result: 'settled'; status: DeliveryStatus; attempts: number } | { result: 'missed' }
+
+/** Options for `claimDue`. */
+export interface ClaimOptions {
+  limit: number
+  now: number
+  /** Default request timeout for rows without an endpoint (inbox, email). */
+  defaultTimeoutMs: number
+  /** Added to the timeout to make the lease; docs/delivery.md: at least 15 s. */
+  leaseMarginMs?: number
+  /**
+   * Remaining slots per key (concurrency, rate tokens, half-open probe): an endpoint id, or
+   * `#<channel>` for the rows without an endpoint (`#inbox`, `#email`, `#notify-webhook`, see
+   * DUE_KEY); absent = unlimited.
+   */
+  capacity?: (key: string) => number
+  /** Keys (endpoints, `#<channel>`) to skip entirely this round (saturated). */
+  excludeEndpoints?: readonly string[]
+  /**
+   * Called when the claim stopped looking for due rows before every endpoint had its turn
+   * (more than PASS_ENDPOINTS endpoints with pending rows behind a saturated one): claim again
+   * soon, and the next claim goes on from there.
+   */
+  onCutShort?: () => void
+  /** Written before each claim token (a prefix naming the claimer, for logs and tests); default none. */
+  owner?: string
+  /**
+   * The caller was just told that rows were made due (a store's `onDue`): PostgreSQL then skips
+   * the one-read check for work with which an idle poll avoids opening a transaction.
+   */
+  dueHint?: boolean
+}
+
+/** Filters for `list`. */
+export interface DeliveryFilter {
+  status?: DeliveryStatus
+  endpointId?: string
+  eventType?: string
+  eventId?: string
+  notificationId?: string
+  /** Only this application's deliveries. */
+  appId?: string
+  /** Only the rows of this channel (a scoped caller's list: `webhook`). */
+  channel?: Channel
+  limit: number
+  cursor?: string | null
+}
+
+/** The delivery queue: enqueue, claim, settle and the operator actions, as plain functions. */
+export interface DeliveriesStore {
+  enqueue(row: NewDelivery, now: number): { id: string; created: boolean }
+  /**
+   * Enqueues several rows, results in input order, exactly as `enqueue` called on each in turn
+   * (a repeat, of a stored row or of an earlier row of the batch, is `created: false` with the
+   * stored id; a keyed row waits behind an earlier row of the batch). PostgreSQL: one statement
+   * (two when some row repeats).
+   */
+  enqueueMany(rows: readonly NewDelivery[], now: number): { id: string; created: boolean }[]
+  /**
+   * Inserts a notification row (no event, no endpoint) already delivered: status `success`,
+   * attempts 1, completed at `now`, never claimed or settled. For a channel whose work is done in
+   * the same transaction (the inbox). Unique per (notificationId, recipient, channel) as enqueue;
+   * log its attempt with `logDelivered`.
+   */
+  insertDelivered(row: NewDelivery, now: number): { id: string; created: boolean }
+  /** `insertDelivered` for several rows, results in input order as if called on each in turn. PostgreSQL: one statement (two when some row repeats). */
+  insertDeliveredMany(rows: readonly NewDelivery[], now: number): { id: string; created: boolean }[]
+  /** Logs the one success attempt (attempt 1, no status code) of rows inserted by `insertDelivered`, in one statement. */
+  logDelivered(ids: readonly string[], attempt: AttemptRecord): void
+  claimDue(opts: ClaimOptions): ClaimedDelivery[]
+  /**
+   * Makes due every row waiting for its ordering key's turn (WAITING_IN_ORDER) that no longer
+   * has an older unfinished row, or whose endpoint is no longer ordered; returns how many. A
+   * repair the dispatcher runs at start: the schema's trigger should leave no such row.
+   */
+  releaseWaitingInOrder(now: number): number
+  settle(results: readonly SettleInput[], now: number): SettleResult[]
+  get(id: string): Delivery | null
+  attempts(id: string): Attempt[]
+  list(filter: DeliveryFilter): Page<Delivery>
+  byEvent(eventId: string): Delivery[]
+  /** The notification's deliveries in id order, at most `limit`. */
+  byNotification(notificationId: string, limit?: number): Delivery[]
+  /** How many deliveries of the notification are in each status (from its index). */
+  countsByNotification(notificationId: string): Record<DeliveryStatus, number>
+  /** The pending members of a digest group that are due at `now`. */
+  pendingInGroup(groupKey: string, now: number): Delivery[]
+  /**
+   * Moves the due time of still-pending rows to `until`, so no claim takes them while a digest
+   * that already includes them is being sent; returns how many were moved.
+   */
+  holdPending(ids: readonly string[], until: number, now: number): number
+  /**
+   * Settles a pending digest member that went out in another delivery's message: counts and logs
+   * `attempt` as its own, then ends it (success, dead) or keeps it pending until the retry's `at`
+   * (dead when that was its last attempt). Returns the new status, or null when it was not pending.
+   */
+  carryGroupMember(
+    id: string,
+    outcome: { kind: 'success' } | { kind: 'dead' } | { kind: 'retry'; at: number },
+    attempt: AttemptRecord,
+    now: number,
+  ): DeliveryStatus | null
+  /** Back to pending with attempts reset; `endpoint_unavailable` when its endpoint is disabled or deleted. */
+  redeliver(id: string, now: number): 'ok' | 'not_found' | 'not_eligible' | 'endpoint_unavailable'
+  recover(endpointId: string, since: number, until: number, now: number): number
+  cancelForEndpoint(endpointId: string, now: number): number
+  killPendingForEndpoint(endpointId: string, error: string, now: number): number
+  /**
+   * Moves the endpoint's pending rows due before `until` to `until` (a breaker pause), so claims
+   * do not walk past them on every round while the endpoint is down; returns how many moved.
+   */
+  deferPendingForEndpoint(endpointId: string, until: number, now: number): number
+  /** Makes the rows a pause deferred to `until` due now (the breaker closed); returns how many. */
+  releaseHeldForEndpoint(endpointId: string, until: number, now: number): number
+  /** Rows per status: a pass over the whole table, for the CLI's `stats`, not for every scrape. */
+  countByStatus(): Record<DeliveryStatus, number>
+  /** Pending and in-flight rows, counted from the partial indexes (cost follows the queue, not history). */
+  queueDepth(): { pending: number; in_flight: number }
+  /** Pending rows per endpoint id (one pass over the pending queue, not over history). */
+  pendingByEndpoint(): Record<string, number>
+  oldestPendingAt(): number | null
+}
 
 /** Stored response bodies are capped at 16 KiB (docs/delivery.md). */
 export const RESPONSE_BODY_LIMIT = 16 * 1024
-
-const COLUMNS = DELIVERY_COLUMNS
-
-// `keyed` tells the claimer a row of an ordering key ended, which may have made the next row of
-// its key due (trigger deliveries_next_in_order).
-const SETTLE_WHERE = `WHERE id = ? AND claim_token = ? AND status = 'in_flight' RETURNING status, attempts, ordering_key IS NOT NULL AS keyed`
-
-// A repeat hits one of the unique indexes deliveries_event or deliveries_notification
-// (schema.sql); naming both keeps any other conflict (an id) an error rather than a no-op.
-/** The enqueue statement for n rows (db.ts multiRow); positional, in `enqueueArgs` order. */
-const INSERT_ROWS = (n: number): string => `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
-      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, app_id, target_key)
-    VALUES ${tuples(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)")}
-    ON CONFLICT (event_id, endpoint_id) WHERE event_id IS NOT NULL DO NOTHING
-    ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`
-
-// Successes, the bulk of every settle, as multi-row statements for the rows and their attempts
-// (db.ts multiRow): per-row statements measured ~8 µs per delivery, JSON arrays through
-// json_each ~5 µs, bound VALUES less again (bench/queue-floor.ts). Parameters: completed_at,
-// updated_at, then (id, claim token, status code, started, duration, body) per row. A success's
-// own status code, or none (inbox, email): never an earlier failure's (a 451 of a mail server
-// that then accepted). The last three are the attempt kept in the row (keptInRow); NULL when it
-// is logged as an attempts row, or when there is none.
-/** The success settle for n rows, without RETURNING: for rows whose claim the caller describes (SettleInput.claimed). */
-const SETTLE_SUCCESS_ROWS_BLIND = (n: number): string => `UPDATE deliveries SET status = 'success', claim_token = NULL, lease_until = NULL,
-      last_status_code = j.column3, last_error = NULL, completed_at = ?, updated_at = ?,
-      success_started_at = j.column4, success_duration_ms = j.column5, success_body = j.column6
-    FROM (VALUES ${tuples(n, '(?, ?, ?, ?, ?, ?)')}) AS j
-    WHERE deliveries.id = j.column1 AND deliveries.claim_token = j.column2 AND deliveries.status = 'in_flight'`
-/** The success settle for n rows, returning each matched row's id, attempts and whether it has an ordering key. */
-const SETTLE_SUCCESS_ROWS = (n: number): string => `${SETTLE_SUCCESS_ROWS_BLIND(n)}
-    RETURNING deliveries.id, deliveries.attempts, deliveries.ordering_key IS NOT NULL`
-/** The success attempts of n rows: (id, attempt, startedAt, durationMs, statusCode, error, body) each. */
-const SUCCESS_ATTEMPT_ROWS = (n: number): string => `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
-    VALUES ${tuples(n, "(?, ?, ?, ?, 'success', ?, ?, ?)")}`
-
-/**
- * The success's attempt kept in a delivery row (schema.sql, v12), as the columns of an attempts
- * row (from `delivery_id` on): what the attempt listing reads and what a redeliver moves.
- */
-export const ROW_ATTEMPT = `id, attempts, success_started_at, success_duration_ms, 'success', last_status_code, NULL, success_body`
-
-/** The row @id, if a redeliver may take it: finished, and its endpoint (if any) live and enabled. */
-const REDELIVERABLE = `id = @id AND status IN ('success', 'dead', 'cancelled')
-      AND (endpoint_id IS NULL OR EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.disabled = 0 AND e.deleted_at IS NULL))`
-
-const SQL = {
-  insert: INSERT_ROWS(1),
-  // A notification row that is finished when it is written (an inbox message written in the same
-  // transaction): never due, never claimed; a repeat hits deliveries_notification, as insert's.
-  insertDelivered: `INSERT INTO deliveries (id, channel, event_id, endpoint_id, notification_id, recipient,
-      event_type, ordering_key, payload, group_key, status, attempts, max_attempts, next_attempt_at, created_at, updated_at, completed_at, app_id)
-    VALUES (?, ?, NULL, NULL, ?, ?, ?, NULL, ?, ?, 'success', 1, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`,
-  // Their one attempt each, as settleSuccessMany logs a success (attempt 1, no status code).
-  logDelivered: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
-    SELECT value, 1, ?, ?, 'success', NULL, NULL, NULL FROM json_each(?)`,
-  // A new row of an ordered endpoint waits while an older row of its ordering key is unfinished.
-  waitsInOrder: `SELECT 1 FROM endpoints e WHERE e.id = ? AND e.ordered = 1 AND EXISTS (SELECT 1 FROM deliveries o
-      WHERE o.endpoint_id = e.id AND o.ordering_key = ? AND o.status IN ('pending', 'in_flight') AND o.id < ?)`,
-  idByEvent: `SELECT id FROM deliveries WHERE event_id = ? AND endpoint_id = ?`,
-  idByNotification: `SELECT id FROM deliveries WHERE notification_id = ? AND recipient = ? AND channel = ?`,
-  // One statement per outcome (docs/delivery.md, "Responses and retries"); each needs the claim token of the current claim.
-  // Positional parameters: named binding measured ~3 µs slower per call, and settle runs once
-  // per delivery. The argument order of each is built in `settleArgs`.
-  settleRetry: `UPDATE deliveries SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
-      next_attempt_at = ?, claim_token = NULL, lease_until = NULL,
-      last_status_code = COALESCE(?, last_status_code), last_error = ?,
-      completed_at = CASE WHEN attempts >= max_attempts THEN ? ELSE NULL END, updated_at = ?
-    ${SETTLE_WHERE}`,
-  settleDead: `UPDATE deliveries SET status = 'dead', claim_token = NULL, lease_until = NULL,
-      last_status_code = COALESCE(?, last_status_code), last_error = ?, completed_at = ?, updated_at = ?
-    ${SETTLE_WHERE}`,
-  // Snooze and release give the attempt back: the endpoint was down, or nothing was sent.
-  settleRefund: `UPDATE deliveries SET status = 'pending', attempts = max(attempts - 1, 0), next_attempt_at = ?,
-      claim_token = NULL, lease_until = NULL, last_status_code = COALESCE(?, last_status_code), updated_at = ?
-    ${SETTLE_WHERE}`,
-  // A row that fails while its endpoint is deleted or disabled must not wait as pending for an
-  // endpoint that is never claimed again: it ends at once, as the claim would end it.
-  finishIfEndpointGone: FINISH_IF_ENDPOINT_GONE,
-  insertAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-  get: `SELECT ${COLUMNS} FROM deliveries WHERE id = ?`,
-  // The attempts rows, then the success's attempt kept in the delivery row (always the last: a
-  // redeliver moves it into attempts before the row is attempted again).
-  attempts: `SELECT * FROM (SELECT id, delivery_id AS deliveryId, attempt, started_at AS startedAt, duration_ms AS durationMs,
-      outcome, status_code AS statusCode, error, response_body AS responseBody
-    FROM attempts WHERE delivery_id = @id
-    UNION ALL
-    SELECT 0, ${ROW_ATTEMPT} FROM deliveries WHERE id = @id AND success_started_at IS NOT NULL)
-    ORDER BY id = 0, id`,
-  // Before a redeliver: the success's attempt kept in the row becomes an attempts row (history is kept).
-  moveRowAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
-    SELECT ${ROW_ATTEMPT} FROM deliveries WHERE ${REDELIVERABLE} AND success_started_at IS NOT NULL`,
-  // A row redelivered behind an unfinished older row of its ordering key waits for its turn.
-  redeliver: `UPDATE deliveries SET status = 'pending', attempts = 0, claim_token = NULL,
-      next_attempt_at = CASE WHEN ${WAITS_IN_ORDER} THEN ${WAITING_IN_ORDER} ELSE @now END,
-      lease_until = NULL, completed_at = NULL, updated_at = @now,
-      success_started_at = NULL, success_duration_ms = NULL, success_body = NULL
-    WHERE ${REDELIVERABLE}`,
-  endpointGone: `SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-    WHERE d.id = ? AND (e.disabled = 1 OR e.deleted_at IS NOT NULL)`,
-  exists: `SELECT 1 FROM deliveries WHERE id = ?`,
-  recover: `UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = @now, claim_token = NULL,
-      lease_until = NULL, completed_at = NULL, updated_at = @now
-    WHERE endpoint_id = @endpointId AND status = 'dead' AND created_at >= @since AND created_at < @until`,
-  // Recovered rows of one ordering key would all be due at once, the newer ones blocked behind
-  // the oldest: they wait instead, as the endpoints trigger sets them aside when ordered is set.
-  waitRecovered: `UPDATE deliveries SET next_attempt_at = ${WAITING_IN_ORDER}
-    WHERE endpoint_id = @endpointId AND status = 'pending' AND attempts = 0 AND next_attempt_at = @now AND ${WAITS_IN_ORDER}`,
-  // Both read the endpoint's pending rows from deliveries_endpoint_due (INDEXED BY: never the
-  // endpoint's whole history in deliveries_endpoint, which retention keeps up to 30 days long);
-  // its key is the endpoint id for rows that have one.
-  finishPendingForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due
-      SET status = @status, last_error = @error, claim_token = NULL, completed_at = @now, updated_at = @now
-    WHERE status = 'pending' AND ${DUE_KEY()} = @endpointId`,
-  // Once per breaker pause.
-  deferPendingForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due SET next_attempt_at = @until, updated_at = @now
-    WHERE status = 'pending' AND ${DUE_KEY()} = @endpointId AND next_attempt_at < @until`,
-  // When the breaker closes: the rows its pause held wait for nothing any more.
-  releaseHeldForEndpoint: `UPDATE deliveries INDEXED BY deliveries_endpoint_due SET next_attempt_at = @now, updated_at = @now
-    WHERE status = 'pending' AND ${DUE_KEY()} = @endpointId AND next_attempt_at = @until`,
-  countByStatus: `SELECT status, count(*) AS n FROM deliveries GROUP BY status`,
-  // From the partial indexes only: the finished rows are most of the table.
-  countPending: `SELECT count(*) FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending'`,
-  countInFlight: `SELECT count(*) FROM deliveries INDEXED BY deliveries_leases WHERE status = 'in_flight'`,
-  pendingByEndpoint: `SELECT endpoint_id AS endpointId, count(*) AS n FROM deliveries
-    WHERE status = 'pending' AND endpoint_id IS NOT NULL GROUP BY endpoint_id`,
-  oldestPending: `SELECT min(next_attempt_at) AS t FROM deliveries WHERE status = 'pending' AND next_attempt_at < ${WAITING_IN_ORDER}`,
-  byEvent: `SELECT ${COLUMNS} FROM deliveries WHERE event_id = ? ORDER BY id`,
-  byNotification: `SELECT ${COLUMNS} FROM deliveries WHERE notification_id = ? ORDER BY id LIMIT ?`,
-  countsByNotification: `SELECT status, count(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY status`,
-  // Only members already due: one held back by its own quiet hours waits for them (docs/notifications-basics.md).
-  byGroup: `SELECT ${COLUMNS} FROM deliveries WHERE group_key = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY id`,
-  holdPending: `UPDATE deliveries SET next_attempt_at = @until, updated_at = @now
-    WHERE id IN (SELECT value FROM json_each(@ids)) AND status = 'pending'`,
-  // A digest member that went out in another delivery's message takes that attempt as its own,
-  // as settle would: a retry that spends its last attempt is dead.
-  carryGroupMember: `UPDATE deliveries SET attempts = attempts + 1,
-      status = CASE WHEN @kind <> 'retry' THEN @kind WHEN attempts + 1 >= max_attempts THEN 'dead' ELSE 'pending' END,
-      next_attempt_at = CASE WHEN @kind = 'retry' THEN @at ELSE next_attempt_at END,
-      last_status_code = CASE WHEN @kind = 'success' THEN @statusCode ELSE COALESCE(@statusCode, last_status_code) END,
-      last_error = @error, claim_token = NULL,
-      completed_at = CASE WHEN @kind = 'retry' AND attempts + 1 < max_attempts THEN NULL ELSE @now END, updated_at = @now
-    WHERE id = @id AND status = 'pending' RETURNING status, attempts`,
-} as const
-
-/** Counts of `status, n` rows as one number per status, zero for those absent. */
-function byStatus(rows: unknown[]): Record<DeliveryStatus, number> {
-  const out: Record<DeliveryStatus, number> = { pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 }
-  for (const r of rows as { status: DeliveryStatus; n: number }[]) out[r.status] = r.n
-  return out
-}
 
 /** Truncates a response body to the 16 KiB the attempt log keeps. */
 export function truncateBody(body: string | null | undefined): string | null {
@@ -197,321 +274,28 @@ export function truncateBody(body: string | null | undefined): string | null {
   return body.slice(0, RESPONSE_BODY_LIMIT)
 }
 
-/** Appends the positional arguments of one row of INSERT_ROWS. */
-function enqueueArgs(args: unknown[], row: NewDelivery, id: string, waits: boolean, now: number): void {
-  args.push(
-    id,
-    row.channel,
-    row.eventId ?? null,
-    row.endpointId ?? null,
-    row.notificationId ?? null,
-    row.recipient ?? null,
-    row.eventType,
-    row.orderingKey ?? null,
-    row.payload ?? null,
-    row.groupKey ?? null,
-    row.maxAttempts,
-    waits ? WAITING_IN_ORDER : row.nextAttemptAt,
-    now,
-    now,
-    row.appId ?? 'default',
-    row.targetKey ?? null,
-  )
-}
+/** The lease margin: a request is never re-claimed while in flight (docs/delivery.md, >= 15 s). */
+export const LEASE_MARGIN_MS = 30_000
 
-/** The positional arguments of the settle statement for `r.outcome.kind` (not success), in SQL order. */
-function settleArgs(r: SettleInput, at: number | null, now: number): unknown[] {
-  const statusCode = r.attempt?.statusCode ?? null
-  const error = r.attempt?.error ?? null
-  switch (r.outcome.kind) {
-    case 'retry':
-      return [at, statusCode, error, now, now, r.id, r.claimToken]
-    case 'dead':
-      return [statusCode, error, now, now, r.id, r.claimToken]
-    default:
-      return [at, statusCode, now, r.id, r.claimToken]
-  }
-}
+/** The lease margin a claim uses: its `leaseMarginMs` (LEASE_MARGIN_MS when absent), never under 15 s. */
+export const leaseMarginOf = (opts: Pick<ClaimOptions, 'leaseMarginMs'>): number => Math.max(opts.leaseMarginMs ?? LEASE_MARGIN_MS, 15_000)
+
+/** A claim's fresh token, one for all its rows (docs/delivery.md, "The queue"): the owner, then 24 random hex digits. */
+export const newClaimToken = (opts: Pick<ClaimOptions, 'owner'>): string => (opts.owner ?? '') + randomBytes(12).toString('hex')
 
 /**
- * Creates the delivery store over a connection. `onDue` is called (synchronously) whenever an
- * enqueue or state change makes a row due now; the SqliteStore turns that into a wake after commit.
+ * At most this many endpoints with pending rows one claim's second path looks at (~2 µs each);
+ * the next claim goes on from there. So with thousands of endpoints holding scheduled retries a
+ * claim costs at most ~0.7 ms, and an endpoint far round the ring waits a few claims more.
  */
-export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): DeliveriesStore {
-  const s = prepareAll(db, SQL)
-  const claimer = createClaimer(db, onDue)
-  const idByEvent = s.idByEvent.pluck()
-  const idByNotification = s.idByNotification.pluck()
-  // raw(): each returns [status, attempts] as an array rather than an object.
-  const refund = s.settleRefund.raw()
-  const settleBy: Record<Exclude<Outcome['kind'], 'success'>, Statement> = {
-    retry: s.settleRetry.raw(),
-    dead: s.settleDead.raw(),
-    snooze: refund,
-    release: refund,
-  }
-  const countPending = s.countPending.pluck()
-  const countInFlight = s.countInFlight.pluck()
+export const PASS_ENDPOINTS = 256
 
-  const finishIfEndpointGone = s.finishIfEndpointGone.pluck()
-  const redeliverTx = db.transaction((p: { id: string; now: number }): number => {
-    s.moveRowAttempt.run({ id: p.id })
-    return s.redeliver.run(p).changes
-  })
+/** DUE_KEY of a row in code: its endpoint, its request origin, or `#<channel>`. */
+export const dueKey = (row: { endpointId?: string | null; targetKey?: string | null; channel: string }): string =>
+  row.endpointId ?? row.targetKey ?? channelKey(row.channel)
 
-  /** A success to settle: its input, with the attempt count its row has once settled. */
-  type Success = { r: SettleInput; attempts: number }
-  const successArgs = (rows: readonly Success[], from: number, n: number, now: number): unknown[] => {
-    const args: unknown[] = [now, now]
-    for (let i = from; i < from + n; i++) {
-      const r = rows[i]!.r
-      const a = r.attempt
-      if (a && keptInRow(a)) args.push(r.id, r.claimToken, a.statusCode ?? null, a.startedAt, Math.max(0, Math.round(a.durationMs)), a.responseBody ?? null)
-      else args.push(r.id, r.claimToken, a?.statusCode ?? null, null, null, null)
-    }
-    return args
-  }
-  const settleSuccessRows = multiRow(db, SETTLE_SUCCESS_ROWS, successArgs, (st) => st.raw())
-  const settleSuccessRowsBlind = multiRow(db, SETTLE_SUCCESS_ROWS_BLIND, successArgs)
-  // Under a savepoint: a chunk in which some row missed is undone, then settled again with
-  // RETURNING to learn which ones matched (misses are rare: a lease that ran out, a redeliver).
-  const MISSED = new Error('a row of the chunk missed')
-  const settleChunkBlind = db.transaction((st: Statement, args: unknown[], n: number): void => {
-    if (st.run(...args).changes !== n) throw MISSED
-  })
-  const successAttemptRows = multiRow(db, SUCCESS_ATTEMPT_ROWS, (rows: readonly Success[], from, n) => {
-    const args: unknown[] = []
-    for (let i = from; i < from + n; i++) {
-      const { r, attempts } = rows[i]!
-      const a = r.attempt!
-      args.push(r.id, attempts, a.startedAt, Math.max(0, Math.round(a.durationMs)), a.statusCode ?? null, a.error ?? null, truncateBody(a.responseBody))
-    }
-    return args
-  })
+/** The key under which the requests to one origin take slots and turns (a row's target_key). */
+export const originKey = (origin: string): string => `@${origin}`
 
-  /**
-   * Settles the successes of a batch (one statement per 64 rows, their attempts kept in the rows
-   * or, the few that are not, in attempts rows); returns id → attempts of the rows that matched.
-   */
-  const settleSuccesses = (results: readonly SettleInput[], now: number, keyed: { ended: boolean }): Map<string, number> => {
-    const rows: Success[] = []
-    for (const r of results) if (r.outcome.kind === 'success') rows.push({ r, attempts: 0 })
-    const settled = new Map<string, number>()
-    if (rows.length === 0) return settled
-    const readBack = (st: Statement, args: unknown[]): void => {
-      for (const [id, attempts, isKeyed] of st.all(...args) as [string, number, number][]) {
-        settled.set(id, attempts)
-        if (isKeyed) keyed.ended = true
-      }
-    }
-    // With every row's claim described, a chunk whose rows all matched needs nothing read back
-    // (RETURNING measured ~0.8 µs per row, bench/queue-floor.ts).
-    if (rows.every((row) => row.r.claimed !== undefined)) {
-      settleSuccessRowsBlind(rows, now, (st, args, from, n) => {
-        try {
-          settleChunkBlind(st, args, n)
-        } catch (err) {
-          if (err !== MISSED) throw err
-          settleSuccessRows(rows.slice(from, from + n), now, readBack)
-          return
-        }
-        for (let i = from; i < from + n; i++) {
-          const r = rows[i]!.r
-          settled.set(r.id, r.claimed!.attempts)
-          if (r.claimed!.keyed) keyed.ended = true
-        }
-      })
-    } else settleSuccessRows(rows, now, readBack)
-    const logged: Success[] = []
-    for (const row of rows) {
-      const n = row.r.attempt && !keptInRow(row.r.attempt) ? settled.get(row.r.id) : undefined
-      if (n === undefined) continue
-      row.attempts = n
-      logged.push(row)
-    }
-    successAttemptRows(logged, undefined, (st, args) => st.run(...args))
-    return settled
-  }
-
-  const settleTx = db.transaction((results: readonly SettleInput[], now: number): SettleResult[] => {
-    let due = false
-    const keyed = { ended: false }
-    const successes = settleSuccesses(results, now, keyed)
-    const out = results.map((r): SettleResult => {
-      const o = r.outcome
-      if (o.kind === 'success') {
-        const attempts = successes.get(r.id)
-        return attempts === undefined ? { result: 'missed' } : { result: 'settled', status: 'success', attempts }
-      }
-      const at = o.kind === 'retry' || o.kind === 'snooze' ? o.at : o.kind === 'release' ? now : null
-      const raw = settleBy[o.kind].get(...settleArgs(r, at, now)) as [DeliveryStatus, number, number] | undefined
-      if (!raw) return { result: 'missed' }
-      const row = { status: raw[0], attempts: raw[1] }
-      if (raw[2] && row.status !== 'pending') keyed.ended = true
-      if (row.status === 'pending') row.status = (finishIfEndpointGone.get(now, now, JSON.stringify([r.id])) as DeliveryStatus | undefined) ?? 'pending'
-      if (row.status === 'pending' && at !== null && at <= now) due = true
-      const a = r.attempt
-      if (a) {
-        s.insertAttempt.run(
-          r.id,
-          o.kind === 'snooze' || o.kind === 'release' ? row.attempts + 1 : row.attempts,
-          a.startedAt,
-          Math.max(0, Math.round(a.durationMs)),
-          o.kind === 'retry' && row.status === 'dead' ? 'dead' : o.kind,
-          a.statusCode ?? null,
-          a.error ?? null,
-          truncateBody(a.responseBody),
-        )
-      }
-      return { result: 'settled', status: row.status, attempts: row.attempts }
-    })
-    if (due || keyed.ended) claimer.noteDue()
-    if (due) onDue()
-    return out
-  })
-
-  /** A row just inserted: due now unless it waits or is scheduled later. */
-  const created = (row: NewDelivery, id: string, waits: boolean, now: number): { id: string; created: boolean } => {
-    if (!waits && row.nextAttemptAt <= now) {
-      claimer.noteDue(dueKey(row))
-      onDue()
-    }
-    return { id, created: true }
-  }
-  /** A row not inserted: it repeats one of the two unique keys (a row may carry both); the stored row's id. */
-  const repeated = (row: NewDelivery): { id: string; created: boolean } => {
-    const existing =
-      (row.eventId ? idByEvent.get(row.eventId, row.endpointId ?? null) : undefined) ??
-      idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel)
-    return { id: existing as string, created: false }
-  }
-
-  const enqueue = (row: NewDelivery, now: number): { id: string; created: boolean } => {
-    // ON CONFLICT DO NOTHING without RETURNING: `changes` says whether this call won, and
-    // skipping RETURNING measured ~20% faster per insert.
-    const id = row.id ?? newId('dlv', now)
-    const waits = row.orderingKey != null && row.endpointId != null && s.waitsInOrder.get(row.endpointId, row.orderingKey, id) !== undefined
-    const args: unknown[] = []
-    enqueueArgs(args, row, id, waits, now)
-    return s.insert.run(...args).changes > 0 ? created(row, id, waits, now) : repeated(row)
-  }
-
-  /** A row of an enqueueMany batch: where it stands in the batch, and its new id. */
-  type Unkeyed = { row: NewDelivery; id: string; at: number }
-  const insertRows = multiRow(db, INSERT_ROWS, (rows: readonly Unkeyed[], from, n, now: number) => {
-    const args: unknown[] = []
-    for (let i = from; i < from + n; i++) enqueueArgs(args, rows[i]!.row, rows[i]!.id, false, now)
-    return args
-  })
-  // Rows without an ordering key go in multi-row statements; a keyed row may wait behind an
-  // earlier row of the batch, so the rows before it are written first and it goes alone. A
-  // savepoint around them: all or none, as PostgreSQL's one statement.
-  const enqueueManyTx = db.transaction((rows: readonly NewDelivery[], now: number) => {
-    const out = new Array<{ id: string; created: boolean }>(rows.length)
-    let run: Unkeyed[] = []
-    const flush = (): void => {
-      insertRows(run, now, (st, args, from, n) => {
-        // All inserted, or find which ones were: the new ids present are.
-        const all = st.run(...args).changes === n
-        for (let i = from; i < from + n; i++) {
-          const u = run[i]!
-          out[u.at] = all || s.exists.get(u.id) !== undefined ? created(u.row, u.id, false, now) : repeated(u.row)
-        }
-      })
-      run = []
-    }
-    rows.forEach((row, at) => {
-      if (row.orderingKey == null || row.endpointId == null) run.push({ row, id: row.id ?? newId('dlv', now), at })
-      else {
-        flush()
-        out[at] = enqueue(row, now)
-      }
-    })
-    flush()
-    return out
-  })
-
-  const insertDelivered = (row: NewDelivery, now: number): { id: string; created: boolean } => {
-    const id = row.id ?? newId('dlv', now)
-    const inserted = s.insertDelivered.run(
-      id,
-      row.channel,
-      row.notificationId ?? null,
-      row.recipient ?? null,
-      row.eventType,
-      row.payload ?? null,
-      row.groupKey ?? null,
-      row.maxAttempts,
-      row.nextAttemptAt,
-      now,
-      now,
-      now,
-      row.appId ?? 'default',
-    ).changes
-    if (inserted > 0) return { id, created: true }
-    return { id: idByNotification.get(row.notificationId ?? null, row.recipient ?? null, row.channel) as string, created: false }
-  }
-
-  return {
-    enqueue,
-    enqueueMany: (rows, now) => (rows.length === 0 ? [] : enqueueManyTx(rows, now)),
-    insertDelivered,
-    insertDeliveredMany: (rows, now) => rows.map((row) => insertDelivered(row, now)),
-    logDelivered(ids, attempt) {
-      if (ids.length > 0) s.logDelivered.run(attempt.startedAt, Math.max(0, Math.round(attempt.durationMs)), JSON.stringify(ids))
-    },
-    claimDue: claimer.claimDue,
-    releaseWaitingInOrder: claimer.releaseWaitingInOrder,
-    settle: (results, now) => (results.length === 0 ? [] : settleTx.immediate(results, now)),
-    get: (id) => (s.get.get(id) as Delivery | undefined) ?? null,
-    attempts: (id) => s.attempts.all({ id }) as Attempt[],
-    list: createDeliveryList(db),
-    byEvent: (eventId) => s.byEvent.all(eventId) as Delivery[],
-    byNotification: (id, limit = -1) => s.byNotification.all(id, limit) as Delivery[],
-    countsByNotification: (id) => byStatus(s.countsByNotification.all(id)),
-    pendingInGroup: (groupKey, now) => s.byGroup.all(groupKey, now) as Delivery[],
-    holdPending: (ids, until, now) => (ids.length === 0 ? 0 : s.holdPending.run({ ids: JSON.stringify(ids), until, now }).changes),
-    carryGroupMember(id, outcome, a, now) {
-      const statusCode = a.statusCode ?? null
-      const error = outcome.kind === 'success' ? null : (a.error ?? null)
-      const at = outcome.kind === 'retry' ? outcome.at : null
-      const row = s.carryGroupMember.get({ id, kind: outcome.kind, at, statusCode, error, now }) as { status: DeliveryStatus; attempts: number } | undefined
-      if (!row) return null
-      const logged = outcome.kind === 'retry' && row.status === 'dead' ? 'dead' : outcome.kind
-      s.insertAttempt.run(id, row.attempts, a.startedAt, Math.max(0, Math.round(a.durationMs)), logged, statusCode, error, truncateBody(a.responseBody))
-      return row.status
-    },
-    redeliver(id, now) {
-      if (redeliverTx({ id, now }) > 0) {
-        claimer.noteDue()
-        onDue()
-        return 'ok'
-      }
-      if (!s.exists.get(id)) return 'not_found'
-      return s.endpointGone.get(id) ? 'endpoint_unavailable' : 'not_eligible'
-    },
-    recover(endpointId, since, until, now) {
-      const n = s.recover.run({ endpointId, since, until, now }).changes
-      if (n > 0) {
-        s.waitRecovered.run({ endpointId, now })
-        claimer.noteDue()
-        onDue()
-      }
-      return n
-    },
-    cancelForEndpoint: (endpointId, now) =>
-      s.finishPendingForEndpoint.run({ endpointId, status: 'cancelled', error: 'endpoint_deleted', now }).changes,
-    killPendingForEndpoint: (endpointId, error, now) =>
-      s.finishPendingForEndpoint.run({ endpointId, status: 'dead', error, now }).changes,
-    deferPendingForEndpoint: (endpointId, until, now) => s.deferPendingForEndpoint.run({ endpointId, until, now }).changes,
-    releaseHeldForEndpoint: (endpointId, until, now) => (until > now ? s.releaseHeldForEndpoint.run({ endpointId, until, now }).changes : 0),
-    countByStatus: () => byStatus(s.countByStatus.all()),
-    queueDepth: () => ({ pending: countPending.get() as number, in_flight: countInFlight.get() as number }),
-    pendingByEndpoint() {
-      const out: Record<string, number> = {}
-      for (const r of s.pendingByEndpoint.all() as { endpointId: string; n: number }[]) out[r.endpointId] = r.n
-      return out
-    },
-    oldestPendingAt: () => (s.oldestPending.get() as { t: number | null }).t,
-  }
-}
+/** The key under which a channel's rows without an endpoint take slots and turns. */
+export const channelKey = (channel: string): string => `#${channel}`

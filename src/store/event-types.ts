@@ -1,6 +1,7 @@
-import { prepareAll, statementCache, type Db } from './db.js'
-import { decodeKeyCursor, encodeKeyCursor, type Page } from '../lib/cursor.js'
+import { decodeKeyCursor, type Page } from '../lib/cursor.js'
 
+/** The tag of this family's list cursors (lib/cursor.ts), the same on both backends. */
+export const EVENT_TYPE_CURSOR_TAG = 'ety'
 /** One entry of the event-type catalog, mapped to camelCase with its JSON parsed. */
 export interface EventTypeRow {
   name: string
@@ -17,20 +18,6 @@ export interface EventTypeRow {
   updatedAt: number
 }
 
-const COLUMNS = `name, description, schema, example, deprecated, archived, version, created_at AS createdAt, updated_at AS updatedAt`
-/** The tag of the catalog list's cursor (by name). */
-const CURSOR_TAG = 'ety'
-
-const SQL = {
-  upsert: `INSERT INTO event_types (name, description, schema, example, deprecated, archived, version, created_at, updated_at)
-      VALUES (@name, @description, @schema, @example, @deprecated, @archived, 1, @now, @now)
-    ON CONFLICT (name) DO UPDATE SET description = excluded.description, schema = excluded.schema, example = excluded.example,
-      deprecated = excluded.deprecated, archived = excluded.archived, version = event_types.version + 1, updated_at = excluded.updated_at
-    RETURNING ${COLUMNS}`,
-  get: `SELECT ${COLUMNS} FROM event_types WHERE name = ?`,
-  all: `SELECT ${COLUMNS} FROM event_types ORDER BY name`,
-} as const
-
 /** The event_types table: the catalog. */
 export interface EventTypesStore {
   /** Creates or replaces a type (its version moves); returns the stored row. */
@@ -44,70 +31,7 @@ export interface EventTypesStore {
   version(): number
 }
 
-type Raw = Omit<EventTypeRow, 'schema' | 'example' | 'deprecated' | 'archived'> & { schema: string | null; example: string | null; deprecated: number; archived: number }
-
-const mapRow = (r: Raw | undefined): EventTypeRow | null =>
-  r
-    ? {
-        ...r,
-        schema: r.schema === null ? null : (JSON.parse(r.schema) as EventTypeRow['schema']),
-        example: r.example === null ? null : (JSON.parse(r.example) as Record<string, unknown>),
-        deprecated: r.deprecated === 1,
-        archived: r.archived === 1,
-      }
-    : null
-
 /** True for a cursor of the catalog list. */
 export function isEventTypeCursor(cursor: string): boolean {
-  return decodeKeyCursor(cursor, CURSOR_TAG, 1) !== null
-}
-
-/** How often `version()` looks for commits by other connections. */
-const FOREIGN_CHECK_MS = 1000
-
-/** Creates the event-types store over a connection. */
-export function createEventTypesStore(db: Db): EventTypesStore {
-  const s = prepareAll(db, SQL)
-  const listStatement = statementCache(db)
-  const dataVersion = db.prepare('PRAGMA data_version').pluck()
-  let seen = dataVersion.get()
-  let checkedAt = performance.now()
-  let version = 0
-  return {
-    put(row, now) {
-      version++
-      const raw = s.upsert.get({
-        name: row.name,
-        description: row.description,
-        schema: row.schema === null ? null : JSON.stringify(row.schema),
-        example: row.example === null ? null : JSON.stringify(row.example),
-        deprecated: row.deprecated ? 1 : 0,
-        archived: row.archived ? 1 : 0,
-        now,
-      }) as Raw
-      return mapRow(raw)!
-    },
-    get: (name) => mapRow(s.get.get(name) as Raw | undefined),
-    all: () => (s.all.all() as Raw[]).map((r) => mapRow(r)!),
-    list({ limit, cursor, includeArchived }) {
-      const after = cursor ? decodeKeyCursor(cursor, CURSOR_TAG, 1)?.[0] ?? null : null
-      const where = [after !== null ? 'name > ?' : '', includeArchived ? '' : 'archived = 0'].filter(Boolean)
-      const sql = `SELECT ${COLUMNS} FROM event_types ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY name LIMIT ?`
-      const rows = (listStatement(sql).all(...(after !== null ? [after] : []), limit + 1) as Raw[]).map((r) => mapRow(r)!)
-      const data = rows.slice(0, limit)
-      return { data, next_cursor: rows.length > limit ? encodeKeyCursor(CURSOR_TAG, [data[limit - 1]!.name]) : null }
-    },
-    version() {
-      const t = performance.now()
-      if (t - checkedAt >= FOREIGN_CHECK_MS) {
-        checkedAt = t
-        const dv = dataVersion.get()
-        if (dv !== seen) {
-          seen = dv
-          version++
-        }
-      }
-      return version
-    },
-  }
+  return decodeKeyCursor(cursor, EVENT_TYPE_CURSOR_TAG, 1) !== null
 }

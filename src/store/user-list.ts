@@ -1,8 +1,5 @@
-import type { Db } from './db.js'
-import type { KeySlice, UserRow } from './directory.js'
+import { type KeySlice, type UserRow } from './directory.js'
 import { decodeKeyCursor, encodeKeyCursor } from '../lib/cursor.js'
-import { parseJsonOr } from '../lib/json.js'
-
 /** The sort key of the user list: newest first, then by id. */
 export interface UserListKey {
   createdAt: number
@@ -26,36 +23,7 @@ export const userListCursor = {
   },
 }
 
-const GROUP = (kind: string, param: string) =>
-  `(@${param} IS NULL OR EXISTS (SELECT 1 FROM user_groups g WHERE g.kind = '${kind}' AND g.name = @${param} AND g.user_id = u.id))`
-
-/** The user list statement (exported for tests). */
-export const USER_LIST_SQL = `SELECT u.id, u.email, u.name, u.locale, u.timezone, u.roles, u.teams, u.created_at AS createdAt, u.updated_at AS updatedAt
-  FROM users u
-  WHERE ${GROUP('role', 'role')} AND ${GROUP('team', 'team')}
-    AND (@q IS NULL OR instr(lower(u.id), @q) > 0 OR instr(lower(coalesce(u.email, '')), @q) > 0 OR instr(lower(coalesce(u.name, '')), @q) > 0)
-    AND (@afterT IS NULL OR u.created_at < @afterT OR (u.created_at = @afterT AND u.id > @afterId))
-  ORDER BY u.created_at DESC, u.id LIMIT @limit`
-
 /** The directory's user list with filters (GET /v1/users). */
 export interface UserListStore {
   list(filter: UserListFilter, slice: KeySlice<UserListKey>): UserRow[]
-}
-
-/** Creates the user list over a connection. */
-export function createUserListStore(db: Db): UserListStore {
-  const st = db.prepare(USER_LIST_SQL)
-  return {
-    list(f, slice) {
-      const rows = st.all({
-        role: f.role,
-        team: f.team,
-        q: f.q === null ? null : f.q.toLowerCase(),
-        afterT: slice.after?.createdAt ?? null,
-        afterId: slice.after?.id ?? '',
-        limit: slice.limit,
-      }) as (Omit<UserRow, 'roles' | 'teams'> & { roles: string; teams: string })[]
-      return rows.map((r) => ({ ...r, roles: parseJsonOr<string[]>(r.roles, []), teams: parseJsonOr<string[]>(r.teams, []) }))
-    },
-  }
 }

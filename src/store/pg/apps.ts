@@ -1,11 +1,10 @@
 import { decodeKeyCursor, encodeKeyCursor } from '../../lib/cursor.js'
-import { DEFAULT_APP, type AppCounts, type AppRow, type AppsStore, type PortalTokenRow } from '../apps.js'
+import { APP_CURSOR_TAG, DEFAULT_APP, type AppCounts, type AppRow, type AppsStore, type PortalTokenRow } from '../apps.js'
 import type { Async } from '../contract.js'
 import type { PgQueryable } from './queryable.js'
 
 const COLUMNS = `id, name, metadata, created_at AS "createdAt", updated_at AS "updatedAt"`
 /** The tag of the apps list's cursor (as src/store/apps.ts). */
-const CURSOR_TAG = 'app'
 
 const SQL = {
   insert: `INSERT INTO apps (id, name, metadata, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) ON CONFLICT (id) DO NOTHING`,
@@ -82,11 +81,11 @@ export function createPgAppsStore(q: PgQueryable, st: PgAppsState = newPgAppsSta
       return (await q.query<{ n: number }>(SQL.softDelete, [id, now])).rows[0]!.n > 0
     },
     async list({ limit, cursor }) {
-      const after = cursor ? decodeKeyCursor(cursor, CURSOR_TAG, 2) : null
+      const after = cursor ? decodeKeyCursor(cursor, APP_CURSOR_TAG, 2) : null
       const { rows } = after ? await q.query<RawApp>(SQL.listAfter, [Number(after[0]), after[1], limit + 1]) : await q.query<RawApp>(SQL.listFirst, [limit + 1])
       const data = rows.slice(0, limit).map(mapApp)
       const last = data[data.length - 1]
-      return { data, next_cursor: rows.length > limit && last ? encodeKeyCursor(CURSOR_TAG, [last.createdAt, last.id]) : null }
+      return { data, next_cursor: rows.length > limit && last ? encodeKeyCursor(APP_CURSOR_TAG, [last.createdAt, last.id]) : null }
     },
     async counts(id) {
       const deliveries: AppCounts['deliveries'] = { pending: 0, in_flight: 0, success: 0, dead: 0, cancelled: 0 }

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ADMIN_BACKENDS, addDelivery, addEndpoint, openAdminBackend, type AdminBackend } from '../../../test/support/admin-backends.js'
 import type { FutureTimeLimits } from '../clock-repair.js'
-import { WAITING_IN_ORDER } from '../delivery-types.js'
+import { WAITING_IN_ORDER } from '../deliveries.js'
 
 const MIN = 60_000
 const HOUR = 60 * MIN

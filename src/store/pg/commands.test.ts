@@ -5,7 +5,7 @@ import { main } from '../../cli.js'
 import { tempDir } from '../../../test/helpers.js'
 import { PgBackupUnsupportedError } from './backup.js'
 import { PG_URL, freshPgDatabase } from '../../../test/support/pg.js'
-import { SCHEMA_VERSION } from '../db.js'
+import { SCHEMA_VERSION } from '../schema.js'
 import { createPgPool } from './pool.js'
 
 describe('postbox backup on PostgreSQL', () => {

@@ -2,7 +2,7 @@
  * What `postbox migrate` and `postbox check` do on PostgreSQL (docs/operations.md): the same
  * answers as on a SQLite file, from the database at POSTBOX_DATABASE_URL.
  */
-import { SCHEMA_VERSION, SchemaTooNewError } from '../db.js'
+import { SCHEMA_VERSION, SchemaTooNewError } from '../schema.js'
 import { migratePg, pgSchemaVersion } from './migrations.js'
 import { createPgPool, redactPgUrl } from './pool.js'
 import { createPgStatsStore } from './stats.js'

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { RESPONSE_BODY_LIMIT } from '../deliveries.js'
-import type { ClaimedDelivery, ClaimOptions, NewDelivery } from '../delivery-types.js'
-import { claimedOf, ROW_ATTEMPT_BODY_LIMIT, WAITING_IN_ORDER } from '../delivery-types.js'
+import type { ClaimedDelivery, ClaimOptions, NewDelivery } from '../deliveries.js'
+import { claimedOf, ROW_ATTEMPT_BODY_LIMIT, WAITING_IN_ORDER } from '../deliveries.js'
 import { BACKENDS, coreBackend, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { row } from '../../../test/queue-helpers.js'
 

@@ -4,9 +4,10 @@
  * ./delivery-claim.ts; the list in ./delivery-list.ts.
  */
 import type { Async } from '../contract.js'
-import { ROW_ATTEMPT, truncateBody } from '../deliveries.js'
-import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, NewDelivery, SettleInput, SettleResult } from '../delivery-types.js'
-import { keptInRow, WAITING_IN_ORDER } from '../delivery-types.js'
+import { ROW_ATTEMPT } from '../delivery-rows.js'
+import { truncateBody } from '../deliveries.js'
+import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, NewDelivery, SettleInput, SettleResult } from '../deliveries.js'
+import { keptInRow, WAITING_IN_ORDER } from '../deliveries.js'
 import { newId } from '../../lib/ids.js'
 import { byStatus, createPgClaimer, inPgTransaction, newPgClaimState, type PgClaimState, PG_DUE_KEY, PG_FINISH_IF_ENDPOINT_GONE, PG_WAITS_IN_ORDER } from './delivery-claim.js'
 import { createPgDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'

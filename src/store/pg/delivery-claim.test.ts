@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import type pg from 'pg'
 import type { Async } from '../contract.js'
-import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type NewDelivery } from '../delivery-types.js'
+import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type NewDelivery } from '../deliveries.js'
 import { BACKENDS, coreBackend, testPool, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { createPgDeliveriesStore } from './deliveries.js'
 import { endpointLockKey, EXPIRE_EVERY_MS, newPgClaimState, PG_CLAIM_SQL, RELEASE_EVERY_MS, type PgClaimState } from './delivery-claim.js'

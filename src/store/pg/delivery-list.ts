@@ -1,7 +1,7 @@
 /** Lists of deliveries on PostgreSQL (the `list` of src/store/delivery-list.ts), and the column lists the PG families share. */
 import { decodeIdCursor, pageById, type Page } from '../../lib/cursor.js'
-import { DELIVERY_COLUMNS as SQLITE_DELIVERY_COLUMNS } from '../delivery-list.js'
-import type { Channel, Delivery, DeliveryFilter, DeliveryStatus } from '../delivery-types.js'
+import { DELIVERY_COLUMNS as SQLITE_DELIVERY_COLUMNS } from '../delivery-rows.js'
+import type { Channel, Delivery, DeliveryFilter, DeliveryStatus } from '../deliveries.js'
 import type { PgQueryable } from './queryable.js'
 import { quoteAliases } from './atomic.js'
 

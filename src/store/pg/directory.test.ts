@@ -283,7 +283,7 @@ describe.runIf(PG_URL)('directory query plans on PostgreSQL', () => {
 
 describe.runIf(PG_URL)('DIRECTORY_DDL against schema.sql', () => {
   it('has the tables and columns SQLite has, column for column', async () => {
-    const { openDatabase } = await import('../db.js')
+    const { openDatabase } = await import('../sqlite/db.js')
     const { tempDir } = await import('../../../test/helpers.js')
     const dir = tempDir()
     const pgb = await openPgBackend()

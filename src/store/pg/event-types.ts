@@ -1,11 +1,10 @@
 import { decodeKeyCursor, encodeKeyCursor } from '../../lib/cursor.js'
 import type { Async } from '../contract.js'
-import type { EventTypeRow, EventTypesStore } from '../event-types.js'
+import { EVENT_TYPE_CURSOR_TAG, type EventTypeRow, type EventTypesStore } from '../event-types.js'
 import type { PgQueryable } from './queryable.js'
 
 const COLUMNS = `name, description, schema, example, deprecated, archived, version, created_at AS "createdAt", updated_at AS "updatedAt"`
 /** The tag of the catalog list's cursor (as src/store/event-types.ts). */
-const CURSOR_TAG = 'ety'
 
 const SQL = {
   upsert: `INSERT INTO event_types (name, description, schema, example, deprecated, archived, version, created_at, updated_at)
@@ -74,7 +73,7 @@ export function createPgEventTypesStore(q: PgQueryable, st: PgEventTypesState = 
     },
     all: async () => (await q.query<Raw>(SQL.all)).rows.map(mapRow),
     async list({ limit, cursor, includeArchived }) {
-      const after = cursor ? (decodeKeyCursor(cursor, CURSOR_TAG, 1)?.[0] ?? null) : null
+      const after = cursor ? (decodeKeyCursor(cursor, EVENT_TYPE_CURSOR_TAG, 1)?.[0] ?? null) : null
       const args: unknown[] = []
       const where: string[] = []
       if (after !== null) where.push(`name > $${args.push(after)}`)
@@ -82,7 +81,7 @@ export function createPgEventTypesStore(q: PgQueryable, st: PgEventTypesState = 
       const sql = `SELECT ${COLUMNS} FROM event_types ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY name LIMIT $${args.push(limit + 1)}`
       const rows = (await q.query<Raw>(sql, args)).rows.map(mapRow)
       const data = rows.slice(0, limit)
-      return { data, next_cursor: rows.length > limit ? encodeKeyCursor(CURSOR_TAG, [data[limit - 1]!.name]) : null }
+      return { data, next_cursor: rows.length > limit ? encodeKeyCursor(EVENT_TYPE_CURSOR_TAG, [data[limit - 1]!.name]) : null }
     },
     async version() {
       const t = performance.now()

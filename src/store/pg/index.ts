@@ -5,8 +5,8 @@
  */
 import type pg from 'pg'
 import type { Async } from '../contract.js'
-import type { DeliveriesStore } from '../delivery-types.js'
-import type { OpenOptions } from '../db.js'
+import type { DeliveriesStore } from '../deliveries.js'
+import type { OpenOptions } from '../schema.js'
 import type { Store } from '../index.js'
 import { createPgAdminFamilies, newPgAdminState, type PgAdminState } from './admin-families.js'
 import { atomically } from './atomic.js'

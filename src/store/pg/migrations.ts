@@ -12,7 +12,7 @@
  * version, never half a step.
  */
 import type pg from 'pg'
-import { SCHEMA_VERSION, SchemaOutdatedError, SchemaTooNewError } from '../db.js'
+import { SCHEMA_VERSION, SchemaOutdatedError, SchemaTooNewError } from '../schema.js'
 import { ADMIN_DDL, SCHEMA_META_DDL } from './schema-admin.js'
 import { CORE_DDL, NEXT_IN_ORDER_TRIGGER } from './schema-core.js'
 import { DIRECTORY_DDL } from './schema-directory.js'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { originKey } from '../delivery-claim.js'
+import { originKey } from '../deliveries.js'
 import { deliveryIdOf, requestIdOf, type NewRequest } from '../requests.js'
 import { BACKENDS, coreBackend, pgFamilies, testPool, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 

@@ -3,7 +3,7 @@
  * `request` delivery in the one queue, plus its target in `requests`).
  */
 import type { Async } from '../contract.js'
-import type { DeliveriesStore, Delivery, DeliveryStatus } from '../delivery-types.js'
+import type { DeliveriesStore, Delivery, DeliveryStatus } from '../deliveries.js'
 import { requestIdOf, type RequestRow, type RequestsStore, type RequestTarget } from '../requests.js'
 import { decodeIdCursor, encodeCursor } from '../../lib/cursor.js'
 import { byStatus } from './delivery-claim.js'

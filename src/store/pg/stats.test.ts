@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_BACKENDS, addDelivery, addEndpoint, openAdminBackend, type AdminBackend } from '../../../test/support/admin-backends.js'
-import { WAITING_IN_ORDER } from '../delivery-types.js'
+import { WAITING_IN_ORDER } from '../deliveries.js'
 
 const NOW = Date.UTC(2026, 0, 1)
 const MIN = 60_000

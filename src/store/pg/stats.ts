@@ -1,4 +1,4 @@
-import { WAITING_IN_ORDER } from '../delivery-types.js'
+import { WAITING_IN_ORDER } from '../deliveries.js'
 import type { Async } from '../contract.js'
 import { addBuckets, emptyBuckets, type BucketRow, type EndpointHealthRow, type EndpointState, type StatsStore } from '../stats.js'
 import { pgSchemaDdl } from './migrations.js'
