@@ -2,12 +2,10 @@ import type { Config } from '../config.js'
 import type { Clock, Rng } from '../lib/clock.js'
 import type { Log } from '../log.js'
 import type { Store } from '../store/index.js'
-import type { ClaimedDelivery, SettleInput, SettleResult } from '../store/deliveries.js'
-import { claimedOf } from '../store/deliveries.js'
+import { channelKey, claimedOf, dueKey, type ClaimedDelivery, type SettleInput, type SettleResult } from '../store/deliveries.js'
 import type { AttemptHook, ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
 import { reportAttempts } from './attempt-hook.js'
 import { createEndpointLimits } from './endpoint-limits.js'
-import { channelKey, dueKey } from '../store/deliveries.js'
 import { createStoreLease, DELIVERY_LEASE, LEASE_RENEW_MS, LEASE_STANDBY_CHECK_MS, type Lease } from './lease.js'
 
 /** What `createDispatcher` needs. */

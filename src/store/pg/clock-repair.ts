@@ -4,9 +4,8 @@
  * it at once: each run takes a transaction-scoped advisory lock, so runs follow one another as
  * SQLite's IMMEDIATE transactions do, and the second finds nothing left to move.
  */
-import { channelKey } from '../deliveries.js'
+import { channelKey, WAITING_IN_ORDER } from '../deliveries.js'
 import { PG_DUE_KEY as DUE_KEY } from './delivery-claim.js'
-import { WAITING_IN_ORDER } from '../deliveries.js'
 import type { ClockRepairCounts, ClockRepairStore, FutureTimeLimits } from '../clock-repair.js'
 import type { Async } from '../contract.js'
 import type { PgQueryable } from './queryable.js'

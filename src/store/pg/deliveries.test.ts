@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { RESPONSE_BODY_LIMIT } from '../deliveries.js'
-import type { ClaimedDelivery, ClaimOptions, NewDelivery } from '../deliveries.js'
-import { claimedOf, ROW_ATTEMPT_BODY_LIMIT, WAITING_IN_ORDER } from '../deliveries.js'
+import { claimedOf, RESPONSE_BODY_LIMIT, ROW_ATTEMPT_BODY_LIMIT, WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type NewDelivery } from '../deliveries.js'
 import { BACKENDS, coreBackend, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { row } from '../../../test/queue-helpers.js'
 

@@ -5,9 +5,7 @@
  */
 import type { Async } from '../contract.js'
 import { ROW_ATTEMPT } from '../delivery-rows.js'
-import { truncateBody } from '../deliveries.js'
-import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, NewDelivery, SettleInput, SettleResult } from '../deliveries.js'
-import { keptInRow, WAITING_IN_ORDER } from '../deliveries.js'
+import { keptInRow, truncateBody, WAITING_IN_ORDER, type Attempt, type DeliveriesStore, type Delivery, type DeliveryStatus, type NewDelivery, type SettleInput, type SettleResult } from '../deliveries.js'
 import { newId } from '../../lib/ids.js'
 import { byStatus, createPgClaimer, inPgTransaction, newPgClaimState, type PgClaimState, PG_DUE_KEY, PG_FINISH_IF_ENDPOINT_GONE, PG_WAITS_IN_ORDER } from './delivery-claim.js'
 import { createPgDeliveryList, DELIVERY_COLUMNS } from './delivery-list.js'

@@ -38,8 +38,7 @@
  */
 import pg from 'pg'
 import type { Async } from '../contract.js'
-import { leaseMarginOf, newClaimToken } from '../deliveries.js'
-import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type DeliveryStatus } from '../deliveries.js'
+import { leaseMarginOf, newClaimToken, WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type DeliveryStatus } from '../deliveries.js'
 import { DELIVERY_COLUMNS } from './delivery-list.js'
 import type { PgQueryable } from './queryable.js'
 import { atomically } from './atomic.js'

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { PreferenceRow, SubscriptionKey, SubscriptionRow } from '../directory.js'
-import { BACKENDS, numberPool, openPgBackend, pgFamilies, type DirectoryBackend } from '../../../test/support/pg-directory-backends.js'
+import { BACKENDS, numberPool, openPgBackend, openSqliteBackend, pgFamilies, type DirectoryBackend } from '../../../test/support/pg-directory-backends.js'
 import { PG_URL } from '../../../test/support/pg.js'
-import { openSqliteBackend } from '../../../test/support/pg-directory-backends.js'
 import fc from 'fast-check'
 
 const T0 = Date.UTC(2026, 0, 1)

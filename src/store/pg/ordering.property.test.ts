@@ -18,8 +18,7 @@
  */
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { channelKey } from '../deliveries.js'
-import { WAITING_IN_ORDER, type Channel, type ClaimedDelivery, type Outcome } from '../deliveries.js'
+import { channelKey, WAITING_IN_ORDER, type Channel, type ClaimedDelivery, type Outcome } from '../deliveries.js'
 import { BACKENDS, coreBackend, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { row } from '../../../test/queue-helpers.js'
 

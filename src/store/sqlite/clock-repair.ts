@@ -4,9 +4,8 @@
  * bounds are policy (delivery/clock-repair.ts); this file only applies them.
  */
 import { prepareAll, type Db } from './db.js'
-import { DUE_KEY } from './delivery-claim.js'
-import { channelKey } from '../deliveries.js'
-import { WAITING_IN_ORDER } from '../deliveries.js'
+import { DUE_KEY } from './delivery-claim-sql.js'
+import { channelKey, WAITING_IN_ORDER } from '../deliveries.js'
 import { type ClockRepairCounts, type ClockRepairStore, type FutureTimeLimits } from '../clock-repair.js'
 
 // Each statement reads only the far tail of a partial index (status = 'pending'): rows due

@@ -1,11 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openDatabase } from './db.js'
 import { createDeliveriesStore } from './deliveries.js'
-import { RESPONSE_BODY_LIMIT } from '../deliveries.js'
+import { RESPONSE_BODY_LIMIT, type ClaimedDelivery } from '../deliveries.js'
 import { listQuery, needsScan, scanQuery } from './delivery-list.js'
 import { LIST_SCAN_LIMIT, scanForPage } from '../capped-scan.js'
 import { encodeCursor } from '../../lib/cursor.js'
-import type { ClaimedDelivery } from '../deliveries.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)

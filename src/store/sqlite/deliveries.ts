@@ -1,20 +1,14 @@
-import type { Statement } from 'better-sqlite3'
 import { multiRow, prepareAll, tuples, type Db } from './db.js'
 import { newId } from '../../lib/ids.js'
 import { createDeliveryList } from './delivery-list.js'
-import { DELIVERY_COLUMNS } from '../delivery-rows.js'
-import { createClaimer, DUE_KEY, FINISH_IF_ENDPOINT_GONE, WAITS_IN_ORDER } from './delivery-claim.js'
-import { dueKey } from '../deliveries.js'
-import type { Attempt, DeliveriesStore, Delivery, DeliveryStatus, NewDelivery, Outcome, SettleInput, SettleResult } from '../deliveries.js'
-import { keptInRow, WAITING_IN_ORDER } from '../deliveries.js'
-import { ROW_ATTEMPT } from '../delivery-rows.js'
-import { truncateBody } from '../deliveries.js'
+import { DELIVERY_COLUMNS, ROW_ATTEMPT } from '../delivery-rows.js'
+import { createClaimer } from './delivery-claim.js'
+import { DUE_KEY, WAITS_IN_ORDER } from './delivery-claim-sql.js'
+import { createSettler, INSERT_ATTEMPT } from './delivery-settle.js'
+import { dueKey, truncateBody, WAITING_IN_ORDER, type Attempt, type DeliveriesStore, type Delivery, type DeliveryStatus, type NewDelivery } from '../deliveries.js'
 
 const COLUMNS = DELIVERY_COLUMNS
 
-// `keyed` tells the claimer a row of an ordering key ended, which may have made the next row of
-// its key due (trigger deliveries_next_in_order).
-const SETTLE_WHERE = `WHERE id = ? AND claim_token = ? AND status = 'in_flight' RETURNING status, attempts, ordering_key IS NOT NULL AS keyed`
 
 // A repeat hits one of the unique indexes deliveries_event or deliveries_notification
 // (schema.sql); naming both keeps any other conflict (an id) an error rather than a no-op.
@@ -25,25 +19,6 @@ const INSERT_ROWS = (n: number): string => `INSERT INTO deliveries (id, channel,
     ON CONFLICT (event_id, endpoint_id) WHERE event_id IS NOT NULL DO NOTHING
     ON CONFLICT (notification_id, recipient, channel) WHERE notification_id IS NOT NULL DO NOTHING`
 
-// Successes, the bulk of every settle, as multi-row statements for the rows and their attempts
-// (db.ts multiRow): per-row statements measured ~8 µs per delivery, JSON arrays through
-// json_each ~5 µs, bound VALUES less again (bench/queue-floor.ts). Parameters: completed_at,
-// updated_at, then (id, claim token, status code, started, duration, body) per row. A success's
-// own status code, or none (inbox, email): never an earlier failure's (a 451 of a mail server
-// that then accepted). The last three are the attempt kept in the row (keptInRow); NULL when it
-// is logged as an attempts row, or when there is none.
-/** The success settle for n rows, without RETURNING: for rows whose claim the caller describes (SettleInput.claimed). */
-const SETTLE_SUCCESS_ROWS_BLIND = (n: number): string => `UPDATE deliveries SET status = 'success', claim_token = NULL, lease_until = NULL,
-      last_status_code = j.column3, last_error = NULL, completed_at = ?, updated_at = ?,
-      success_started_at = j.column4, success_duration_ms = j.column5, success_body = j.column6
-    FROM (VALUES ${tuples(n, '(?, ?, ?, ?, ?, ?)')}) AS j
-    WHERE deliveries.id = j.column1 AND deliveries.claim_token = j.column2 AND deliveries.status = 'in_flight'`
-/** The success settle for n rows, returning each matched row's id, attempts and whether it has an ordering key. */
-const SETTLE_SUCCESS_ROWS = (n: number): string => `${SETTLE_SUCCESS_ROWS_BLIND(n)}
-    RETURNING deliveries.id, deliveries.attempts, deliveries.ordering_key IS NOT NULL`
-/** The success attempts of n rows: (id, attempt, startedAt, durationMs, statusCode, error, body) each. */
-const SUCCESS_ATTEMPT_ROWS = (n: number): string => `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
-    VALUES ${tuples(n, "(?, ?, ?, ?, 'success', ?, ?, ?)")}`
 
 /** The row @id, if a redeliver may take it: finished, and its endpoint (if any) live and enabled. */
 const REDELIVERABLE = `id = @id AND status IN ('success', 'dead', 'cancelled')
@@ -65,26 +40,6 @@ const SQL = {
       WHERE o.endpoint_id = e.id AND o.ordering_key = ? AND o.status IN ('pending', 'in_flight') AND o.id < ?)`,
   idByEvent: `SELECT id FROM deliveries WHERE event_id = ? AND endpoint_id = ?`,
   idByNotification: `SELECT id FROM deliveries WHERE notification_id = ? AND recipient = ? AND channel = ?`,
-  // One statement per outcome (docs/delivery.md, "Responses and retries"); each needs the claim token of the current claim.
-  // Positional parameters: named binding measured ~3 µs slower per call, and settle runs once
-  // per delivery. The argument order of each is built in `settleArgs`.
-  settleRetry: `UPDATE deliveries SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
-      next_attempt_at = ?, claim_token = NULL, lease_until = NULL,
-      last_status_code = COALESCE(?, last_status_code), last_error = ?,
-      completed_at = CASE WHEN attempts >= max_attempts THEN ? ELSE NULL END, updated_at = ?
-    ${SETTLE_WHERE}`,
-  settleDead: `UPDATE deliveries SET status = 'dead', claim_token = NULL, lease_until = NULL,
-      last_status_code = COALESCE(?, last_status_code), last_error = ?, completed_at = ?, updated_at = ?
-    ${SETTLE_WHERE}`,
-  // Snooze and release give the attempt back: the endpoint was down, or nothing was sent.
-  settleRefund: `UPDATE deliveries SET status = 'pending', attempts = max(attempts - 1, 0), next_attempt_at = ?,
-      claim_token = NULL, lease_until = NULL, last_status_code = COALESCE(?, last_status_code), updated_at = ?
-    ${SETTLE_WHERE}`,
-  // A row that fails while its endpoint is deleted or disabled must not wait as pending for an
-  // endpoint that is never claimed again: it ends at once, as the claim would end it.
-  finishIfEndpointGone: FINISH_IF_ENDPOINT_GONE,
-  insertAttempt: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   get: `SELECT ${COLUMNS} FROM deliveries WHERE id = ?`,
   // The attempts rows, then the success's attempt kept in the delivery row (always the last: a
   // redeliver moves it into attempts before the row is attempted again).
@@ -179,19 +134,6 @@ function enqueueArgs(args: unknown[], row: NewDelivery, id: string, waits: boole
   )
 }
 
-/** The positional arguments of the settle statement for `r.outcome.kind` (not success), in SQL order. */
-function settleArgs(r: SettleInput, at: number | null, now: number): unknown[] {
-  const statusCode = r.attempt?.statusCode ?? null
-  const error = r.attempt?.error ?? null
-  switch (r.outcome.kind) {
-    case 'retry':
-      return [at, statusCode, error, now, now, r.id, r.claimToken]
-    case 'dead':
-      return [statusCode, error, now, now, r.id, r.claimToken]
-    default:
-      return [at, statusCode, now, r.id, r.claimToken]
-  }
-}
 
 /**
  * Creates the delivery store over a connection. `onDue` is called (synchronously) whenever an
@@ -200,135 +142,17 @@ function settleArgs(r: SettleInput, at: number | null, now: number): unknown[] {
 export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): DeliveriesStore {
   const s = prepareAll(db, SQL)
   const claimer = createClaimer(db, onDue)
+  const insertAttempt = db.prepare(INSERT_ATTEMPT)
   const idByEvent = s.idByEvent.pluck()
   const idByNotification = s.idByNotification.pluck()
-  // raw(): each returns [status, attempts] as an array rather than an object.
-  const refund = s.settleRefund.raw()
-  const settleBy: Record<Exclude<Outcome['kind'], 'success'>, Statement> = {
-    retry: s.settleRetry.raw(),
-    dead: s.settleDead.raw(),
-    snooze: refund,
-    release: refund,
-  }
   const countPending = s.countPending.pluck()
   const countInFlight = s.countInFlight.pluck()
 
-  const finishIfEndpointGone = s.finishIfEndpointGone.pluck()
   const redeliverTx = db.transaction((p: { id: string; now: number }): number => {
     s.moveRowAttempt.run({ id: p.id })
     return s.redeliver.run(p).changes
   })
 
-  /** A success to settle: its input, with the attempt count its row has once settled. */
-  type Success = { r: SettleInput; attempts: number }
-  const successArgs = (rows: readonly Success[], from: number, n: number, now: number): unknown[] => {
-    const args: unknown[] = [now, now]
-    for (let i = from; i < from + n; i++) {
-      const r = rows[i]!.r
-      const a = r.attempt
-      if (a && keptInRow(a)) args.push(r.id, r.claimToken, a.statusCode ?? null, a.startedAt, Math.max(0, Math.round(a.durationMs)), a.responseBody ?? null)
-      else args.push(r.id, r.claimToken, a?.statusCode ?? null, null, null, null)
-    }
-    return args
-  }
-  const settleSuccessRows = multiRow(db, SETTLE_SUCCESS_ROWS, successArgs, (st) => st.raw())
-  const settleSuccessRowsBlind = multiRow(db, SETTLE_SUCCESS_ROWS_BLIND, successArgs)
-  // Under a savepoint: a chunk in which some row missed is undone, then settled again with
-  // RETURNING to learn which ones matched (misses are rare: a lease that ran out, a redeliver).
-  const MISSED = new Error('a row of the chunk missed')
-  const settleChunkBlind = db.transaction((st: Statement, args: unknown[], n: number): void => {
-    if (st.run(...args).changes !== n) throw MISSED
-  })
-  const successAttemptRows = multiRow(db, SUCCESS_ATTEMPT_ROWS, (rows: readonly Success[], from, n) => {
-    const args: unknown[] = []
-    for (let i = from; i < from + n; i++) {
-      const { r, attempts } = rows[i]!
-      const a = r.attempt!
-      args.push(r.id, attempts, a.startedAt, Math.max(0, Math.round(a.durationMs)), a.statusCode ?? null, a.error ?? null, truncateBody(a.responseBody))
-    }
-    return args
-  })
-
-  /**
-   * Settles the successes of a batch (one statement per 64 rows, their attempts kept in the rows
-   * or, the few that are not, in attempts rows); returns id → attempts of the rows that matched.
-   */
-  const settleSuccesses = (results: readonly SettleInput[], now: number, keyed: { ended: boolean }): Map<string, number> => {
-    const rows: Success[] = []
-    for (const r of results) if (r.outcome.kind === 'success') rows.push({ r, attempts: 0 })
-    const settled = new Map<string, number>()
-    if (rows.length === 0) return settled
-    const readBack = (st: Statement, args: unknown[]): void => {
-      for (const [id, attempts, isKeyed] of st.all(...args) as [string, number, number][]) {
-        settled.set(id, attempts)
-        if (isKeyed) keyed.ended = true
-      }
-    }
-    // With every row's claim described, a chunk whose rows all matched needs nothing read back
-    // (RETURNING measured ~0.8 µs per row, bench/queue-floor.ts).
-    if (rows.every((row) => row.r.claimed !== undefined)) {
-      settleSuccessRowsBlind(rows, now, (st, args, from, n) => {
-        try {
-          settleChunkBlind(st, args, n)
-        } catch (err) {
-          if (err !== MISSED) throw err
-          settleSuccessRows(rows.slice(from, from + n), now, readBack)
-          return
-        }
-        for (let i = from; i < from + n; i++) {
-          const r = rows[i]!.r
-          settled.set(r.id, r.claimed!.attempts)
-          if (r.claimed!.keyed) keyed.ended = true
-        }
-      })
-    } else settleSuccessRows(rows, now, readBack)
-    const logged: Success[] = []
-    for (const row of rows) {
-      const n = row.r.attempt && !keptInRow(row.r.attempt) ? settled.get(row.r.id) : undefined
-      if (n === undefined) continue
-      row.attempts = n
-      logged.push(row)
-    }
-    successAttemptRows(logged, undefined, (st, args) => st.run(...args))
-    return settled
-  }
-
-  const settleTx = db.transaction((results: readonly SettleInput[], now: number): SettleResult[] => {
-    let due = false
-    const keyed = { ended: false }
-    const successes = settleSuccesses(results, now, keyed)
-    const out = results.map((r): SettleResult => {
-      const o = r.outcome
-      if (o.kind === 'success') {
-        const attempts = successes.get(r.id)
-        return attempts === undefined ? { result: 'missed' } : { result: 'settled', status: 'success', attempts }
-      }
-      const at = o.kind === 'retry' || o.kind === 'snooze' ? o.at : o.kind === 'release' ? now : null
-      const raw = settleBy[o.kind].get(...settleArgs(r, at, now)) as [DeliveryStatus, number, number] | undefined
-      if (!raw) return { result: 'missed' }
-      const row = { status: raw[0], attempts: raw[1] }
-      if (raw[2] && row.status !== 'pending') keyed.ended = true
-      if (row.status === 'pending') row.status = (finishIfEndpointGone.get(now, now, JSON.stringify([r.id])) as DeliveryStatus | undefined) ?? 'pending'
-      if (row.status === 'pending' && at !== null && at <= now) due = true
-      const a = r.attempt
-      if (a) {
-        s.insertAttempt.run(
-          r.id,
-          o.kind === 'snooze' || o.kind === 'release' ? row.attempts + 1 : row.attempts,
-          a.startedAt,
-          Math.max(0, Math.round(a.durationMs)),
-          o.kind === 'retry' && row.status === 'dead' ? 'dead' : o.kind,
-          a.statusCode ?? null,
-          a.error ?? null,
-          truncateBody(a.responseBody),
-        )
-      }
-      return { result: 'settled', status: row.status, attempts: row.attempts }
-    })
-    if (due || keyed.ended) claimer.noteDue()
-    if (due) onDue()
-    return out
-  })
 
   /** A row just inserted: due now unless it waits or is scheduled later. */
   const created = (row: NewDelivery, id: string, waits: boolean, now: number): { id: string; created: boolean } => {
@@ -422,7 +246,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
     },
     claimDue: claimer.claimDue,
     releaseWaitingInOrder: claimer.releaseWaitingInOrder,
-    settle: (results, now) => (results.length === 0 ? [] : settleTx.immediate(results, now)),
+    settle: createSettler(db, claimer, onDue),
     get: (id) => (s.get.get(id) as Delivery | undefined) ?? null,
     attempts: (id) => s.attempts.all({ id }) as Attempt[],
     list: createDeliveryList(db),
@@ -438,7 +262,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       const row = s.carryGroupMember.get({ id, kind: outcome.kind, at, statusCode, error, now }) as { status: DeliveryStatus; attempts: number } | undefined
       if (!row) return null
       const logged = outcome.kind === 'retry' && row.status === 'dead' ? 'dead' : outcome.kind
-      s.insertAttempt.run(id, row.attempts, a.startedAt, Math.max(0, Math.round(a.durationMs)), logged, statusCode, error, truncateBody(a.responseBody))
+      insertAttempt.run(id, row.attempts, a.startedAt, Math.max(0, Math.round(a.durationMs)), logged, statusCode, error, truncateBody(a.responseBody))
       return row.status
     },
     redeliver(id, now) {

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { CLAIM_ROWS, CLAIM_SQL, QUIET_MS } from './delivery-claim.js'
-import { PASS_ENDPOINTS } from '../deliveries.js'
-import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions } from '../deliveries.js'
+import { CLAIM_ROWS, CLAIM_SQL } from './delivery-claim-sql.js'
+import { QUIET_MS } from './delivery-claim.js'
+import { PASS_ENDPOINTS, WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions } from '../deliveries.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)

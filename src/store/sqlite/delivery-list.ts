@@ -1,7 +1,7 @@
 import { decodeIdCursor, encodeCursor, pageById, type Page } from '../../lib/cursor.js'
 import { SCAN_STATEMENT_LIMIT, scanForPage } from '../capped-scan.js'
 import { statementCache, type Db } from './db.js'
-import { DUE_KEY } from './delivery-claim.js'
+import { DUE_KEY } from './delivery-claim-sql.js'
 import type { Channel, Delivery, DeliveryFilter, DeliveryStatus } from '../deliveries.js'
 import { DELIVERY_COLUMNS } from '../delivery-rows.js'
 

@@ -20,9 +20,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { prepareAll } from './db.js'
-import { channelKey, dueKey } from '../deliveries.js'
-import { DUE_KEY } from './delivery-claim.js'
-import { WAITING_IN_ORDER, type Channel, type ClaimedDelivery, type DeliveryStatus, type Outcome, type SettleInput, type SettleResult } from '../deliveries.js'
+import { channelKey, dueKey, WAITING_IN_ORDER, type Channel, type ClaimedDelivery, type DeliveryStatus, type Outcome, type SettleInput, type SettleResult } from '../deliveries.js'
+import { DUE_KEY } from './delivery-claim-sql.js'
 import { insertEndpoint, openTestQueue, row, type TestQueue } from '../../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { tempSqliteStore } from '../../../test/helpers.js'
-import { CLAIM_SQL } from './delivery-claim.js'
+import { CLAIM_SQL } from './delivery-claim-sql.js'
 import { originKey } from '../deliveries.js'
 import type { SqliteStore } from './index.js'
 import { deliveryIdOf, requestIdOf, type NewRequest } from '../requests.js'
