@@ -5,7 +5,7 @@
  * SQLite's IMMEDIATE transactions do, and the second finds nothing left to move.
  */
 import { channelKey, WAITING_IN_ORDER } from '../deliveries.js'
-import { PG_DUE_KEY as DUE_KEY } from './delivery-claim.js'
+import { PG_DUE_KEY as DUE_KEY } from './delivery-claim-sql.js'
 import type { ClockRepairCounts, ClockRepairStore, FutureTimeLimits } from '../clock-repair.js'
 import type { Async } from '../contract.js'
 import type { PgQueryable } from './queryable.js'

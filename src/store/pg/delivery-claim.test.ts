@@ -4,7 +4,8 @@ import type { Async } from '../contract.js'
 import { WAITING_IN_ORDER, type ClaimedDelivery, type ClaimOptions, type DeliveriesStore, type NewDelivery } from '../deliveries.js'
 import { BACKENDS, coreBackend, testPool, type CoreFamilies } from '../../../test/support/pg-core-backends.js'
 import { createPgDeliveriesStore } from './deliveries.js'
-import { endpointLockKey, EXPIRE_EVERY_MS, newPgClaimState, PG_CLAIM_SQL, RELEASE_EVERY_MS, type PgClaimState } from './delivery-claim.js'
+import { endpointLockKey, EXPIRE_EVERY_MS, newPgClaimState, RELEASE_EVERY_MS, type PgClaimState } from './delivery-claim.js'
+import { PG_CLAIM_SQL } from './delivery-claim-sql.js'
 import { row } from '../../../test/queue-helpers.js'
 
 const NOW = Date.UTC(2026, 0, 1)

@@ -1,8 +1,3 @@
-import Database from 'better-sqlite3'
-import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { findPackageFile } from '../../lib/package-file.js'
-
 /**
  * schema.sql, consolidated: the build writes `dist/schema-fresh.sql`, one CREATE per table,
  * index and trigger as schema.sql leaves them, so a new file is created without replaying
@@ -10,6 +5,10 @@ import { findPackageFile } from '../../lib/package-file.js'
  * ~13 ms against ~4.5 ms here; docs/performance.md). schema.sql stays the truth: the consolidated
  * text names the hash of the schema.sql it was made from and is used only with that very file.
  */
+import Database from 'better-sqlite3'
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { findPackageFile } from '../../lib/package-file.js'
 
 /** The name of the consolidated schema the build writes into dist/. */
 export const FRESH_SCHEMA_FILE = 'schema-fresh.sql'
