@@ -66,7 +66,9 @@ describe('portal in a browser', () => {
     expect(page.url()).toMatch(/\/portal#\/endpoints$/)
     expect(await page.evaluate('Object.values(sessionStorage).some((v) => v.startsWith("ptk_")) && localStorage.length === 0')).toBe(true)
     await expect(page.getByText(`${receiver.url}/globex`).count()).resolves.toBe(0)
-    await expect(page.locator('header.top').textContent()).resolves.toContain('acme')
+    // The application's name heads the page (its id only on hover).
+    await expect(page.getByTestId('portal-app').textContent()).resolves.toBe('Acme')
+    await expect(page.getByTestId('portal-app').getAttribute('title')).resolves.toBe('Application id: acme')
     expect(await seriousViolations(page)).toEqual([])
 
     await page.getByRole('navigation').getByRole('link', { name: 'Deliveries', exact: true }).click()
