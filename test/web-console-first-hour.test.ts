@@ -65,7 +65,7 @@ describe('console, the first hour', () => {
 
   it('a new endpoint shows in the list at once, with its own secret, and "Send test" works from its row', async () => {
     await page.getByRole('navigation').getByRole('link', { name: 'Endpoints', exact: true }).click()
-    await expect(page.getByText('No endpoints yet.').count()).resolves.toBe(1)
+    await page.getByText('No endpoints yet.').waitFor()
     // The application is picked by name, not typed as an id.
     await page.getByLabel('Application').selectOption({ label: 'Acme Corp (acme)' })
     await page.getByLabel('URL').fill(`${ok.url}/orders`)
