@@ -55,6 +55,23 @@ function sitePage(postbox: string): string {
 </body></html>`
 }
 
+/**
+ * Plain pages where the element is the only content: at the left edge (the browser's default
+ * body margin), flush with the right edge, or at the bottom left.
+ */
+const EDGE_PAGES: Record<string, string> = {
+  '/left': '',
+  '/right': 'position: absolute; top: 0; right: 0',
+  '/bottom-left': 'position: absolute; bottom: 0; left: 0',
+}
+
+function edgePage(postbox: string, style: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Plain</title>
+<script type="module" src="${postbox}/sdk/inbox.js"></script>
+</head><body><postbox-inbox server="${postbox}" token="${token}" style="${style}"></postbox-inbox></body></html>`
+}
+
 async function send(title: string, extra: Record<string, unknown> = {}): Promise<void> {
   const r = await admin('POST', '/v1/notifications', { topic: 'billing.invoice', recipients: [`user:${USER}`], title, body: `${title} body`, tags: ['billing'], ...extra })
   expect(r.status, r.text).toBe(202)
@@ -76,6 +93,7 @@ beforeAll(async () => {
   token = t.json.token
   site = createServer((req, res) => {
     if (req.url === '/') res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(sitePage(`http://127.0.0.1:${port}`))
+    else if (req.url && req.url in EDGE_PAGES) res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(edgePage(`http://127.0.0.1:${port}`, EDGE_PAGES[req.url]!))
     else if (req.url?.startsWith('/landing')) res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>Invoice</title><h1>Invoice</h1>')
     else res.writeHead(404).end()
   })
@@ -254,5 +272,66 @@ describe('<postbox-inbox> in a browser', () => {
   it('never put the token in a URL', () => {
     expect(urls.filter((u) => u.includes('/v1/inbox/stream')).length).toBeGreaterThan(1)
     expect(urls.filter((u) => u.includes(token) || /[?&]token=/.test(u))).toEqual([])
+  })
+})
+
+describe('<postbox-inbox> keeps its panel inside the viewport', () => {
+  // A message of its own, so these run alone too (vitest -t viewport).
+  beforeAll(() => send('Panel placement'))
+
+  /** Opens `path` at `viewport`, opens the panel, and returns the page once messages are listed. */
+  const openAt = async (path: string, viewport: { width: number; height: number }): Promise<Page> => {
+    const p = await browser.newPage({ viewport })
+    p.setDefaultTimeout(WAIT.timeout)
+    await p.goto(`${siteUrl}${path}`)
+    await p.locator('postbox-inbox').locator('.bell').click()
+    await expect.poll(() => p.locator('postbox-inbox').locator('.item').count(), WAIT).toBeGreaterThan(0)
+    return p
+  }
+
+  /** The panel's box lies inside the viewport, and a message's control takes a real click (its state flips, then back). */
+  const expectUsable = async (p: Page, viewport: { width: number; height: number }): Promise<void> => {
+    const box = (await p.locator('postbox-inbox').locator('.panel').boundingBox())!
+    expect(box.x).toBeGreaterThanOrEqual(0)
+    expect(box.y).toBeGreaterThanOrEqual(0)
+    expect(box.x + box.width).toBeLessThanOrEqual(viewport.width)
+    expect(box.y + box.height).toBeLessThanOrEqual(viewport.height)
+    const toggle = p.locator('postbox-inbox').locator('.item').first().locator('[data-action="toggle-read"]')
+    const before = (await toggle.getAttribute('aria-label'))!
+    const after = before.startsWith('Mark as read') ? before.replace('Mark as read', 'Mark as unread') : before.replace('Mark as unread', 'Mark as read')
+    // Playwright clicks only when the control itself is what the point hits (not covered, not off-screen).
+    await toggle.click()
+    await expect.poll(() => toggle.getAttribute('aria-label'), WAIT).toBe(after)
+    await toggle.click()
+    await expect.poll(() => toggle.getAttribute('aria-label'), WAIT).toBe(before)
+    await p.close()
+  }
+
+  it('at the left edge of a plain page', async () => {
+    const viewport = { width: 1024, height: 700 }
+    await expectUsable(await openAt('/left', viewport), viewport)
+  })
+
+  it('at the right edge of a plain page', async () => {
+    const viewport = { width: 1024, height: 700 }
+    await expectUsable(await openAt('/right', viewport), viewport)
+  })
+
+  it('on a narrow (mobile) viewport, at either edge', async () => {
+    const viewport = { width: 360, height: 640 }
+    const left = await openAt('/left', viewport)
+    // Narrowed to the viewport less a margin on each side.
+    expect((await left.locator('postbox-inbox').locator('.panel').boundingBox())!.width).toBeLessThanOrEqual(360 - 16)
+    await expectUsable(left, viewport)
+    await expectUsable(await openAt('/right', viewport), viewport)
+  })
+
+  it('at the bottom of the viewport, it opens above the bell', async () => {
+    const viewport = { width: 800, height: 600 }
+    const p = await openAt('/bottom-left', viewport)
+    const bell = (await p.locator('postbox-inbox').locator('.bell').boundingBox())!
+    const panel = (await p.locator('postbox-inbox').locator('.panel').boundingBox())!
+    expect(panel.y + panel.height).toBeLessThanOrEqual(bell.y)
+    await expectUsable(p, viewport)
   })
 })

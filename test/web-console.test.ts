@@ -80,7 +80,7 @@ describe('console in a browser', () => {
     expect(await seriousViolations(page)).toEqual([])
 
     await page.getByRole('navigation').getByRole('link', { name: 'Endpoints', exact: true }).click()
-    await page.getByLabel('Application').fill('acme')
+    await page.getByLabel('Application').selectOption('acme')
     await page.getByLabel('URL').fill(`${receiver.url}/hooks`)
     await page.getByLabel('Description').fill('Local receiver')
     await page.getByRole('button', { name: 'Create endpoint' }).click()

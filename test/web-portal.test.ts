@@ -14,7 +14,7 @@ describe('portal in a browser', () => {
   let page: Page
   // The server's clock, moved back only to issue a link that has already expired.
   let offsetMs = 0
-  const ids = { a: { endpoint: '', delivery: '' }, b: { endpoint: '', delivery: '' } }
+  const ids = { a: { endpoint: '', delivery: '', event: '' }, b: { endpoint: '', delivery: '', event: '' } }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- setup answers are probed loosely
   const admin = async (method: string, path: string, body?: unknown): Promise<any> => {
@@ -44,6 +44,8 @@ describe('portal in a browser', () => {
     const a = await admin('POST', '/v1/events', { type: 'order.created', data: { n: 1 }, app_id: 'acme' })
     const b = await admin('POST', '/v1/events', { type: 'order.created', data: { n: 2 }, app_id: 'globex' })
     await receiver.waitFor(2, STEP_MS)
+    ids.a.event = a.id
+    ids.b.event = b.id
     ids.a.delivery = (await admin('GET', `/v1/events/${a.id}`)).deliveries[0].id
     ids.b.delivery = (await admin('GET', `/v1/events/${b.id}`)).deliveries[0].id
     browser = await launchBrowser()
@@ -66,7 +68,9 @@ describe('portal in a browser', () => {
     expect(page.url()).toMatch(/\/portal#\/endpoints$/)
     expect(await page.evaluate('Object.values(sessionStorage).some((v) => v.startsWith("ptk_")) && localStorage.length === 0')).toBe(true)
     await expect(page.getByText(`${receiver.url}/globex`).count()).resolves.toBe(0)
-    await expect(page.locator('header.top').textContent()).resolves.toContain('acme')
+    // The application's name heads the page (its id only on hover).
+    await expect(page.getByTestId('portal-app').textContent()).resolves.toBe('Acme')
+    await expect(page.getByTestId('portal-app').getAttribute('title')).resolves.toBe('Application id: acme')
     expect(await seriousViolations(page)).toEqual([])
 
     await page.getByRole('navigation').getByRole('link', { name: 'Deliveries', exact: true }).click()
@@ -79,6 +83,9 @@ describe('portal in a browser', () => {
     await page.goto(`${server.url}/portal#/deliveries/${ids.a.delivery}`)
     await page.getByTestId('attempt').first().waitFor()
     expect(await seriousViolations(page)).toEqual([])
+    // An event lists its deliveries by endpoint URL.
+    await page.goto(`${server.url}/portal#/events/${ids.a.event}`)
+    await page.getByRole('link', { name: `${receiver.url}/acme`, exact: true }).waitFor()
   })
 
   it('creating an endpoint at a private address shows the destination_not_allowed message', async () => {

@@ -2746,8 +2746,12 @@ export interface operations {
                 limit?: number;
                 /** @description The notification's deliveries (per recipient and channel) */
                 notification_id?: string;
+                /** @description Created at or after (ISO 8601) */
+                since?: string;
                 /** @description With event_type (unless status is pending or in_flight) or status=success, and no event_id or notification_id, a page reads at most 10,000 deliveries: it may hold fewer than `limit` (even none) while next_cursor continues the read. */
                 status?: "pending" | "in_flight" | "success" | "dead" | "cancelled";
+                /** @description Created before (ISO 8601) */
+                until?: string;
             };
             header?: never;
             path?: never;

@@ -58,3 +58,8 @@ export function relativeTime(iso: string, now: number, locale: string | undefine
   if (abs < 30 * 86_400) return fmt.format(Math.round(s / 86_400), 'day')
   return new Date(t).toLocaleDateString(locale)
 }
+
+/** Dispatches a bubbling, composed CustomEvent from `el`; false when a listener cancelled it. */
+export function emit(el: HTMLElement, type: string, detail: unknown, cancelable = false): boolean {
+  return el.dispatchEvent(new CustomEvent(type, { detail, bubbles: true, composed: true, cancelable }))
+}

@@ -1,6 +1,8 @@
 import { InboxApi, type InboxCounts, type InboxItem } from './api.js'
+import { emit } from './dom.js'
 import { buildPanel, closeSnoozeMenu, renderList, renderTabs, showUnread, toggleSnoozeMenu, type PanelElements } from './panel-view.js'
-import { applyStateChange, mergePage, type BulkFilter, newestFirst, parseTabs, safeActionUrl, snoozeUntil, tabKeyTarget, type SnoozeChoice, type Tab } from './policy.js'
+import { applyStateChange, mergePage, type BulkFilter, newestFirst, parseEventData, parseTabs, safeActionUrl, scriptOrigin, snoozeUntil, tabKeyTarget, type SnoozeChoice, type Tab } from './policy.js'
+import { trackPlacement } from './placement.js'
 import { openStream, type SseEvent } from './sse.js'
 
 /**
@@ -14,14 +16,7 @@ import { openStream, type SseEvent } from './sse.js'
  */
 
 /** Where the module was loaded from: the default `server` when it came from a Postbox's /sdk/. */
-const SCRIPT_ORIGIN = ((): string | null => {
-  try {
-    const u = new URL(import.meta.url)
-    return /\/sdk\/inbox(\.[\w-]+)?\.js$/.test(u.pathname) ? u.origin : null
-  } catch {
-    return null
-  }
-})()
+const SCRIPT_ORIGIN = scriptOrigin(import.meta.url)
 
 /** How long to wait after a burst of stream events before asking for the tab counts again. */
 const COUNTS_DEBOUNCE_MS = 200
@@ -44,6 +39,7 @@ export class PostboxInbox extends HTMLElement {
   private loaded = false
   private generation = 0
   private countsTimer: ReturnType<typeof setTimeout> | null = null
+  private unplace: (() => void) | null = null
   private readonly onDocClick = (e: MouseEvent): void => {
     if (this.isOpen && !this.hasAttribute('inline') && !e.composedPath().includes(this)) this.setOpen(false, false)
   }
@@ -94,11 +90,13 @@ export class PostboxInbox extends HTMLElement {
     document.addEventListener('click', this.onDocClick)
     this.els.panel.hidden = !this.isOpen
     this.els.bell.setAttribute('aria-expanded', String(this.isOpen))
+    this.place(this.isOpen)
     this.restart()
   }
 
   disconnectedCallback(): void {
     document.removeEventListener('click', this.onDocClick)
+    this.place(false)
     this.stop()
   }
 
@@ -107,6 +105,7 @@ export class PostboxInbox extends HTMLElement {
     if (name === 'open') {
       this.els.panel.hidden = value === null
       this.els.bell.setAttribute('aria-expanded', String(value !== null))
+      this.place(value !== null)
       if (value !== null) this.markSeen()
     } else if (name === 'tabs') {
       this.tabs = parseTabs(value)
@@ -165,7 +164,7 @@ export class PostboxInbox extends HTMLElement {
         onStop: (stop) => {
           if (gen !== this.generation) return
           this.setStatus('Signed out of notifications')
-          this.emit('postbox:error', { code: stop.code, status: stop.status })
+          emit(this, 'postbox:error', { code: stop.code, status: stop.status })
         },
       },
     )
@@ -186,7 +185,7 @@ export class PostboxInbox extends HTMLElement {
       this.loaded = true
       this.render()
       if (this.isOpen) this.markSeen()
-      this.emit('postbox:ready', { unread: this.unread })
+      emit(this, 'postbox:ready', { unread: this.unread })
     } catch (err) {
       this.fail(err)
     }
@@ -225,19 +224,15 @@ export class PostboxInbox extends HTMLElement {
 
   /** Applies one stream event; a replay after a reconnect repeats nothing (messages are keyed by id). */
   private onStreamEvent(e: SseEvent): void {
-    let data: Record<string, unknown>
-    try {
-      data = JSON.parse(e.data) as Record<string, unknown>
-    } catch {
-      return
-    }
+    const data = parseEventData(e.data)
+    if (!data) return
     if (e.event === 'notification') {
       const item = data as unknown as InboxItem
       if (typeof item.id !== 'string') return
       const known = this.items.findIndex((m) => m.id === item.id)
       if (known >= 0) this.items[known] = item
       else if (!item.archived && this.inTab(item)) this.items = [item, ...this.items].sort(newestFirst)
-      if (known < 0) this.emit('postbox:notification', { item })
+      if (known < 0) emit(this, 'postbox:notification', { item })
       this.render()
     } else if (e.event === 'unread_count' && typeof data.unread_count === 'number') {
       this.setUnread(data.unread_count)
@@ -264,7 +259,7 @@ export class PostboxInbox extends HTMLElement {
     if (n === this.unread && this.loaded) return
     this.unread = n
     showUnread(this.els, n)
-    this.emit('postbox:unread', { unread: n })
+    emit(this, 'postbox:unread', { unread: n })
   }
 
   private setStatus(text: string): void {
@@ -273,18 +268,20 @@ export class PostboxInbox extends HTMLElement {
 
   private fail(err: unknown): void {
     const e = err as { code?: string; status?: number }
-    this.emit('postbox:error', { code: e.code ?? 'network_error', status: e.status ?? 0 })
+    emit(this, 'postbox:error', { code: e.code ?? 'network_error', status: e.status ?? 0 })
     if (e.status === 401) this.setStatus('Signed out of notifications')
-  }
-
-  private emit(type: string, detail: unknown, cancelable = false): boolean {
-    return this.dispatchEvent(new CustomEvent(type, { detail, bubbles: true, composed: true, cancelable }))
   }
 
   private setOpen(open: boolean, focus: boolean): void {
     this.toggleAttribute('open', open)
     if (open && focus) (this.els.list.querySelector<HTMLElement>('button.open') ?? this.els.tablist.querySelector<HTMLElement>('[aria-selected="true"]'))?.focus()
     if (!open && focus) this.els.bell.focus()
+  }
+
+  /** Keeps the open panel inside the viewport wherever the element sits (placement.ts); closed, it stops. */
+  private place(open: boolean): void {
+    this.unplace?.()
+    this.unplace = open ? trackPlacement(this, this.els.panel) : null
   }
 
   /** Opened: what is shown has been seen. */
@@ -318,7 +315,7 @@ export class PostboxInbox extends HTMLElement {
     this.optimistic(item, { read: true, seen: true })
     void this.api!.clicked([item.id]).catch((err: unknown) => this.fail(err))
     if (!url) return
-    if (!this.emit('postbox:action', { item, url }, true)) return
+    if (!emit(this, 'postbox:action', { item, url }, true)) return
     const target = this.getAttribute('target') ?? '_self'
     if (target === '_self') location.assign(url)
     else window.open(url, target, 'noopener')

@@ -106,3 +106,23 @@ export function tabKeyTarget(key: string, index: number, n: number): number | nu
   if (key === 'End') return n - 1
   return null
 }
+
+/** The origin of a module URL served from a Postbox's /sdk/ (`/sdk/inbox.js` or a hashed name); null otherwise. */
+export function scriptOrigin(moduleUrl: string): string | null {
+  try {
+    const u = new URL(moduleUrl)
+    return /\/sdk\/inbox(\.[\w-]+)?\.js$/.test(u.pathname) ? u.origin : null
+  } catch {
+    return null
+  }
+}
+
+/** A stream event's JSON data as an object; null when it is not JSON or not an object. */
+export function parseEventData(text: string): Record<string, unknown> | null {
+  try {
+    const data: unknown = JSON.parse(text)
+    return typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}

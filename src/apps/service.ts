@@ -143,11 +143,12 @@ export function createAppService(deps: { store: Store; config: Config; clock: Cl
       const now = clock.now()
       const claims: PortalClaims = { id: newId('ptk', now), appId: id, readOnly: i.read_only ?? false, expiresAt: now + (i.ttl_seconds ?? DEFAULT_PORTAL_TTL_S) * 1000 }
       // In one transaction with the check: a token is never stored for an application deleted meanwhile.
-      await store.tx(async (s) => {
-        await get(s, id)
+      const app = await store.tx(async (s) => {
+        const row = await get(s, id)
         await s.apps.insertPortalToken({ ...claims, createdAt: now })
+        return row
       })
-      const token = issuePortalToken(portalKey, claims)
+      const token = issuePortalToken(portalKey, claims, app.name)
       return { token, url: `${config.publicUrl}/portal#token=${token}`, expires_at: toIso(claims.expiresAt), read_only: claims.readOnly, app_id: id }
     },
     async verifyPortalToken(token) {

@@ -19,9 +19,20 @@ export function portalKey(tokenKey: Buffer | string): Buffer {
 }
 
 
-/** Issues `ptk_<base64url(json {jti, app, ro, exp})>.<base64url(HMAC-SHA256(key, payload))>`. */
-export function issuePortalToken(key: Buffer, claims: PortalClaims): string {
-  return issueSignedToken(PORTAL_TOKEN_PREFIX, key, { jti: claims.id, app: claims.appId, ro: claims.readOnly, exp: claims.expiresAt })
+/**
+ * The most characters of the application's name a token carries, for the portal's header only
+ * (the name is up to 200 characters; 64 keep the token well under its 1,024-character limit).
+ */
+export const PORTAL_NAME_MAX = 64
+
+/**
+ * Issues `ptk_<base64url(json {jti, app, ro, exp, name?})>.<base64url(HMAC-SHA256(key, payload))>`.
+ * `name` is the application's name when the token was issued, shown by the portal; the server
+ * never reads it.
+ */
+export function issuePortalToken(key: Buffer, claims: PortalClaims, appName?: string): string {
+  const name = appName === undefined ? {} : { name: Array.from(appName).slice(0, PORTAL_NAME_MAX).join('') }
+  return issueSignedToken(PORTAL_TOKEN_PREFIX, key, { jti: claims.id, app: claims.appId, ro: claims.readOnly, exp: claims.expiresAt, ...name })
 }
 
 /** Verifies a portal token's MAC in constant time and its expiry; null when malformed, forged or expired. */

@@ -42,6 +42,14 @@ export function newId(prefix: IdPrefix, nowMs: number = Date.now()): string {
   return `${prefix}_${lastTime}${encode40(lastRand, 0)}${encode40(lastRand, 5)}`
 }
 
+/**
+ * The smallest id `newId(prefix, ms)` can return: every id made at `ms` or later sorts at or
+ * above it, every earlier one below (a time range of a newest-first list as a range of ids).
+ */
+export function idFloor(prefix: IdPrefix, ms: number): string {
+  return `${prefix}_${encodeTime(Math.min(Math.max(0, Math.floor(ms)), 2 ** 48 - 1))}${'0'.repeat(16)}`
+}
+
 function encodeTime(ms: number): string {
   let out = ''
   for (let i = 0; i < 10; i++) {

@@ -253,6 +253,8 @@ export const DeliveryQuery = z
     event_id: z.string().max(200).optional().openapi({ description: "The event's deliveries (one per endpoint)" }),
     notification_id: z.string().max(200).optional().openapi({ description: "The notification's deliveries (per recipient and channel)" }),
     app_id: AppId.optional().openapi({ description: 'Only this application' }),
+    since: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Created at or after (ISO 8601)' }),
+    until: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Created before (ISO 8601)' }),
     limit: decimalInt(1, MAX_PAGE_SIZE).optional(),
     cursor: z.string().max(400).optional(),
   })

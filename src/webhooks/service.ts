@@ -14,6 +14,7 @@ import { resolveDeliverAt } from './deliver-at.js'
 import { EventIn, PublishedEventType } from './schemas.js'
 import { DEFAULT_APP } from '../store/apps.js'
 import type { AppScope, EventAcceptedOutput, EventInput, EventItemError, WebhookService } from './types.js'
+import { cutAtSince, deliveryWindow, readLimit } from './delivery-window.js'
 
 /** What `createWebhookService` needs. */
 export interface WebhookServiceDeps {
@@ -104,6 +105,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     deliveries: {
       async list(f = {}, scope) {
         const appId = await appFilter(store, scope, f.app_id)
+        const span = deliveryWindow(f)
         const page = await store.deliveries.list({
           ...(appId !== undefined ? { appId } : {}),
           // One application's callers see its webhook deliveries only (docs/applications.md).
@@ -113,10 +115,10 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
           ...(f.event_type ? { eventType: f.event_type } : {}),
           ...(f.event_id ? { eventId: f.event_id } : {}),
           ...(f.notification_id ? { notificationId: f.notification_id } : {}),
-          limit: pageSize(f.limit),
-          cursor: f.cursor ?? null,
+          limit: readLimit(span, pageSize(f.limit)),
+          cursor: span.cursor,
         })
-        return { data: page.data.map((d) => deliveryOut(d)), next_cursor: page.next_cursor }
+        return cutAtSince({ data: page.data.map((d) => deliveryOut(d)), next_cursor: page.next_cursor }, span, pageSize(f.limit))
       },
       async get(id, scope) {
         const d = await store.deliveries.get(id)

@@ -44,6 +44,10 @@ export interface DeliveryListFilter {
   event_id?: string
   notification_id?: string
   app_id?: string
+  /** Created at or after this time (ISO 8601). */
+  since?: string
+  /** Created before this time (ISO 8601). */
+  until?: string
   limit?: number
   cursor?: string | null
 }

@@ -1,19 +1,51 @@
 import { unwrap } from '../shared/api'
 import { AttemptsChart } from '../shared/chart'
 import { duration } from '../shared/format'
-import { href, useLoad, useSession } from '../shared/hooks'
+import { href, navigate, useLoad, useRoute, useSession } from '../shared/hooks'
 import { Table } from '../shared/table'
 import { Badge, Loading, Section, Time } from '../shared/ui'
 
-/** Deliveries per minute over 24 h, queue depth by status, oldest pending, failing endpoints. */
+/**
+ * The chart's time ranges, each with a bucket that keeps it under the API's 1,500 buckets
+ * (GET /v1/stats/timeseries): 60, 1,440, 168 and 120 points.
+ */
+export const RANGES = [
+  { key: '1h', label: 'last hour', hours: 1, bucket: '1m', per: 'minute' },
+  { key: '24h', label: 'last 24 hours', hours: 24, bucket: '1m', per: 'minute' },
+  { key: '7d', label: 'last 7 days', hours: 24 * 7, bucket: '1h', per: 'hour' },
+  { key: '30d', label: 'last 30 days', hours: 24 * 30, bucket: '6h', per: '6 hours' },
+] as const
+
+/** Deliveries by outcome over a chosen range (24 h by default), queue depth by status, oldest pending, failing endpoints. */
 export function OverviewPage() {
   const { api } = useSession()
+  const { query } = useRoute()
+  const range = RANGES.find((r) => r.key === query.get('range')) ?? RANGES[1]
   const stats = useLoad(() => unwrap(api.GET('/v1/stats')), [])
-  const series = useLoad(() => unwrap(api.GET('/v1/stats/timeseries', { params: { query: { bucket: '1m' } } })), [])
+  const series = useLoad(() => {
+    // Both ends from this clock: a browser behind the server's still asks for the range's bucket count.
+    const until = Date.now()
+    const since = new Date(until - range.hours * 3_600_000).toISOString()
+    return unwrap(api.GET('/v1/stats/timeseries', { params: { query: { bucket: range.bucket, since, until: new Date(until).toISOString() } } }))
+  }, [range.key])
+  const actions = (
+    <>
+      <span class="segmented" role="group" aria-label="Time range">
+        {RANGES.map((r) => (
+          <button key={r.key} type="button" class="btn btn-plain" aria-pressed={r.key === range.key} onClick={() => navigate(r.key === '24h' ? '/overview' : `/overview?range=${r.key}`)}>
+            {r.key}
+          </button>
+        ))}
+      </span>
+      <button type="button" class="btn btn-plain" onClick={() => (stats.reload(), series.reload())}>
+        Refresh
+      </button>
+    </>
+  )
   return (
     <>
-      <Section title="Deliveries per minute, last 24 hours" actions={<button type="button" class="btn btn-plain" onClick={() => (stats.reload(), series.reload())}>Refresh</button>}>
-        <Loading state={series}>{(s) => <AttemptsChart series={s} title="Attempts per minute by outcome" />}</Loading>
+      <Section title={`Deliveries per ${range.per}, ${range.label}`} actions={actions}>
+        <Loading state={series}>{(s) => <AttemptsChart series={s} title={`Attempts per ${range.per} by outcome, ${range.label}`} />}</Loading>
       </Section>
       <Loading state={stats}>
         {(s) => (

@@ -78,8 +78,8 @@ function Portal() {
         who={
           <>
             {claims && (
-              <span>
-                Application <code>{claims.appId}</code>
+              <span data-testid="portal-app" title={`Application id: ${claims.appId}`}>
+                {claims.appName ?? <code>{claims.appId}</code>}
               </span>
             )}
             {!canWrite && <Badge value="read only" />}

@@ -1,8 +1,10 @@
 import { useState } from 'preact/hooks'
 import { unwrap, type Api, type Schemas } from './api'
 import { FilterForm } from './filter-form'
+import { attemptsText, localToIso } from './format'
 import { href, useLoad, useRoute, useSession } from './hooks'
 import { usePagedList } from './paged-list'
+import { appOptions, endpointOptions, EventTypeInput, Picker } from './pickers'
 import { PagedTable } from './table'
 import { ActionButton, Badge, Code, Facts, Field, Loading, Notice, Section, Time } from './ui'
 
@@ -14,6 +16,10 @@ export interface DeliveryFilter {
   event_type?: string
   event_id?: string
   app_id?: string
+  /** Created at or after (ISO 8601). */
+  since?: string
+  /** Created before (ISO 8601). */
+  until?: string
 }
 
 const STATUSES: Status[] = ['pending', 'in_flight', 'success', 'dead', 'cancelled']
@@ -26,7 +32,7 @@ export function DeliveryTable(props: { filter: DeliveryFilter }) {
   const f = props.filter
   const { list, setCursor } = usePagedList(
     (cursor) => unwrap(api.GET('/v1/deliveries', { params: { query: { ...f, limit: 50, cursor } } })),
-    [f.status, f.endpoint_id, f.event_type, f.event_id, f.app_id],
+    [f.status, f.endpoint_id, f.event_type, f.event_id, f.app_id, f.since, f.until],
   )
   return (
     <PagedTable
@@ -45,9 +51,7 @@ export function DeliveryTable(props: { filter: DeliveryFilter }) {
             <Badge value={d.status} />
           </td>
           <td>{d.event_type}</td>
-          <td>
-            {d.attempt_count} / {d.max_attempts}
-          </td>
+          <td>{attemptsText(d)}</td>
           <td>{d.last_status_code ?? d.last_error ?? '—'}</td>
           <td>
             <Time iso={d.created_at} />
@@ -85,12 +89,14 @@ export function DeliveriesPage() {
     endpoint_id: query.get('endpoint_id') || undefined,
     event_type: query.get('event_type') || undefined,
     app_id: query.get('app_id') || undefined,
+    since: localToIso(query.get('since')),
+    until: localToIso(query.get('until')),
   }
   const [progress, setProgress] = useState<string | null>(null)
   return (
     <>
       <Section title="Filter deliveries">
-        <FilterForm path="/deliveries" names={['status', 'endpoint_id', 'event_type', 'app_id']}>
+        <FilterForm path="/deliveries" names={['status', 'endpoint_id', 'event_type', 'app_id', 'since', 'until']}>
           <Field id="f-status" label="Status">
             <select id="f-status" name="status" value={filter.status ?? ''}>
               <option value="">any</option>
@@ -101,17 +107,23 @@ export function DeliveriesPage() {
               ))}
             </select>
           </Field>
-          <Field id="f-endpoint" label="Endpoint id">
-            <input id="f-endpoint" name="endpoint_id" value={filter.endpoint_id ?? ''} />
+          <Field id="f-endpoint" label="Endpoint">
+            <Picker id="f-endpoint" name="endpoint_id" value={filter.endpoint_id ?? ''} load={endpointOptions} first={['', 'any']} />
           </Field>
           <Field id="f-type" label="Event type">
-            <input id="f-type" name="event_type" value={filter.event_type ?? ''} />
+            <EventTypeInput id="f-type" name="event_type" value={filter.event_type ?? ''} />
           </Field>
           {mode === 'console' && (
             <Field id="f-app" label="Application">
-              <input id="f-app" name="app_id" value={filter.app_id ?? ''} />
+              <Picker id="f-app" name="app_id" value={filter.app_id ?? ''} load={appOptions} first={['', 'any']} />
             </Field>
           )}
+          <Field id="f-since" label="Created from">
+            <input id="f-since" name="since" type="datetime-local" value={query.get('since') ?? ''} />
+          </Field>
+          <Field id="f-until" label="Created before">
+            <input id="f-until" name="until" type="datetime-local" value={query.get('until') ?? ''} />
+          </Field>
         </FilterForm>
         {canWrite && (
           <div class="actions">
@@ -172,7 +184,7 @@ export function DeliveryPage(props: { id: string }) {
                 ['Event type', dl.event_type],
                 ['Event', dl.event_id ? <a href={href(`/events/${dl.event_id}`)}>{dl.event_id}</a> : '—'],
                 ['Endpoint', dl.endpoint_id ? <a href={href(`/endpoints/${dl.endpoint_id}`)}>{dl.endpoint_id}</a> : '—'],
-                ['Attempts', `${dl.attempt_count} of ${dl.max_attempts}`],
+                ['Attempts', attemptsText(dl)],
                 ['Next attempt', <Time key="n" iso={dl.next_attempt_at} />],
                 ['Created', <Time key="c" iso={dl.created_at} />],
                 ['Completed', <Time key="d" iso={dl.completed_at} />],

@@ -5,6 +5,7 @@ import { splitList } from './format'
 import { href, navigate, useLoad, useRoute, useSession } from './hooks'
 import { DeliveryTable } from './deliveries'
 import { usePagedList } from './paged-list'
+import { appOptions, Picker } from './pickers'
 import { PagedTable } from './table'
 import { ActionButton, Badge, ErrorNotice, Facts, Field, Loading, Notice, Reveal, Section, TextInput, Time } from './ui'
 
@@ -16,6 +17,28 @@ export function endpointState(e: Endpoint): string {
   return e.circuit === 'closed' ? 'enabled' : e.circuit
 }
 
+/** "Send test" in a row of the list: sends `postbox.ping` to that endpoint and says which event it was. */
+function SendTest(props: { endpoint: Endpoint }) {
+  const { api } = useSession()
+  const [sent, setSent] = useState<string | null>(null)
+  return (
+    <>
+      <ActionButton
+        label="Send test"
+        testId={`send-test-${props.endpoint.id}`}
+        run={() => unwrap(api.POST('/v1/endpoints/{id}/test', { params: { path: { id: props.endpoint.id } } }))}
+        onDone={(r) => setSent((r as { id: string }).id)}
+      />
+      {sent && (
+        <span role="status" class="small">
+          {' '}
+          Test event <a href={href(`/events/${sent}`)}>{sent}</a> sent.
+        </span>
+      )}
+    </>
+  )
+}
+
 /** The endpoints list, with the create form for callers who may write. */
 export function EndpointsPage() {
   const { api, canWrite, mode } = useSession()
@@ -23,13 +46,23 @@ export function EndpointsPage() {
   const { list, setCursor } = usePagedList((cursor) => unwrap(api.GET('/v1/endpoints', { params: { query: { limit: 50, cursor, app_id: appId } } })), [appId])
   return (
     <>
-      {canWrite && <EndpointForm appId={appId} onSaved={(e) => navigate(`/endpoints/${e.id}`)} />}
+      {canWrite && (
+        <EndpointForm
+          appId={appId}
+          onSaved={(e) => navigate(`/endpoints/${e.id}`)}
+          onCreated={() => {
+            // Back to the first page, read again: the new endpoint is the newest.
+            setCursor(undefined)
+            list.reload()
+          }}
+        />
+      )}
       <Section title={mode === 'console' && appId ? `Endpoints of ${appId}` : 'Endpoints'}>
         <PagedTable
           state={list}
           onMore={setCursor}
           empty="No endpoints yet."
-          headings={['URL', 'State', 'Event types', 'Failures', 'Last success']}
+          headings={['URL', 'State', 'Event types', 'Failures', 'Last success', canWrite && 'Test']}
           row={(e) => (
             <tr key={e.id}>
               <td>
@@ -44,6 +77,11 @@ export function EndpointsPage() {
               <td>
                 <Time iso={e.last_success_at} />
               </td>
+              {canWrite && (
+                <td>
+                  <SendTest endpoint={e} />
+                </td>
+              )}
             </tr>
           )}
         />
@@ -53,7 +91,7 @@ export function EndpointsPage() {
 }
 
 /** Creates an endpoint, or edits one when `endpoint` is given. */
-export function EndpointForm(props: { endpoint?: Endpoint; appId?: string; onSaved: (e: Endpoint) => void; onCancel?: () => void }) {
+export function EndpointForm(props: { endpoint?: Endpoint; appId?: string; onSaved: (e: Endpoint) => void; onCreated?: (e: Endpoint) => void; onCancel?: () => void }) {
   const { api, mode } = useSession()
   const e = props.endpoint
   const [app, setApp] = useState(props.appId ?? '')
@@ -74,7 +112,10 @@ export function EndpointForm(props: { endpoint?: Endpoint; appId?: string; onSav
         ? await unwrap(api.PATCH('/v1/endpoints/{id}', { params: { path: { id: e.id } }, body }))
         : await unwrap(api.POST('/v1/endpoints', { body: { ...body, ...(mode === 'console' && app.trim() ? { app_id: app.trim() } : {}) } }))
       if (e) props.onSaved(saved)
-      else setCreated(saved)
+      else {
+        setCreated(saved)
+        props.onCreated?.(saved)
+      }
     } catch (err) {
       setError(err)
     } finally {
@@ -84,10 +125,24 @@ export function EndpointForm(props: { endpoint?: Endpoint; appId?: string; onSav
   if (created) {
     return (
       <Section title="Endpoint created">
-        <Reveal label="Signing secret (shown once; also under Show secret):" value={created.secret ?? ''} />
-        <button type="button" class="btn btn-primary" onClick={() => props.onSaved(created)}>
-          Open the endpoint
-        </button>
+        <Reveal label="This endpoint's own signing secret (each endpoint has its own; shown once here, then under Show secret):" value={created.secret ?? ''} />
+        <div class="actions">
+          <button type="button" class="btn btn-primary" onClick={() => props.onSaved(created)}>
+            Open the endpoint
+          </button>
+          <button
+            type="button"
+            class="btn btn-plain"
+            onClick={() => {
+              setCreated(null)
+              setUrl('')
+              setDescription('')
+              setTypes('')
+            }}
+          >
+            Add another
+          </button>
+        </div>
       </Section>
     )
   }
@@ -98,8 +153,8 @@ export function EndpointForm(props: { endpoint?: Endpoint; appId?: string; onSav
           <TextInput id={`${prefix}-url`} type="url" required value={url} onInput={setUrl} placeholder="https://example.com/webhooks" aria-describedby={`${prefix}-url-hint`} />
         </Field>
         {mode === 'console' && !e && (
-          <Field id="new-app" label="Application" hint="Its id; empty for the default application">
-            <TextInput id="new-app" value={app} onInput={setApp} aria-describedby="new-app-hint" />
+          <Field id="new-app" label="Application" hint="The application this endpoint belongs to">
+            <Picker id="new-app" value={app || 'default'} onChange={setApp} load={appOptions} describedBy="new-app-hint" />
           </Field>
         )}
         <Field id={`${prefix}-description`} label="Description">

@@ -1,7 +1,9 @@
-import { unwrap } from './api'
+import { unwrap, type Api } from './api'
 import { FilterForm } from './filter-form'
+import { attemptsText } from './format'
 import { href, useLoad, useRoute, useSession } from './hooks'
 import { usePagedList } from './paged-list'
+import { EventTypeInput } from './pickers'
 import { PagedTable, Table } from './table'
 import { Badge, Code, Facts, Field, Loading, Section, Time } from './ui'
 
@@ -16,7 +18,7 @@ export function EventsPage() {
       <Section title="Filter events">
         <FilterForm path="/events" names={['type']} onApply={() => setCursor(undefined)}>
           <Field id="ev-type" label="Event type">
-            <input id="ev-type" name="type" value={type ?? ''} />
+            <EventTypeInput id="ev-type" name="type" value={type ?? ''} />
           </Field>
         </FilterForm>
       </Section>
@@ -46,10 +48,24 @@ export function EventsPage() {
   )
 }
 
-/** One event: its payload and its deliveries. */
+/** The URL of each endpoint id (read one by one); an endpoint deleted since is left out. */
+async function endpointUrls(api: Api, ids: string[]): Promise<Map<string, string>> {
+  const found = await Promise.all(
+    [...new Set(ids)].map((id) =>
+      unwrap(api.GET('/v1/endpoints/{id}', { params: { path: { id } } })).then(
+        (e) => [id, e.url] as const,
+        () => null,
+      ),
+    ),
+  )
+  return new Map(found.filter((f) => f !== null))
+}
+
+/** One event: its payload and its deliveries, each with its endpoint's URL. */
 export function EventPage(props: { id: string }) {
   const { api } = useSession()
   const ev = useLoad(() => unwrap(api.GET('/v1/events/{id}', { params: { path: { id: props.id } } })), [props.id])
+  const urls = useLoad(() => endpointUrls(api, (ev.data?.deliveries ?? []).flatMap((d) => (d.endpoint_id ? [d.endpoint_id] : []))), [ev.data])
   return (
     <Loading state={ev}>
       {(e) => (
@@ -80,11 +96,17 @@ export function EventPage(props: { id: string }) {
                         <code>{d.id}</code>
                       </a>
                     </td>
-                    <td>{d.endpoint_id ? <a href={href(`/endpoints/${d.endpoint_id}`)}>{d.endpoint_id}</a> : '—'}</td>
+                    <td>
+                      {d.endpoint_id ? (
+                        <a href={href(`/endpoints/${d.endpoint_id}`)}>{urls.data?.get(d.endpoint_id) ?? <code>{d.endpoint_id}</code>}</a>
+                      ) : (
+                        '—'
+                      )}
+                    </td>
                     <td>
                       <Badge value={d.status} />
                     </td>
-                    <td>{d.attempt_count}</td>
+                    <td>{attemptsText(d)}</td>
                   </tr>
                 ))}
               </Table>

@@ -39,3 +39,23 @@ export const splitList = (text: string): string[] =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
+
+/** A `datetime-local` value ("2026-12-07T10:30", local time) as ISO 8601; undefined when blank or invalid. */
+export function localToIso(local: string | null | undefined): string | undefined {
+  if (!local) return undefined
+  const t = new Date(local).getTime()
+  return Number.isNaN(t) ? undefined : new Date(t).toISOString()
+}
+
+/** The statuses after which a delivery is never attempted again (unless redelivered by hand). */
+const FINAL = new Set(['success', 'dead', 'cancelled'])
+
+/**
+ * A delivery's attempts for a person: "2 / 8" while it may be tried again, the count alone once
+ * it succeeded, "1 (final)" when it failed for good or was cancelled (a 4xx answer ends it at
+ * once, whatever the maximum).
+ */
+export function attemptsText(d: { status: string; attempt_count: number; max_attempts: number }): string {
+  if (!FINAL.has(d.status)) return `${d.attempt_count} / ${d.max_attempts}`
+  return d.status === 'success' ? String(d.attempt_count) : `${d.attempt_count} (final)`
+}
