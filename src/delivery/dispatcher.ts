@@ -7,6 +7,7 @@ import type { AttemptHook, ChannelRegistry, ChannelResult, DispatchObserver } fr
 import { reportAttempts } from './attempt-hook.js'
 import { createEndpointLimits } from './endpoint-limits.js'
 import { createStoreLease, DELIVERY_LEASE, LEASE_RENEW_MS, LEASE_STANDBY_CHECK_MS, type Lease } from './lease.js'
+import { createOutageBackoff } from './outage-backoff.js'
 
 /** What `createDispatcher` needs. */
 export interface DispatcherDeps {
@@ -84,6 +85,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     targeted ? (key, now) => targeted.slotsFor!(key, now) : undefined,
   )
   const running = new Set<string>()
+  // While PostgreSQL is unreachable, claims and settles wait out a growing backoff.
+  const outage = createOutageBackoff({ enabled: store.backend === 'postgres', rng: deps.rng, log })
   // Only shutdown aborts sends, and it aborts all of them: one controller per run, not per send.
   let abortAll = new AbortController()
   const results: SettleInput[] = []
@@ -135,18 +138,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   async function claimJob(): Promise<void> {
     claimQueued = false
-    if (!started || stopping || !haveLease) return
+    if (!started || stopping || !haveLease || outage.paused(clock.now())) return
     const dueHint = toldDue
     toldDue = false
-    await limits.refresh()
-    const now = clock.now()
     const claimed: ClaimedDelivery[] = []
     const again = reloaded
     cutShort = false
+    let now = clock.now()
     try {
+      await limits.refresh()
+      now = clock.now()
       await claimRound(store, now, claimed, dueHint)
+      outage.succeeded()
     } catch (err) {
-      log.error({ err }, 'claim failed')
+      if (outage.failed(err, clock.now(), 'claim') === null) log.error({ err }, 'claim failed')
     }
     // Outside a transaction every claim statement commits on its own: the rows of those that
     // did are in flight even when a later one failed, so they are sent, not stranded.
@@ -373,9 +378,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       })
     } catch (err) {
       // The claims rolled back with the transaction. The outcomes are kept and written again
-      // shortly: dropping them would leave requests that did happen in flight until their leases
-      // expire, and then send them a second time. Their tokens still guard every row.
-      log.error({ err, count: batch.length }, 'settle failed; retrying')
+      // shortly (after the backoff while the database is unreachable): dropping them would leave
+      // requests that did happen in flight until their leases expire, and then send them a
+      // second time. Their tokens still guard every row.
+      const wait = outage.failed(err, clock.now(), 'settle')
+      if (wait === null) log.error({ err, count: batch.length }, 'settle failed; retrying')
       settled = null
       for (const d of rows) untrack(d)
       // The claims rolled back with the settle: their rows are pending again, not ours.
@@ -388,11 +395,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         settleRetryTimer = setTimeout(() => {
           settleRetryTimer = null
           void flush()
-        }, SETTLE_RETRY_MS)
+        }, wait ?? SETTLE_RETRY_MS)
         settleRetryTimer.unref()
       }
       return
     }
+    outage.succeeded()
     for (const d of claimed) launch(d, now)
     if (settled !== null && deps.onAttempt) reportAttempts(deps.onAttempt, batch, rows, settled, log)
     for (const r of batch) if (r.outcome.kind === 'retry' || r.outcome.kind === 'snooze') wakeAt(r.outcome.at, now)
@@ -408,8 +416,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       started = true
       stopping = false
       if (abortAll.signal.aborted) abortAll = new AbortController()
+      // Also called after the listening connection reconnected (notifications may have been
+      // missed): the claim that follows reads the database once, even during an outage's pause.
       unsubscribe = store.onDue(() => {
         toldDue = true
+        outage.resume()
         wake()
       })
       timer = setInterval(wake, config.pollIntervalMs)

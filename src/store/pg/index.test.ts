@@ -72,14 +72,31 @@ describe.runIf(PG_URL)('openPgStore', () => {
     }
   })
 
-  it('tells inbox listeners null after the listening connection came back, so streams catch up', async () => {
+  it('tells inbox listeners null and wakes the dispatcher after the listening connection came back, and is ready again', async () => {
     const notices: ({ userId: string; lastSeq: number } | null)[] = []
     const off = b.onInboxStream!((n) => notices.push(n))
+    // Notifications sent while it was down are lost: the dispatcher is woken to read the database once.
+    let woken = 0
+    const offDue = b.onDue(() => woken++)
     try {
       await a.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`, [LISTENER_NAME])
       await until(() => notices.includes(null), 10_000)
+      await until(() => woken > 0, 10_000)
+      await expect(b.stats.probeWritable()).resolves.toBeUndefined()
     } finally {
       off()
+      offDue()
     }
+  })
+
+  it('answers again after every backend of its pool was terminated (the next statements open new connections)', async () => {
+    await b.events.insert(event('evt_before_kill'))
+    expect(b.pool.totalCount).toBeGreaterThan(0)
+    await a.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'postbox' AND datname = current_database() AND pid <> pg_backend_pid()`)
+    // Each idle connection hears its termination and is dropped from the pool (its error is handled, not thrown).
+    await until(() => b.pool.totalCount === 0, 10_000)
+    expect(await b.events.get('evt_before_kill')).not.toBeNull()
+    await b.tx((s) => s.events.insert(event('evt_after_kill')))
+    expect(await a.events.get('evt_after_kill')).not.toBeNull()
   })
 })

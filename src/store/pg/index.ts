@@ -144,6 +144,15 @@ export async function openPgStore(url: string, opts: PgStoreOptions = {}): Promi
     ...poolFamilies,
     deliveries: afterPoolCall(poolFamilies.deliveries),
     requests: afterPoolCall(poolFamilies.requests),
+    // Ready (/readyz) means writable and listening: a node whose LISTEN connection is still
+    // coming back would hear of other nodes' work only at its poll ticks.
+    stats: {
+      ...poolFamilies.stats,
+      async probeWritable() {
+        await poolFamilies.stats.probeWritable()
+        if (!closed && !notifier.listening()) throw Object.assign(new Error('the listening connection is reconnecting'), { code: '08006' })
+      },
+    },
     async tx<T>(fn: (s: Store) => Promise<T>): Promise<T> {
       // The notification goes with the COMMIT: PostgreSQL delivers it only if the commit succeeds.
       const { out, due } = await atomically(pool, (client) => txOn(client, fn, store), (r) => (r.due ? NOTIFY_DUE_SQL : null))

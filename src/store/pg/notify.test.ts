@@ -65,7 +65,7 @@ describe.runIf(PG_URL)('LISTEN/NOTIFY between nodes', () => {
 
   it('reconnects after its connection is killed, telling listeners they may have missed notifications', async () => {
     const errors: Error[] = []
-    const b = createPgNotifier(nodeB, { retryMs: 50, onError: (e) => errors.push(e) })
+    const b = createPgNotifier(nodeB, { backoff: { baseMs: 50, maxMs: 50 }, onError: (e) => errors.push(e) })
     const heard = collect(b, 'postbox_due')
     await b.ready()
     await pgNotify(nodeA, 'postbox_due', 'one')
@@ -73,10 +73,12 @@ describe.runIf(PG_URL)('LISTEN/NOTIFY between nodes', () => {
     await nodeA.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, [LISTENER_NAME])
     expect(await heard.next(1)).toEqual([null])
     await b.ready()
+    expect(b.listening()).toBe(true)
     await pgNotify(nodeA, 'postbox_due', 'two')
     expect(await heard.next(1)).toEqual(['two'])
     expect(errors.length).toBeGreaterThan(0)
     await b.close()
+    expect(b.listening()).toBe(false)
   })
 
   it('closes cleanly while the LISTEN of a new channel is still in flight', async () => {

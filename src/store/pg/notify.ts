@@ -11,6 +11,8 @@
  * listener is called with `null`, meaning "you may have missed some: read the database".
  */
 import pg from 'pg'
+import { backoffDelayMs, RECONNECT_BACKOFF, type BackoffPolicy } from '../../lib/backoff.js'
+import type { Rng } from '../../lib/clock.js'
 
 /** The channel on which commits that made deliveries due say so (the payload is empty or a hint). */
 export const DUE_CHANNEL = 'postbox_due'
@@ -24,15 +26,19 @@ export interface PgNotifier {
   on(channel: string, listener: PgNotifyListener): () => void
   /** Resolves once every channel asked for so far is being listened to on a live connection. */
   ready(): Promise<void>
+  /** True while the listening connection is up (false from its loss until a reconnect has listened again). */
+  listening(): boolean
   close(): Promise<void>
 }
 
 /** Options of `createPgNotifier`. */
 export interface PgNotifierOptions {
-  /** The connection failed or a reconnect failed; it is retried after `retryMs`. */
+  /** The connection failed or a reconnect failed; it is tried again after the backoff's wait. */
   onError?: (err: Error) => void
-  /** Wait between reconnect attempts; default 500 ms. */
-  retryMs?: number
+  /** Waits between reconnect attempts, growing with consecutive failures; default RECONNECT_BACKOFF. */
+  backoff?: BackoffPolicy
+  /** The jitter's randomness; default Math.random. */
+  rng?: Rng
 }
 
 /** The listening connection's application_name (pg_stat_activity shows one per node). */
@@ -43,9 +49,16 @@ const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/
 /** The statement that says rows were made due (no parameters, so it can share the COMMIT's round trip). */
 export const NOTIFY_DUE_SQL = `SELECT pg_notify('${DUE_CHANNEL}', '')`
 
-/** A listening connection with the same settings as `pool`'s (URL, parsers), reconnecting on failure. */
+/**
+ * A listening connection with the same settings as `pool`'s (URL, parsers), reconnecting on
+ * failure: the first attempt soon after the loss, then with the backoff's growing waits until one
+ * connects and listens again.
+ */
 export function createPgNotifier(pool: pg.Pool, opts: PgNotifierOptions = {}): PgNotifier {
-  const retryMs = opts.retryMs ?? 500
+  const policy = opts.backoff ?? RECONNECT_BACKOFF
+  const rng = opts.rng ?? Math.random
+  // Consecutive failed attempts since the connection was last up (0 while it is).
+  let failures = 0
   const listeners = new Map<string, Set<PgNotifyListener>>()
   let client: pg.Client | null = null
   let connecting: Promise<void> | null = null
@@ -71,10 +84,11 @@ export function createPgNotifier(pool: pg.Pool, opts: PgNotifierOptions = {}): P
   }
   const schedule = (): void => {
     if (closed || timer) return
+    failures++
     timer = setTimeout(() => {
       timer = null
       void connect().catch(() => {})
-    }, retryMs)
+    }, backoffDelayMs(failures, rng, policy))
     timer.unref()
   }
   const connect = (): Promise<void> =>
@@ -100,6 +114,7 @@ export function createPgNotifier(pool: pg.Pool, opts: PgNotifierOptions = {}): P
         return
       }
       client = c
+      failures = 0
       if (everConnected) for (const ch of listeners.keys()) emit(ch, null)
       everConnected = true
     })())
@@ -128,6 +143,7 @@ export function createPgNotifier(pool: pg.Pool, opts: PgNotifierOptions = {}): P
       // A LISTEN sent by `on` is queued on the connection before this round trip completes.
       if (client) await client.query('SELECT 1')
     },
+    listening: () => client !== null,
     async close() {
       closed = true
       if (timer) clearTimeout(timer)

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pg from 'pg'
 import { PG_URL } from '../../../test/support/pg.js'
+import { isStorageUnavailable } from '../../errors.js'
 import { createPgPool, databaseUrlFromEnv, isPgUrl, PREPARED_LIMIT, redactPgUrl, withPgTransaction } from './pool.js'
 
 describe('PostgreSQL URLs', () => {
@@ -88,6 +89,46 @@ describe.runIf(PG_URL)('createPgPool', () => {
       expect(rows[0]!.n).toBeGreaterThan(PREPARED_LIMIT / 2)
     } finally {
       c.release()
+    }
+  })
+
+  it('outlives the backends of its connections being terminated, idle, checked out, or inside a transaction', async () => {
+    const errs: Error[] = []
+    const p = createPgPool(PG_URL!, { max: 2, onError: (e) => errs.push(e) })
+    const reported = async (n: number): Promise<void> => {
+      for (let i = 0; errs.length < n; i++) {
+        if (i > 400) throw new Error(`${errs.length} connection errors reported, not ${n}`)
+        await new Promise((r) => setTimeout(r, 25))
+      }
+    }
+    const terminate = (pid: number) => pool.query(`SELECT pg_terminate_backend($1)`, [pid])
+    try {
+      // Checked out, between statements: the server's FATAL arrives while nothing runs on it.
+      const c = await p.connect()
+      const pid = (await c.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid
+      await terminate(pid)
+      await reported(1)
+      await expect(c.query(`SELECT 1`)).rejects.toSatisfy(isStorageUnavailable)
+      c.release()
+      // Inside a transaction: the caller sees an error that maps to 503 unavailable.
+      const before = errs.length
+      const failed = await withPgTransaction(p, async (q) => {
+        await terminate((await q.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid)
+        await reported(before + 1)
+        await q.query(`SELECT 1`)
+      }).catch((e: unknown) => e)
+      expect(isStorageUnavailable(failed)).toBe(true)
+      // Idle in the pool.
+      const idle = (await p.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid
+      const n = errs.length
+      await terminate(idle)
+      await reported(n + 1)
+      // The dead connections were dropped: the pool serves the next statements on new ones.
+      expect((await p.query(`SELECT 1 AS one`)).rows).toEqual([{ one: 1 }])
+      expect((await withPgTransaction(p, (q) => q.query(`SELECT 2 AS two`))).rows).toEqual([{ two: 2 }])
+      expect(errs.every((e) => isStorageUnavailable(e))).toBe(true)
+    } finally {
+      await p.end()
     }
   })
 

@@ -8,6 +8,9 @@ export const DATABASE_URL_ENV = 'POSTBOX_DATABASE_URL'
 /** Connections per node when the caller sets none: the dispatcher's claim and settle, the API, listeners. */
 export const DEFAULT_POOL_MAX = 10
 
+/** How long opening a connection may take before it fails (a server that is gone answers at once; one behind a dead route never would). */
+export const CONNECT_TIMEOUT_MS = 10_000
+
 /** True for a PostgreSQL connection URL (`postgres://` or `postgresql://`). */
 export function isPgUrl(value: string): boolean {
   return /^postgres(?:ql)?:\/\//i.test(value)
@@ -40,7 +43,11 @@ function postboxTypes(): pg.CustomTypesConfig {
 export interface PgPoolOptions {
   /** Most connections open at once (DEFAULT_POOL_MAX). */
   max?: number
-  /** An idle connection's error (the server restarted, the network dropped); without a listener it would crash the process. */
+  /**
+   * A connection's error (the server restarted or terminated the backend, the network dropped),
+   * idle or checked out: without a listener it would crash the process. A checked-out one also
+   * fails its statement, so its caller sees the error; the pool then drops the connection.
+   */
   onError?: (err: Error) => void
   /** Shown in pg_stat_activity. */
   applicationName?: string
@@ -87,8 +94,17 @@ export function createPgPool(url: string, opts: PgPoolOptions = {}): pg.Pool {
     max: opts.max ?? DEFAULT_POOL_MAX,
     types: postboxTypes(),
     application_name: opts.applicationName ?? 'postbox',
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // A peer that vanished without closing (a failover, a dead route) is found by TCP keepalives.
+    keepAlive: true,
   })
-  pool.on('error', opts.onError ?? (() => {}))
+  const onError = opts.onError ?? (() => {})
+  // pg-pool listens for 'error' only while a connection is idle; one checked out (a transaction,
+  // the migration's session lock) that loses its backend emits 'error' with no listener, which
+  // kills the process. Every connection gets its own listener for its whole life.
+  pool.on('connect', (client) => client.on('error', onError))
+  // The pool's own 'error' is an idle connection's, which its listener above has reported.
+  pool.on('error', () => {})
   return pool
 }
 
