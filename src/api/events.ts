@@ -51,8 +51,9 @@ const routes = {
 export function eventRoutes(deps: ApiDeps) {
   // The caller's application is already in each input (a scoped key's replaces the body's).
   const ingest = createGroupCommit<EventInput, EventAcceptedOutput>({
-    runMany: (inputs) => deps.webhooks.events.sendMany(inputs),
-    runOne: (input) => deps.webhooks.events.send(input),
+    // Each input passed events.check on its own first: a slow schema holds only its own caller.
+    runMany: (inputs) => deps.webhooks.events.sendMany(inputs, undefined, { checked: true }),
+    runOne: (input) => deps.webhooks.events.send(input, undefined, { checked: true }),
     maxBatch: deps.groupCommitMaxBatch ?? 1000,
   })
   const r = newRouter()
@@ -62,6 +63,7 @@ export function eventRoutes(deps: ApiDeps) {
     const scope = callerApp(c)
     const withId: EventInput = id !== body.id ? { ...body, id } : body
     const input: EventInput = scope !== null ? { ...withId, app_id: scope } : withId
+    await deps.webhooks.events.check(input)
     const result = await ingest.submit(input)
     return c.json(result, result.deduplicated ? 200 : 202)
   })

@@ -63,6 +63,12 @@ export interface EventListFilter {
  */
 export type AppScope = string | null | undefined
 
+/** Options of `events.send` and `events.sendMany`. */
+export interface SendOptions {
+  /** Every input already passed `events.check`: the catalog is not asked again. */
+  checked?: boolean
+}
+
 /**
  * The webhook service: endpoints, events and their deliveries. Every method validates its
  * input (throwing AppError validation_failed / destination_not_allowed / not_found /
@@ -92,10 +98,16 @@ export interface WebhookService {
     test(id: string, input?: { event_type?: string }, scope?: AppScope): Promise<EventAcceptedOutput>
   }
   events: {
-    /** Stores an event and its deliveries in one transaction. */
-    send(input: EventInput, scope?: AppScope): Promise<EventAcceptedOutput>
+    /**
+     * Checks an event as `send` would (shape, application, catalog) without storing it. The ingest
+     * route checks each event on its own before group commit, so a slow schema never holds another
+     * caller's transaction (docs/applications.md, "Schema limits").
+     */
+    check(input: EventInput, scope?: AppScope): Promise<void>
+    /** Stores an event and its deliveries in one transaction (`checked`: `check` passed it, the catalog is not asked again). */
+    send(input: EventInput, scope?: AppScope, opts?: SendOptions): Promise<EventAcceptedOutput>
     /** Stores many events in ONE transaction; results in input order (any refused event fails them all). */
-    sendMany(inputs: readonly EventInput[], scope?: AppScope): Promise<EventAcceptedOutput[]>
+    sendMany(inputs: readonly EventInput[], scope?: AppScope, opts?: SendOptions): Promise<EventAcceptedOutput[]>
     /**
      * POST /v1/events/batch: one transaction; an item the catalog refuses (schema, archived,
      * unknown type) gets its own `{error}` result and the others are stored.

@@ -1,0 +1,210 @@
+/**
+ * What a catalog schema may cost, decided before it is compiled (docs/applications.md, "Schema
+ * limits"). A schema is refused at `PUT` when it is too large, when following its `$ref`s applies
+ * too many schemas to one place of the data (the anyOf-of-refs blowup: each level naming the one
+ * below twice or more doubles the work), or when a `$ref` cycle comes back to the same place of
+ * the data without descending into it (infinite recursion). Of the rest, a schema is `light` when
+ * its cost is provably small (no recursion, few schemas after `$ref`s are followed): with small
+ * data (`isSmallData`) it is validated on the main thread, everything else in the worker.
+ */
+
+/** The limits of a catalog schema and of main-thread validation. */
+export const SCHEMA_LIMITS = {
+  /** The schema's JSON, in bytes (UTF-16 code units). */
+  maxBytes: 64 * 1024,
+  /** Schemas applied to one place of the data with every `$ref` followed (recursion counted once). */
+  maxExpansion: 10_000,
+  /** Characters of one `pattern` or `patternProperties` key. */
+  maxPatternLength: 1_000,
+  /** A light schema applies at most this many schemas per place of the data. */
+  lightExpansion: 256,
+  /** Data validated on the main thread: at most this many units (one per value, key and string character). */
+  lightDataUnits: 4_096,
+} as const
+
+/** One reason a schema is refused, as a `validation_failed` detail. */
+export interface SchemaBoundIssue {
+  path: string
+  message: string
+}
+
+/** The verdict on a schema: refusals (empty when accepted) and whether it is light. */
+export interface SchemaAssessment {
+  issues: SchemaBoundIssue[]
+  /** True when validation is provably cheap (bounded by `lightExpansion` × the data's size). */
+  light: boolean
+  /** Schemas applied per place of the data, `$ref`s followed (capped just past the limit). */
+  expansion: number
+}
+
+type Json = unknown
+type Obj = Record<string, Json>
+
+/** Keywords whose subschema applies to the same place of the data. */
+const SAME_ONE = ['not', 'if', 'then', 'else']
+const SAME_LIST = ['allOf', 'anyOf', 'oneOf']
+const SAME_MAP = ['dependentSchemas']
+/** Keywords whose subschemas apply to a part of the data (one level down). */
+const DOWN_ONE = ['additionalProperties', 'items', 'contains', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties', 'additionalItems']
+const DOWN_LIST = ['prefixItems']
+const DOWN_MAP = ['properties', 'patternProperties']
+
+const isObj = (v: Json): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** The value at a JSON pointer fragment (`#/a/b`) of `root`, or undefined. */
+function resolvePointer(root: Json, fragment: string): Json {
+  let node: Json = root
+  if (fragment === '' || fragment === '/') return fragment === '' ? root : isObj(root) ? root[''] : undefined
+  if (!fragment.startsWith('/')) return undefined
+  for (const raw of fragment.slice(1).split('/')) {
+    let part: string
+    try {
+      part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~')
+    } catch {
+      return undefined
+    }
+    if (Array.isArray(node)) node = /^\d+$/.test(part) ? node[Number(part)] : undefined
+    else if (isObj(node)) node = Object.prototype.hasOwnProperty.call(node, part) ? node[part] : undefined
+    else return undefined
+  }
+  return node
+}
+
+/** Every `$anchor` of the document, by name. */
+function anchors(root: Json): Map<string, Json> {
+  const found = new Map<string, Json>()
+  const stack: Json[] = [root]
+  while (stack.length > 0) {
+    const n = stack.pop()
+    if (Array.isArray(n)) stack.push(...(n as Json[]))
+    else if (isObj(n)) {
+      if (typeof n.$anchor === 'string') found.set(n.$anchor, n)
+      stack.push(...Object.values(n))
+    }
+  }
+  return found
+}
+
+/** The weight of an `enum` or `const`: one per 64 bytes of its JSON (deep equality costs that much per value checked). */
+const valueWeight = (v: Json): number => 1 + Math.floor((JSON.stringify(v) ?? '').length / 64)
+
+/**
+ * Assesses a schema: refuses what can explode, and says whether the rest is light. Its own cost
+ * is bounded: the walk stops once `maxExpansion` schemas have been counted.
+ */
+export function assessSchema(schema: Json): SchemaAssessment {
+  const issues: SchemaBoundIssue[] = []
+  const bytes = (JSON.stringify(schema) ?? '').length
+  if (bytes > SCHEMA_LIMITS.maxBytes) {
+    return { issues: [{ path: 'schema', message: `is ${bytes} bytes of JSON; a schema may have at most ${SCHEMA_LIMITS.maxBytes}` }], light: false, expansion: 0 }
+  }
+  const byAnchor = anchors(schema)
+  const weights = new WeakMap<object, number>()
+  /** The `$ref` targets being expanded, with the data depth at which each was entered. */
+  const onStack = new Map<Json, number>()
+  let count = 0
+  let heavy = false
+  let over = false
+
+  const refTarget = (ref: string): Json => {
+    if (!ref.startsWith('#')) return undefined
+    const frag = ref.slice(1)
+    return frag.startsWith('/') || frag === '' ? resolvePointer(schema, frag) : byAnchor.get(frag)
+  }
+
+  const visit = (node: Json, path: string, depth: number): void => {
+    if (over) return
+    count += 1
+    if (count > SCHEMA_LIMITS.maxExpansion) {
+      over = true
+      issues.push({ path, message: `applies more than ${SCHEMA_LIMITS.maxExpansion} schemas to one place of the data once its $refs are followed (each level of $ref naming the one below more than once multiplies the work); simplify it` })
+      return
+    }
+    if (!isObj(node)) return
+    for (const k of ['enum', 'const']) {
+      if (!(k in node)) continue
+      let w = weights.get(node)
+      if (w === undefined) weights.set(node, (w = valueWeight(node[k])))
+      count += w - 1
+    }
+    for (const k of ['pattern']) {
+      const p = node[k]
+      if (typeof p === 'string' && p.length > SCHEMA_LIMITS.maxPatternLength) issues.push({ path: `${path}.${k}`, message: `is longer than ${SCHEMA_LIMITS.maxPatternLength} characters` })
+    }
+    if (isObj(node.patternProperties)) {
+      for (const p of Object.keys(node.patternProperties)) {
+        if (p.length > SCHEMA_LIMITS.maxPatternLength) issues.push({ path: `${path}.patternProperties`, message: `has a pattern longer than ${SCHEMA_LIMITS.maxPatternLength} characters` })
+      }
+    }
+    if ('$dynamicRef' in node || '$recursiveRef' in node) heavy = true
+    if (typeof node.$ref === 'string') followRef(node.$ref, `${path}.$ref`, depth)
+    for (const k of SAME_ONE) if (k in node) visit(node[k], `${path}.${k}`, depth)
+    for (const k of DOWN_ONE) if (k in node) visit(node[k], `${path}.${k}`, depth + 1)
+    for (const [list, down] of [[SAME_LIST, 0], [DOWN_LIST, 1]] as const) {
+      for (const k of list) {
+        const v = node[k]
+        if (Array.isArray(v)) v.forEach((s, n) => visit(s, `${path}.${k}.${n}`, depth + down))
+      }
+    }
+    for (const [map, down] of [[SAME_MAP, 0], [DOWN_MAP, 1]] as const) {
+      for (const k of map) {
+        const v = node[k]
+        if (isObj(v)) for (const [name, s] of Object.entries(v)) visit(s, `${path}.${k}.${name}`, depth + down)
+      }
+    }
+  }
+
+  const followRef = (ref: string, path: string, depth: number): void => {
+    const target = refTarget(ref)
+    // A remote $ref, or one relative to an embedded $id: Ajv compiles it or refuses it; the
+    // worker bounds what it costs.
+    if (target === undefined) {
+      heavy = true
+      return
+    }
+    const entered = onStack.get(target)
+    if (entered === depth) {
+      issues.push({ path, message: `${ref} refers back to itself at the same place of the data (infinite recursion)` })
+      over = true
+      return
+    }
+    if (entered !== undefined) {
+      // Recursion through the data (a tree): bounded by the data's depth, validated in the worker.
+      heavy = true
+      return
+    }
+    onStack.set(target, depth)
+    visit(target, path, depth)
+    onStack.delete(target)
+  }
+
+  visit(schema, 'schema', 0)
+  return { issues, light: issues.length === 0 && !heavy && count <= SCHEMA_LIMITS.lightExpansion, expansion: count }
+}
+
+/**
+ * True when `data` has at most `SCHEMA_LIMITS.lightDataUnits` units (one per value and key, plus
+ * string lengths): with a light schema, validating it is cheap. Stops counting at the limit.
+ */
+export function isSmallData(data: unknown, limit: number = SCHEMA_LIMITS.lightDataUnits): boolean {
+  let units = 0
+  const stack: unknown[] = [data]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    units += 1
+    if (typeof v === 'string') units += v.length
+    else if (Array.isArray(v)) {
+      if (units + v.length > limit) return false
+      for (const x of v) stack.push(x)
+    } else if (typeof v === 'object' && v !== null) {
+      for (const k in v) {
+        if (!Object.prototype.hasOwnProperty.call(v, k)) continue
+        units += 1 + k.length
+        if (units > limit) return false
+        stack.push((v as Record<string, unknown>)[k])
+      }
+    }
+    if (units > limit) return false
+  }
+  return true
+}
