@@ -85,8 +85,8 @@ function anchors(root: Json): Map<string, Json> {
   return found
 }
 
-/** The weight of an `enum` or `const`: one per 64 bytes of its JSON (deep equality costs that much per value checked). */
-const valueWeight = (v: Json): number => 1 + Math.floor((JSON.stringify(v) ?? '').length / 64)
+/** The weight of an `enum` or `const`: one per member and per 64 bytes of its JSON (what comparing a value with it costs). */
+const valueWeight = (v: Json): number => 1 + (Array.isArray(v) ? v.length : 0) + Math.floor((JSON.stringify(v) ?? '').length / 64)
 
 /**
  * Assesses a schema: refuses what can explode, and says whether the rest is light. Its own cost
@@ -112,12 +112,22 @@ export function assessSchema(schema: Json): SchemaAssessment {
     return frag.startsWith('/') || frag === '' ? resolvePointer(schema, frag) : byAnchor.get(frag)
   }
 
-  const visit = (node: Json, path: string, depth: number): void => {
+  /** Where the walk is, as segments (joined only for an issue: a path string per visit would cost more than the walk). */
+  const at: string[] = ['schema']
+  const here = (...more: string[]): string => [...at, ...more].join('.')
+
+  const child = (node: Json, seg: string, depth: number): void => {
+    at.push(seg)
+    visit(node, depth)
+    at.pop()
+  }
+
+  const visit = (node: Json, depth: number): void => {
     if (over) return
     count += 1
     if (count > SCHEMA_LIMITS.maxExpansion) {
       over = true
-      issues.push({ path, message: `applies more than ${SCHEMA_LIMITS.maxExpansion} schemas to one place of the data once its $refs are followed (each level of $ref naming the one below more than once multiplies the work); simplify it` })
+      issues.push({ path: here(), message: `applies more than ${SCHEMA_LIMITS.maxExpansion} schemas to one place of the data once its $refs are followed (each level of $ref naming the one below more than once multiplies the work); simplify it` })
       return
     }
     if (!isObj(node)) return
@@ -127,34 +137,32 @@ export function assessSchema(schema: Json): SchemaAssessment {
       if (w === undefined) weights.set(node, (w = valueWeight(node[k])))
       count += w - 1
     }
-    for (const k of ['pattern']) {
-      const p = node[k]
-      if (typeof p === 'string' && p.length > SCHEMA_LIMITS.maxPatternLength) issues.push({ path: `${path}.${k}`, message: `is longer than ${SCHEMA_LIMITS.maxPatternLength} characters` })
-    }
+    const p = node.pattern
+    if (typeof p === 'string' && p.length > SCHEMA_LIMITS.maxPatternLength) issues.push({ path: here('pattern'), message: `is longer than ${SCHEMA_LIMITS.maxPatternLength} characters` })
     if (isObj(node.patternProperties)) {
-      for (const p of Object.keys(node.patternProperties)) {
-        if (p.length > SCHEMA_LIMITS.maxPatternLength) issues.push({ path: `${path}.patternProperties`, message: `has a pattern longer than ${SCHEMA_LIMITS.maxPatternLength} characters` })
+      for (const k of Object.keys(node.patternProperties)) {
+        if (k.length > SCHEMA_LIMITS.maxPatternLength) issues.push({ path: here('patternProperties'), message: `has a pattern longer than ${SCHEMA_LIMITS.maxPatternLength} characters` })
       }
     }
     if ('$dynamicRef' in node || '$recursiveRef' in node) heavy = true
-    if (typeof node.$ref === 'string') followRef(node.$ref, `${path}.$ref`, depth)
-    for (const k of SAME_ONE) if (k in node) visit(node[k], `${path}.${k}`, depth)
-    for (const k of DOWN_ONE) if (k in node) visit(node[k], `${path}.${k}`, depth + 1)
+    if (typeof node.$ref === 'string') followRef(node.$ref, depth)
+    for (const k of SAME_ONE) if (k in node) child(node[k], k, depth)
+    for (const k of DOWN_ONE) if (k in node) child(node[k], k, depth + 1)
     for (const [list, down] of [[SAME_LIST, 0], [DOWN_LIST, 1]] as const) {
       for (const k of list) {
         const v = node[k]
-        if (Array.isArray(v)) v.forEach((s, n) => visit(s, `${path}.${k}.${n}`, depth + down))
+        if (Array.isArray(v)) v.forEach((s, n) => child(s, `${k}.${n}`, depth + down))
       }
     }
     for (const [map, down] of [[SAME_MAP, 0], [DOWN_MAP, 1]] as const) {
       for (const k of map) {
         const v = node[k]
-        if (isObj(v)) for (const [name, s] of Object.entries(v)) visit(s, `${path}.${k}.${name}`, depth + down)
+        if (isObj(v)) for (const [name, s] of Object.entries(v)) child(s, `${k}.${name}`, depth + down)
       }
     }
   }
 
-  const followRef = (ref: string, path: string, depth: number): void => {
+  const followRef = (ref: string, depth: number): void => {
     const target = refTarget(ref)
     // A remote $ref, or one relative to an embedded $id: Ajv compiles it or refuses it; the
     // worker bounds what it costs.
@@ -164,7 +172,7 @@ export function assessSchema(schema: Json): SchemaAssessment {
     }
     const entered = onStack.get(target)
     if (entered === depth) {
-      issues.push({ path, message: `${ref} refers back to itself at the same place of the data (infinite recursion)` })
+      issues.push({ path: here('$ref'), message: `${ref} refers back to itself at the same place of the data (infinite recursion)` })
       over = true
       return
     }
@@ -174,37 +182,37 @@ export function assessSchema(schema: Json): SchemaAssessment {
       return
     }
     onStack.set(target, depth)
-    visit(target, path, depth)
+    child(target, '$ref', depth)
     onStack.delete(target)
   }
 
-  visit(schema, 'schema', 0)
+  visit(schema, 0)
   return { issues, light: issues.length === 0 && !heavy && count <= SCHEMA_LIMITS.lightExpansion, expansion: count }
 }
 
 /**
- * True when `data` has at most `SCHEMA_LIMITS.lightDataUnits` units (one per value and key, plus
- * string lengths): with a light schema, validating it is cheap. Stops counting at the limit.
+ * True when `data` has at most `limit` units (one per value and key, plus string lengths) and is
+ * at most 64 levels deep: with a light schema, validating it is cheap. Stops at the limit.
  */
 export function isSmallData(data: unknown, limit: number = SCHEMA_LIMITS.lightDataUnits): boolean {
-  let units = 0
-  const stack: unknown[] = [data]
-  while (stack.length > 0) {
-    const v = stack.pop()
-    units += 1
-    if (typeof v === 'string') units += v.length
-    else if (Array.isArray(v)) {
-      if (units + v.length > limit) return false
-      for (const x of v) stack.push(x)
-    } else if (typeof v === 'object' && v !== null) {
-      for (const k in v) {
-        if (!Object.prototype.hasOwnProperty.call(v, k)) continue
-        units += 1 + k.length
-        if (units > limit) return false
-        stack.push((v as Record<string, unknown>)[k])
+  let budget = limit
+  const walk = (v: unknown, depth: number): boolean => {
+    budget -= 1
+    if (typeof v === 'string') budget -= v.length
+    else if (typeof v === 'object' && v !== null) {
+      if (depth >= 64) return false
+      if (Array.isArray(v)) {
+        if (v.length > budget) return false
+        for (const x of v) if (!walk(x, depth + 1)) return false
+      } else {
+        const o = v as Record<string, unknown>
+        for (const k of Object.keys(o)) {
+          budget -= 1 + k.length
+          if (!walk(o[k], depth + 1)) return false
+        }
       }
     }
-    if (units > limit) return false
+    return budget >= 0
   }
-  return true
+  return walk(data, 0)
 }

@@ -47,7 +47,7 @@ function re2Engine(RE2JS: typeof RE2JSClass): RegExpEngine {
   const engine = (pattern: string): RegExpLike => {
     const re = RE2JS.compile(RE2JS.translateRegExp(pattern))
     // Ajv keys its compiled patterns by toString(): the source, as a RegExp's would be.
-    return { test: (s: string) => re.matcher(s).find(), toString: () => `/${pattern}/u` } as RegExpLike
+    return { test: (s: string) => re.test(s), toString: () => `/${pattern}/u` } as RegExpLike
   }
   return Object.assign(engine, { code: 'RE2JS' })
 }

@@ -67,18 +67,20 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     endpoints: createEndpointService({ store, config, clock, fanOut, catalog }),
     eventTypes: catalog,
     events: {
-      async check(input, scope) {
+      async prepare(input, scope) {
         const [ev] = await place([input], scope, () => '', clock.now())
         await checkCatalog([ev!])
+        return ev!
       },
-      async send(input, scope, opts = {}) {
+      sendPrepared: (evs) => store.tx((s) => fanOut.storeMany(s, evs)),
+      async send(input, scope) {
         const [ev] = await place([input], scope, () => '', clock.now())
-        if (!opts.checked) await checkCatalog([ev!])
+        await checkCatalog([ev!])
         return store.tx((s) => fanOut.store(s, ev!))
       },
-      async sendMany(inputs, scope, opts = {}) {
+      async sendMany(inputs, scope) {
         const evs = await place(inputs, scope, (n) => `events.${n}`, clock.now())
-        if (!opts.checked) await checkCatalog(evs)
+        await checkCatalog(evs)
         return store.tx((s) => fanOut.storeMany(s, evs))
       },
       async sendBatch(inputs, scope) {

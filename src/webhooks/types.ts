@@ -2,6 +2,7 @@ import type { z } from '@hono/zod-openapi'
 import type { Page } from '../lib/cursor.js'
 import type { Catalog } from '../apps/catalog.js'
 import type { Store } from '../store/index.js'
+import type { EventToStore } from './fan-out.js'
 import type {
   DeliveryOut as DeliveryOutSchema,
   EndpointCreate as EndpointCreateSchema,
@@ -63,11 +64,8 @@ export interface EventListFilter {
  */
 export type AppScope = string | null | undefined
 
-/** Options of `events.send` and `events.sendMany`. */
-export interface SendOptions {
-  /** Every input already passed `events.check`: the catalog is not asked again. */
-  checked?: boolean
-}
+/** An event `events.prepare` checked, ready for `events.sendPrepared` (opaque to callers). */
+export type PreparedEvent = EventToStore
 
 /**
  * The webhook service: endpoints, events and their deliveries. Every method validates its
@@ -99,15 +97,17 @@ export interface WebhookService {
   }
   events: {
     /**
-     * Checks an event as `send` would (shape, application, catalog) without storing it. The ingest
-     * route checks each event on its own before group commit, so a slow schema never holds another
-     * caller's transaction (docs/applications.md, "Schema limits").
+     * Checks an event as `send` would (shape, application, catalog) without storing it, for
+     * `sendPrepared`. The ingest route prepares each event on its own before group commit, so a
+     * slow schema never holds another caller's transaction (docs/applications.md, "Schema limits").
      */
-    check(input: EventInput, scope?: AppScope): Promise<void>
-    /** Stores an event and its deliveries in one transaction (`checked`: `check` passed it, the catalog is not asked again). */
-    send(input: EventInput, scope?: AppScope, opts?: SendOptions): Promise<EventAcceptedOutput>
+    prepare(input: EventInput, scope?: AppScope): Promise<PreparedEvent>
+    /** Stores prepared events in ONE transaction; results in input order. */
+    sendPrepared(events: readonly PreparedEvent[]): Promise<EventAcceptedOutput[]>
+    /** Stores an event and its deliveries in one transaction. */
+    send(input: EventInput, scope?: AppScope): Promise<EventAcceptedOutput>
     /** Stores many events in ONE transaction; results in input order (any refused event fails them all). */
-    sendMany(inputs: readonly EventInput[], scope?: AppScope, opts?: SendOptions): Promise<EventAcceptedOutput[]>
+    sendMany(inputs: readonly EventInput[], scope?: AppScope): Promise<EventAcceptedOutput[]>
     /**
      * POST /v1/events/batch: one transaction; an item the catalog refuses (schema, archived,
      * unknown type) gets its own `{error}` result and the others are stored.
