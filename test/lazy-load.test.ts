@@ -38,4 +38,28 @@ describe('lazy loading', () => {
       rmSync(dir, { recursive: true, force: true })
     }
   })
+
+  it('a script whose event needs a validation worker gets its answer before the process ends', async () => {
+    await ensureBuilt()
+    const dir = mkdtempSync(join(tmpdir(), 'postbox-lazy-'))
+    // No server keeps this process alive: only the job in flight does (src/apps/schema-pool.ts).
+    const script = `
+const { Postbox } = await import(process.argv[1] + '/dist/src/postbox.js')
+const pb = await Postbox.open({ dataDir: process.argv[2] })
+const tree = { $defs: { n: { type: 'object', properties: { kids: { type: 'array', items: { $ref: '#/$defs/n' } } } } }, $ref: '#/$defs/n' }
+await pb.eventTypes.put('tree', { schema: tree })
+const ok = await pb.events.send({ type: 'tree', data: { kids: [{ kids: [] }] } })
+const bad = await pb.events.send({ type: 'tree', data: { kids: [1] } }).catch((e) => e.code)
+console.log(JSON.stringify({ ok: ok.type, bad }))
+await pb.close()
+`
+    try {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, ROOT, dir], { encoding: 'utf8', timeout: 30_000 })
+      expect(r.stderr).toBe('')
+      expect(r.status).toBe(0)
+      expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({ ok: 'tree', bad: 'validation_failed' })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })

@@ -3,7 +3,7 @@ import { errors } from '../errors.js'
 import { EventAccepted, EventBatchAccepted, EventBatchIn, EventIn, EventList, EventOut, EventQuery } from '../webhooks/schemas.js'
 import type { EventAcceptedOutput, EventInput, PreparedEvent } from '../webhooks/types.js'
 import { callerApp, requireAppRole } from './auth.js'
-import { bearerSecurity, idCursorParam, DEFAULT_LIMIT, errorResponses, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
+import { bearerSecurity, idCursorParam, DEFAULT_LIMIT, ErrorBody, errorResponses, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
 import type { ApiDeps } from './deps.js'
 import { createGroupCommit } from './group-commit.js'
 
@@ -22,6 +22,7 @@ const routes = {
       202: jsonResponse(EventAccepted, 'accepted and committed'),
       200: jsonResponse(EventAccepted, 'a repeat of an accepted id: the original, deduplicated'),
       ...errorResponses,
+      422: jsonResponse(ErrorBody, "schema_validation_timeout or schema_validation_out_of_memory (the type's schema, docs/applications.md)"),
     },
   }),
   // Documented here, validated by the service: each event is checked once (EventIn, in

@@ -107,8 +107,6 @@ export function createValidatorPool(): ValidatorPool {
     slot.timer = null
     slot.current = null
     if (p) busyTenants.delete(p.job.tenant)
-    // Only a job in flight keeps the process alive.
-    slot.worker.unref()
     return p
   }
 
@@ -132,7 +130,6 @@ export function createValidatorPool(): ValidatorPool {
     slot.idle = null
     slot.current = p
     busyTenants.add(p.job.tenant)
-    slot.worker.ref()
     slot.timer = setTimeout(() => end(slot, overrun('time')), VALIDATION_LIMITS.timeoutMs)
     post(slot, p, !slot.known.has(p.job.key))
   }
@@ -141,6 +138,8 @@ export function createValidatorPool(): ValidatorPool {
     const data: SchemaWorkerData = { base: fileURLToPath(import.meta.url) }
     const worker = new Worker((url ??= workerUrl()), {
       workerData: data,
+      // Not the parent's flags: `--input-type` (a script run with -e) stops a worker from a file.
+      execArgv: [],
       resourceLimits: { maxOldGenerationSizeMb: VALIDATION_LIMITS.heapMb, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
     })
     const slot: Slot = { worker, ready: false, known: new Set(), current: null, timer: null, idle: null }
@@ -170,20 +169,28 @@ export function createValidatorPool(): ValidatorPool {
       end(slot, memory ? overrun('memory') : overrun('time'))
     })
     worker.on('exit', () => end(slot, overrun('memory')))
-    worker.unref()
+  }
+
+  /** Workers keep the process alive only while jobs run or wait (a library caller's script, too). */
+  const hold = (): void => {
+    for (const s of slots) {
+      if (s.current !== null || queue.length > 0) s.worker.ref()
+      else s.worker.unref()
+    }
   }
 
   function dispatch(): void {
     while (queue.length > 0) {
       const n = queue.findIndex((q) => !busyTenants.has(q.job.tenant))
-      if (n < 0) return
+      if (n < 0) break
       const free = [...slots].find((s) => s.ready && s.current === null)
       if (!free) {
         if ([...slots].filter((s) => !s.ready).length === 0 && slots.size < VALIDATION_LIMITS.workers) spawn()
-        return
+        break
       }
       start(free, queue.splice(n, 1)[0]!)
     }
+    hold()
   }
 
   return {
