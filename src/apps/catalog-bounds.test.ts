@@ -40,7 +40,8 @@ describe('assessSchema', () => {
     for (const levels of [8, 21, 40, 200]) {
       const a = assessSchema(refBomb(levels))
       expect(a.issues).toHaveLength(1)
-      expect(a.issues[0]!.message).toMatch(/more than 10000 schemas/)
+      // 200 levels of $ref also nest past the 200 subschemas allowed, found first.
+      expect(a.issues[0]!.message).toMatch(levels < 200 ? /more than 10000 schemas/ : /nests more than 200 subschemas/)
       expect(a.expansion).toBeLessThanOrEqual(SCHEMA_LIMITS.maxExpansion + 1)
     }
   })
@@ -48,6 +49,15 @@ describe('assessSchema', () => {
   it('refuses a $ref cycle that stays at the same place of the data, through anchors and pointers', () => {
     expect(assessSchema({ $ref: '#' }).issues[0]!.message).toMatch(/infinite recursion/)
     expect(assessSchema({ $defs: { a: { $anchor: 'A', allOf: [{ not: { $ref: '#A' } }] } }, $ref: '#/$defs/a' }).issues[0]!.message).toMatch(/infinite recursion/)
+  })
+
+  it('refuses schemas nested too deeply, even too deep to serialize', () => {
+    let deep: Record<string, unknown> = { type: 'string' }
+    for (let i = 0; i < 300; i++) deep = { properties: { a: deep } }
+    expect(assessSchema(deep).issues[0]!.message).toMatch(/nests more than 200/)
+    let deeper: Record<string, unknown> = {}
+    for (let i = 0; i < 200_000; i++) deeper = { not: deeper }
+    expect(assessSchema(deeper).issues[0]!.message).toMatch(/nested too deeply/)
   })
 
   it('refuses oversized schemas and patterns', () => {
@@ -96,5 +106,20 @@ describe('the linear uniqueItems', () => {
     // Ajv's own uniqueItems compares every pair: ~n²/2 = 80,000 reads.
     expect(reads).toBeLessThan(5 * n)
     await expect(catalog.check('list.unique', { list: [...list, { v: 3 }] })).rejects.toMatchObject({ code: 'validation_failed', details: [{ pointer: '/list', keyword: 'uniqueItems' }] })
+  })
+})
+
+describe('data nested past what validation can follow (library callers: HTTP bodies stop at 64 levels)', () => {
+  it('is refused with 422 schema_validation_out_of_memory, never a crash', async () => {
+    const { store, cleanup } = tempStore()
+    cleanups.push(cleanup)
+    const catalog = createCatalog({ store, config: { eventTypes: 'open' }, clock: systemClock })
+    await catalog.put('tree', { schema: { $defs: { n: { type: 'object', properties: { k: { $ref: '#/$defs/n' } } } }, $ref: '#/$defs/n' } })
+    for (const depth of [50_000, 1_000_000]) {
+      let data: Record<string, unknown> = {}
+      for (let i = 0; i < depth; i++) data = { k: data }
+      await expect(catalog.check('tree', data)).rejects.toMatchObject({ code: 'schema_validation_out_of_memory', status: 422 })
+    }
+    await catalog.check('tree', { k: { k: {} } })
   })
 })

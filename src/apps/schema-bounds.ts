@@ -16,6 +16,8 @@ export const SCHEMA_LIMITS = {
   maxExpansion: 10_000,
   /** Characters of one `pattern` or `patternProperties` key. */
   maxPatternLength: 1_000,
+  /** Subschemas nested in one another, `$ref`s followed. */
+  maxNesting: 200,
   /** A light schema applies at most this many schemas per place of the data. */
   lightExpansion: 256,
   /** Data validated on the main thread: at most this many units (one per value, key and string character). */
@@ -94,7 +96,13 @@ const valueWeight = (v: Json): number => 1 + (Array.isArray(v) ? v.length : 0) +
  */
 export function assessSchema(schema: Json): SchemaAssessment {
   const issues: SchemaBoundIssue[] = []
-  const bytes = (JSON.stringify(schema) ?? '').length
+  let bytes: number
+  try {
+    bytes = (JSON.stringify(schema) ?? '').length
+  } catch {
+    // Only a library caller's schema can be nested deep enough to overflow the stack here.
+    return { issues: [{ path: 'schema', message: 'is nested too deeply' }], light: false, expansion: 0 }
+  }
   if (bytes > SCHEMA_LIMITS.maxBytes) {
     return { issues: [{ path: 'schema', message: `is ${bytes} bytes of JSON; a schema may have at most ${SCHEMA_LIMITS.maxBytes}` }], light: false, expansion: 0 }
   }
@@ -131,6 +139,11 @@ export function assessSchema(schema: Json): SchemaAssessment {
       return
     }
     if (!isObj(node)) return
+    if (at.length > SCHEMA_LIMITS.maxNesting) {
+      over = true
+      issues.push({ path: 'schema', message: `nests more than ${SCHEMA_LIMITS.maxNesting} subschemas in one another ($refs followed)` })
+      return
+    }
     for (const k of ['enum', 'const']) {
       if (!(k in node)) continue
       let w = weights.get(node)

@@ -81,7 +81,7 @@ function workerUrl(): URL {
 function overrun(kind: 'time' | 'memory'): AppError {
   return kind === 'time'
     ? new AppError('schema_validation_timeout', 422, `Validating the data against the event type's schema took longer than ${String(VALIDATION_LIMITS.timeoutMs)} ms and was stopped`, { limit_ms: VALIDATION_LIMITS.timeoutMs })
-    : new AppError('schema_validation_out_of_memory', 422, `Validating the data against the event type's schema needed more than ${String(VALIDATION_LIMITS.heapMb)} MB and was stopped`, { limit_mb: VALIDATION_LIMITS.heapMb })
+    : new AppError('schema_validation_out_of_memory', 422, `Validating the data against the event type's schema needed more than its ${String(VALIDATION_LIMITS.heapMb)} MB heap (or its stack) and was stopped`, { limit_mb: VALIDATION_LIMITS.heapMb })
 }
 
 /** The process-wide pool of schema-validation workers. */
@@ -110,10 +110,12 @@ export function createValidatorPool(): ValidatorPool {
     return p
   }
 
-  const end = (slot: Slot, err: AppError): void => {
+  /** Terminates a worker; its job, if any, fails with `err`. */
+  const end = (slot: Slot, err: AppError | null): void => {
     if (!slots.delete(slot)) return
     if (slot.idle) clearTimeout(slot.idle)
-    finish(slot)?.reject(err)
+    const p = finish(slot)
+    if (p) p.reject(err ?? overrun('memory'))
     void slot.worker.terminate()
     dispatch()
   }
@@ -122,7 +124,11 @@ export function createValidatorPool(): ValidatorPool {
     const { key, schema, items, cache, maxErrors, legacyRegExp } = p.job
     const msg: SchemaJob = { id: p.id, key, cache, items, maxErrors, legacyRegExp, ...(withSchema ? { schema } : {}) }
     slot.worker.postMessage(msg)
-    if (withSchema && cache) slot.known.add(key)
+    if (withSchema && cache) {
+      // The worker keeps at most MAX_CACHED validators and says when it lost one (unknownKey).
+      if (slot.known.size >= 4096) slot.known.clear()
+      slot.known.add(key)
+    }
   }
 
   const start = (slot: Slot, p: Pending): void => {
@@ -131,7 +137,13 @@ export function createValidatorPool(): ValidatorPool {
     slot.current = p
     busyTenants.add(p.job.tenant)
     slot.timer = setTimeout(() => end(slot, overrun('time')), VALIDATION_LIMITS.timeoutMs)
-    post(slot, p, !slot.known.has(p.job.key))
+    try {
+      post(slot, p, !slot.known.has(p.job.key))
+    } catch {
+      // Data too deeply nested to copy to the worker (a library caller's: HTTP bodies stop at 64 levels).
+      finish(slot)
+      p.reject(overrun('memory'))
+    }
   }
 
   const spawn = (): void => {
@@ -153,8 +165,9 @@ export function createValidatorPool(): ValidatorPool {
       if (!p || p.id !== m.id) return
       if ('unknownKey' in m) return post(slot, p, true)
       finish(slot)
-      p.resolve('compileError' in m ? { compileError: m.compileError } : { results: m.results })
-      slot.idle = setTimeout(() => end(slot, overrun('time')), VALIDATION_LIMITS.idleMs).unref()
+      if ('overflow' in m) p.reject(overrun('memory'))
+      else p.resolve('compileError' in m ? { compileError: m.compileError } : { results: m.results })
+      slot.idle = setTimeout(() => end(slot, null), VALIDATION_LIMITS.idleMs).unref()
       dispatch()
     })
     // ERR_WORKER_OUT_OF_MEMORY: the heap limit ended the worker (the process lives on).
@@ -166,9 +179,9 @@ export function createValidatorPool(): ValidatorPool {
         for (const q of queue.splice(0)) q.reject(new AppError('unavailable', 503, `Schema validation is unavailable: ${err.message}`))
         return
       }
-      end(slot, memory ? overrun('memory') : overrun('time'))
+      end(slot, overrun('memory'))
     })
-    worker.on('exit', () => end(slot, overrun('memory')))
+    worker.on('exit', () => end(slot, null))
   }
 
   /** Workers keep the process alive only while jobs run or wait (a library caller's script, too). */

@@ -39,6 +39,8 @@ export type SchemaWorkerMessage =
   | { id: number; compileError: string }
   /** The job named a schema this worker no longer has, without sending it: send it again with the schema. */
   | { id: number; unknownKey: true }
+  /** Validation overflowed the stack (data nested deeper than the schema's recursion can follow). */
+  | { id: number; overflow: true }
 
 /** Compiled validators kept, at most: the catalog is small, and a new version replaces the old. */
 const MAX_CACHED = 512
@@ -85,7 +87,15 @@ port.on('message', (job: SchemaJob) => {
       cache.set(job.key, validate)
     }
   }
-  const results = job.items.map((item): SchemaItemResult => (validate(item) ? null : slim(validate.errors, job.maxErrors)))
+  let results: SchemaItemResult[]
+  try {
+    results = job.items.map((item): SchemaItemResult => (validate(item) ? null : slim(validate.errors, job.maxErrors)))
+  } catch (err) {
+    // Ajv's validators throw only when the stack runs out; anything else is a bug to surface.
+    if (!(err instanceof RangeError)) throw err
+    port.postMessage({ id: job.id, overflow: true } satisfies SchemaWorkerMessage)
+    return
+  }
   port.postMessage({ id: job.id, results } satisfies SchemaWorkerMessage)
 })
 // Warm the compiler and the keywords most schemas use before the first deadline starts: a cold
