@@ -137,9 +137,9 @@ async function validationCost(): Promise<{ validateUs: number; payloadBytes: num
     const N = 100_000
     // The ingest path: one refresh per request, then the in-memory check per event.
     await catalog.refresh()
-    for (let i = 0; i < 5_000; i++) catalog.checkLoaded('order.placed', payloads[i % 1000])
+    for (let i = 0; i < 5_000; i++) await catalog.checkAll([{ type: 'order.placed', data: payloads[i % 1000], appId: 'default' }])
     const t0 = cpuMs()
-    for (let i = 0; i < N; i++) catalog.checkLoaded('order.placed', payloads[i % 1000])
+    for (let i = 0; i < N; i++) await catalog.checkAll([{ type: 'order.placed', data: payloads[i % 1000], appId: 'default' }])
     const validateUs = ((cpuMs() - t0) * 1000) / N
     // The same ingest with and without a schema on the type, interleaved.
     const webhooks = createWebhookService({ store, config, clock: systemClock, rng: Math.random, log: silentLogger() })

@@ -52,7 +52,7 @@ describe('POST /v1/events', () => {
 
   it('group commit: concurrent calls share transactions and each is answered after commit', async () => {
     await f.json('POST', '/v1/endpoints', { body: { url: 'https://example.com/a' } })
-    const spy = vi.spyOn(f.pb.webhooks.events, 'sendMany')
+    const spy = vi.spyOn(f.pb.webhooks.events, 'sendPrepared')
     const n = 200
     const results = await Promise.all(
       Array.from({ length: n }, (_, i) => f.json('POST', '/v1/events', { key: f.keys.publisher, body: { type: 'load.test', data: { i } } })),

@@ -4173,6 +4173,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description schema_validation_timeout or schema_validation_out_of_memory (checking the example in a validation worker) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unavailable */
             503: {
                 headers: {
@@ -4355,6 +4364,15 @@ export interface operations {
             };
             /** @description unsupported_media_type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description schema_validation_timeout or schema_validation_out_of_memory (the type's schema, docs/applications.md) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { EventTypeGetQuery, EventTypeList, EventTypeName, EventTypeOut, EventTypePut, EventTypeQuery } from '../apps/catalog-schemas.js'
 import { requireAppRole, requireRole } from './auth.js'
-import { bearerSecurity, errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
+import { bearerSecurity, ErrorBody, errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
 
 // The catalog is the operator's to write; every caller of the API may read it, portal tokens too.
 const admin = requireRole('admin')
@@ -16,7 +16,11 @@ const routes = {
     ...base, method: 'put', path: '/v1/event-types/{name}', operationId: 'putEventType',
     summary: 'Create or replace an event type, with an optional JSON Schema for its data (admin)', middleware: [admin] as const,
     request: { params: NameParam, body: jsonBody(EventTypePut, false) },
-    responses: { 200: jsonResponse(EventTypeOut, 'stored'), ...errorResponses },
+    responses: {
+      200: jsonResponse(EventTypeOut, 'stored'),
+      ...errorResponses,
+      422: jsonResponse(ErrorBody, 'schema_validation_timeout or schema_validation_out_of_memory (checking the example in a validation worker)'),
+    },
   }),
   list: createRoute({
     ...base, method: 'get', path: '/v1/event-types', operationId: 'listEventTypes', summary: 'The event-type catalog, by name', middleware: [lister] as const,

@@ -1,9 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { errors } from '../errors.js'
 import { EventAccepted, EventBatchAccepted, EventBatchIn, EventIn, EventList, EventOut, EventQuery } from '../webhooks/schemas.js'
-import type { EventAcceptedOutput, EventInput } from '../webhooks/types.js'
+import type { EventAcceptedOutput, EventInput, PreparedEvent } from '../webhooks/types.js'
 import { callerApp, requireAppRole } from './auth.js'
-import { bearerSecurity, idCursorParam, DEFAULT_LIMIT, errorResponses, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
+import { bearerSecurity, idCursorParam, DEFAULT_LIMIT, ErrorBody, errorResponses, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter, zodDetails } from './common.js'
 import type { ApiDeps } from './deps.js'
 import { createGroupCommit } from './group-commit.js'
 
@@ -22,6 +22,7 @@ const routes = {
       202: jsonResponse(EventAccepted, 'accepted and committed'),
       200: jsonResponse(EventAccepted, 'a repeat of an accepted id: the original, deduplicated'),
       ...errorResponses,
+      422: jsonResponse(ErrorBody, "schema_validation_timeout or schema_validation_out_of_memory (the type's schema, docs/applications.md)"),
     },
   }),
   // Documented here, validated by the service: each event is checked once (EventIn, in
@@ -50,9 +51,11 @@ const routes = {
 /** POST /v1/events (group-committed), POST /v1/events/batch, GET /v1/events and GET /v1/events/:id. */
 export function eventRoutes(deps: ApiDeps) {
   // The caller's application is already in each input (a scoped key's replaces the body's).
-  const ingest = createGroupCommit<EventInput, EventAcceptedOutput>({
-    runMany: (inputs) => deps.webhooks.events.sendMany(inputs),
-    runOne: (input) => deps.webhooks.events.send(input),
+  // Each event is prepared (shape, application, catalog) on its own first, so a slow schema
+  // holds only its own caller; the group commit only stores.
+  const ingest = createGroupCommit<PreparedEvent, EventAcceptedOutput>({
+    runMany: (events) => deps.webhooks.events.sendPrepared(events),
+    runOne: async (event) => (await deps.webhooks.events.sendPrepared([event]))[0]!,
     maxBatch: deps.groupCommitMaxBatch ?? 1000,
   })
   const r = newRouter()
@@ -62,7 +65,7 @@ export function eventRoutes(deps: ApiDeps) {
     const scope = callerApp(c)
     const withId: EventInput = id !== body.id ? { ...body, id } : body
     const input: EventInput = scope !== null ? { ...withId, app_id: scope } : withId
-    const result = await ingest.submit(input)
+    const result = await ingest.submit(await deps.webhooks.events.prepare(input))
     return c.json(result, result.deduplicated ? 200 : 202)
   })
   r.openAPIRegistry.registerPath(routes.batch)

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js'
-import { AppError, errors } from '../errors.js'
+import { errors } from '../errors.js'
 import { createCatalog } from '../apps/catalog.js'
 import { appFilter, appForWrite, visibleTo } from '../apps/service.js'
 import type { Clock, Rng } from '../lib/clock.js'
@@ -57,34 +57,42 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     return parsed.map((i, n) => toStore(i, apps.get(i.app_id)!, now, prefix(n)))
   }
 
+  /** The catalog's check of every event: throws the first refusal, in input order. */
+  const checkCatalog = async (evs: readonly EventToStore[]): Promise<void> => {
+    await catalog.refresh()
+    const failed = (await catalog.checkAll(evs)).find((err) => err !== null)
+    if (failed) throw failed
+  }
+
   return {
     endpoints: createEndpointService({ store, config, clock, fanOut, catalog }),
     eventTypes: catalog,
     events: {
+      async prepare(input, scope) {
+        const [ev] = await place([input], scope, () => '', clock.now())
+        await checkCatalog([ev!])
+        return ev!
+      },
+      sendPrepared: (evs) => store.tx((s) => fanOut.storeMany(s, evs)),
       async send(input, scope) {
         const [ev] = await place([input], scope, () => '', clock.now())
-        await catalog.refresh()
-        catalog.checkLoaded(ev!.type, ev!.data)
+        await checkCatalog([ev!])
         return store.tx((s) => fanOut.store(s, ev!))
       },
       async sendMany(inputs, scope) {
         const evs = await place(inputs, scope, (n) => `events.${n}`, clock.now())
-        await catalog.refresh()
-        for (const ev of evs) catalog.checkLoaded(ev.type, ev.data)
+        await checkCatalog(evs)
         return store.tx((s) => fanOut.storeMany(s, evs))
       },
       async sendBatch(inputs, scope) {
         // The shape and the application of every item first: a malformed batch is refused whole.
         const parsed = await place(inputs, scope, (n) => `events.${n}`, clock.now())
         await catalog.refresh()
-        const checked = parsed.map((ev): EventToStore | EventItemError => {
-          try {
-            catalog.checkLoaded(ev.type, ev.data)
-            return ev
-          } catch (err) {
-            if (!(err instanceof AppError)) throw err
-            return { error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: itemDetails(err.details) } : {}) } }
-          }
+        const verdicts = await catalog.checkAll(parsed)
+        const checked = parsed.map((ev, n): EventToStore | EventItemError => {
+          const err = verdicts[n]
+          if (!err) return ev
+          return { error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: itemDetails(err.details) } : {}) } }
         })
         const good = checked.filter((ev): ev is EventToStore => !('error' in ev))
         const stored = await store.tx((s) => fanOut.storeMany(s, good))

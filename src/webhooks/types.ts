@@ -2,6 +2,7 @@ import type { z } from '@hono/zod-openapi'
 import type { Page } from '../lib/cursor.js'
 import type { Catalog } from '../apps/catalog.js'
 import type { Store } from '../store/index.js'
+import type { EventToStore } from './fan-out.js'
 import type {
   DeliveryOut as DeliveryOutSchema,
   EndpointCreate as EndpointCreateSchema,
@@ -67,6 +68,9 @@ export interface EventListFilter {
  */
 export type AppScope = string | null | undefined
 
+/** An event `events.prepare` checked, ready for `events.sendPrepared` (opaque to callers). */
+export type PreparedEvent = EventToStore
+
 /**
  * The webhook service: endpoints, events and their deliveries. Every method validates its
  * input (throwing AppError validation_failed / destination_not_allowed / not_found /
@@ -96,6 +100,14 @@ export interface WebhookService {
     test(id: string, input?: { event_type?: string }, scope?: AppScope): Promise<EventAcceptedOutput>
   }
   events: {
+    /**
+     * Checks an event as `send` would (shape, application, catalog) without storing it, for
+     * `sendPrepared`. The ingest route prepares each event on its own before group commit, so a
+     * slow schema never holds another caller's transaction (docs/applications.md, "Schema limits").
+     */
+    prepare(input: EventInput, scope?: AppScope): Promise<PreparedEvent>
+    /** Stores prepared events in ONE transaction; results in input order. */
+    sendPrepared(events: readonly PreparedEvent[]): Promise<EventAcceptedOutput[]>
     /** Stores an event and its deliveries in one transaction. */
     send(input: EventInput, scope?: AppScope): Promise<EventAcceptedOutput>
     /** Stores many events in ONE transaction; results in input order (any refused event fails them all). */
