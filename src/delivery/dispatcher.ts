@@ -8,6 +8,8 @@ import { reportAttempts } from './attempt-hook.js'
 import { createEndpointLimits } from './endpoint-limits.js'
 import { createStoreLease, DELIVERY_LEASE, LEASE_RENEW_MS, LEASE_STANDBY_CHECK_MS, type Lease } from './lease.js'
 import { createOutageBackoff } from './outage-backoff.js'
+import { claimRound, type ClaimSlots } from './claim-round.js'
+import { ABORT_GRACE_MS, CUT_SHORT_RETRY_MS, RESERVE_SHARE, SETTLE_BATCH, SETTLE_RETRY_MS, SETTLE_WINDOW_MS } from './dispatcher-tuning.js'
 
 /** What `createDispatcher` needs. */
 export interface DispatcherDeps {
@@ -42,30 +44,8 @@ export interface Dispatcher {
   /** Deliveries claimed and not yet settled. */
   inFlight(): number
 }
-
-/** At most this many rows per claim statement; larger batches only add latency to the first send. */
-const CLAIM_BATCH = 128
-/** The share of the global cap kept for quiet endpoints (see claimRound). */
-const RESERVE_SHARE = 1 / 8
-/** An endpoint with fewer requests than this in flight is quiet and may use the reserve. */
-const QUIET_IN_FLIGHT = 4
 /** The name of the lease a dispatcher holds while it claims (the `locks` row `postbox stats` shows). */
 export const DISPATCHER_LOCK = DELIVERY_LEASE
-/** Outcomes gathered at most this long before one settle transaction (see scheduleFlush). */
-const SETTLE_WINDOW_MS = 2
-/** A settle batch this large is written at once. */
-const SETTLE_BATCH = 128
-/**
- * A claim that stopped looking before every endpoint had its turn is followed by another this
- * soon, so a row due far round the ring is reached in a few rounds without the claims taking
- * the event loop (each such claim costs up to ~0.7 ms).
- */
-const CUT_SHORT_RETRY_MS = 5
-/** After aborting at the deadline, how long stop() waits for senders to report. */
-const ABORT_GRACE_MS = 1000
-/** A settle that failed (disk full, database locked past busy_timeout) is tried again this often. */
-const SETTLE_RETRY_MS = 1000
-
 
 /**
  * Creates the dispatcher. Claims happen in one statement per batch, sends run outside any
@@ -117,6 +97,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let settleRetryTimer: NodeJS.Timeout | null = null
   const reserve = Math.floor(config.concurrency * RESERVE_SHARE)
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
+  const slots: ClaimSlots = { concurrency: config.concurrency, reserve, defaultTimeoutMs, running, limits, onCutShort }
 
   /** Runs `job` after every claim and settle queued before it; what it throws is logged. */
   const inLane = (job: () => Promise<void>, what: string): Promise<void> =>
@@ -148,7 +129,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     try {
       await limits.refresh()
       now = clock.now()
-      await claimRound(store, now, claimed, dueHint)
+      await claimRound(store, now, claimed, slots, dueHint)
       outage.succeeded()
     } catch (err) {
       if (outage.failed(err, clock.now(), 'claim') === null) log.error({ err }, 'claim failed')
@@ -212,46 +193,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (woken > 0) log.warn({ woken }, 'released deliveries left waiting for their ordering key')
     } catch (err) {
       log.error({ err }, 'releasing waiting deliveries failed')
-    }
-  }
-
-  /**
-   * Claims as many due rows as there are free slots through `s` (the store, or the settle's
-   * transaction), counts them as running and appends them to `out` as each statement returns
-   * (so a caller still holds them if a later one throws); the caller starts their sends (after
-   * the commit, when this runs inside the settle transaction). `dueHint` goes with the first
-   * claim statement (ClaimOptions).
-   */
-  async function claimRound(s: Store, now: number, out: ClaimedDelivery[], dueHint = false): Promise<void> {
-    for (let first = true; ; first = false) {
-      const free = config.concurrency - running.size
-      if (free <= 0) return
-      // The last slots of the global cap go only to endpoints with few requests in flight, so
-      // slow or hanging endpoints (each holding up to its max_concurrency) can never take them
-      // all and stall every other endpoint until their timeouts (docs/delivery.md isolation).
-      const general = free - reserve
-      const limit = Math.min(general > 0 ? general : free, CLAIM_BATCH)
-      const rows = await s.deliveries.claimDue({
-        limit,
-        now,
-        defaultTimeoutMs,
-        onCutShort,
-        ...(first && dueHint ? { dueHint } : {}),
-        ...(general > 0
-          ? { capacity: (key: string) => limits.capacity(key, now), excludeEndpoints: limits.saturated(now) }
-          : {
-              // Each channel's rows without an endpoint (`#inbox`, `#email`) count as one more
-              // endpoint here, so a slow mail server cannot take the reserve either.
-              capacity: (key: string) => Math.min(limits.capacity(key, now), QUIET_IN_FLIGHT - limits.inFlight(key)),
-              excludeEndpoints: limits.saturated(now, QUIET_IN_FLIGHT),
-            }),
-      })
-      for (const d of rows) {
-        running.add(d.id)
-        limits.acquire(dueKey(d), now)
-        out.push(d)
-      }
-      if (rows.length < limit) return
     }
   }
 
@@ -372,7 +313,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         })
         for (const d of rows) untrack(d)
         if (claiming && started && !stopping && haveLease) {
-          await claimRound(s, now, claimed)
+          await claimRound(s, now, claimed, slots)
           claimedInTx = true
         }
       })
