@@ -88,6 +88,15 @@ export function requireAppRole(roles: KeyRole[], portal?: 'read' | 'write'): Mid
   }
 }
 
+/**
+ * Whether the caller may read secrets (signing secrets, custom header values): admin keys, and
+ * portal tokens, which may read their endpoints' signing secrets (GET /v1/endpoints/:id/secret).
+ */
+export function mayReadSecrets(c: Context<ApiEnv>): boolean {
+  const key = c.get('apiKey')
+  return key !== undefined && (key.portal || key.role === 'admin')
+}
+
 /** The caller's application scope: a scoped key's or portal token's application, or null for a key of every application. */
 export function callerApp(c: Context<ApiEnv>): string | null {
   return c.get('apiKey')?.appId ?? null
