@@ -7,10 +7,12 @@ import type { ChannelResult, ChannelSender, DispatchObserver } from '../../deliv
 import type { Clock, Rng } from '../../lib/clock.js'
 import type { Log } from '../../log.js'
 import { parseJsonOr } from '../../lib/json.js'
+import { AppError } from '../../errors.js'
 import type { DeliveryPayload } from '../pipeline.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
 import { maxAttemptsFor, nextRetryAt } from '../../delivery/retry-policy.js'
 import { loadMarkdown } from '../markdown-lazy.js'
+import { MARKDOWN_TOO_DEEP, markdownTooDeep } from '../markdown-depth.js'
 import { htmlToText } from '../html-text.js'
 import { smtpFailure } from './smtp-errors.js'
 import { rewriteLinks } from '../click-links.js'
@@ -236,7 +238,15 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
           list.push({ delivery, payload, resolve })
         })
       }
-      let html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? (await loadMarkdown())(payload.body) : undefined
+      // A body nested too deep to render (its data made it so) can never be sent: dead, with a clear code.
+      if (payload.format === 'markdown' && markdownTooDeep(payload.body) !== null) return deadWith(MARKDOWN_TOO_DEEP, now)
+      let html: string | undefined
+      try {
+        html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? (await loadMarkdown())(payload.body) : undefined
+      } catch (err) {
+        if (err instanceof AppError && err.code === MARKDOWN_TOO_DEEP) return deadWith(MARKDOWN_TOO_DEEP, now)
+        throw err
+      }
       // An HTML template's text part is its words; markdown and text are readable as written.
       let text = payload.format === 'html' ? htmlToText(payload.body) : payload.body
       const tracked = deps.trackedLink?.(payload) ?? null
