@@ -6,6 +6,7 @@ import type { ClaimedDelivery, SettleInput, SettleResult } from '../store/delive
 import { claimedOf } from '../store/delivery-types.js'
 import type { AttemptHook, ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
 import { reportAttempts } from './attempt-hook.js'
+import { cancelOrphanedRequests } from './orphaned-requests.js'
 import { createEndpointLimits } from './endpoint-limits.js'
 import { channelKey, dueKey } from '../store/delivery-claim.js'
 import { createStoreLease, DELIVERY_LEASE, LEASE_RENEW_MS, LEASE_STANDBY_CHECK_MS, type Lease } from './lease.js'
@@ -367,6 +368,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         out.forEach((r, i) => {
           if (r.result === 'missed') observer?.attempt(rows[i]!.channel, 'missed', 0)
         })
+        await cancelOrphanedRequests(s, rows, out, now)
         for (const d of rows) untrack(d)
         if (claiming && started && !stopping && haveLease) {
           await claimRound(s, now, claimed)
