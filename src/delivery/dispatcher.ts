@@ -7,6 +7,7 @@ import { claimedOf } from '../store/delivery-types.js'
 import type { AttemptHook, ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
 import { reportAttempts } from './attempt-hook.js'
 import { cancelOrphanedRequests } from './orphaned-requests.js'
+import { nextRetryAt } from './retry-policy.js'
 import { createEndpointLimits } from './endpoint-limits.js'
 import { channelKey, dueKey } from '../store/delivery-claim.js'
 import { createStoreLease, DELIVERY_LEASE, LEASE_RENEW_MS, LEASE_STANDBY_CHECK_MS, type Lease } from './lease.js'
@@ -315,8 +316,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       return
     }
     sender.send(d, signal).then(done, (err: unknown) => {
+      // A sender should resolve; one that rejects retries on the default schedule (never a fixed
+      // second: that retried a throwing email 6 times in 6 s), and is dead once it is spent.
       log.error({ err, delivery: d.id }, 'channel sender rejected')
-      done({ outcome: { kind: 'retry', at: clock.now() + 1000 }, attempt: { startedAt: now, durationMs: 0, error: 'internal' } })
+      const at = nextRetryAt(clock.now(), config.retrySchedule, d.attempts, deps.rng)
+      done({ outcome: at === null ? { kind: 'dead' } : { kind: 'retry', at }, attempt: { startedAt: now, durationMs: 0, error: 'internal' } })
     })
   }
 
