@@ -118,6 +118,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let settleRetryTimer: NodeJS.Timeout | null = null
   const reserve = Math.floor(config.concurrency * RESERVE_SHARE)
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
+  // Each channel's rows lease for its own timeout + the margin (a notification webhook's 5 s, not
+  // the email channel's 70 s: an orphaned row waited ~100 s after a kill -9, issue #36).
+  const channelTimeoutsMs: Record<string, number> = {}
+  for (const [name, c] of channels) if (c.timeoutMs !== undefined) channelTimeoutsMs[name] = c.timeoutMs
 
   /** Runs `job` after every claim and settle queued before it; what it throws is logged. */
   const inLane = (job: () => Promise<void>, what: string): Promise<void> =>
@@ -234,6 +238,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         limit,
         now,
         defaultTimeoutMs,
+        channelTimeoutsMs,
         onCutShort,
         ...(first && dueHint ? { dueHint } : {}),
         ...(general > 0

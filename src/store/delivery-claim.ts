@@ -58,10 +58,12 @@ export const originKey = (origin: string): string => `@${origin}`
 export const channelKey = (channel: string): string => `#${channel}`
 
 // The lease a claim at @now gives candidate d (joined to its endpoint e): its request timeout (the
-// endpoint's, a durable request's own, or @defaultTimeout) plus @margin. The candidates read it
-// and the claim writes what they read (CLAIM_ROWS), in one transaction, so the two agree.
+// endpoint's, a durable request's own, its channel's in @channelTimeouts, or @defaultTimeout) plus
+// @margin. The candidates read it and the claim writes what they read (CLAIM_ROWS), in one
+// transaction, so the two agree.
 const LEASE_UNTIL = `@now + @margin + COALESCE(e.timeout_ms,
-      CASE WHEN d.target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = d.id) END, @defaultTimeout)`
+      CASE WHEN d.target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = d.id) END,
+      json_extract(@channelTimeouts, '$."' || d.channel || '"'), @defaultTimeout)`
 
 // The columns of the deliveries the claim rarely finds set (notification rows, retries, ordered
 // rows): one JSON array when any is set, else NULL. better-sqlite3 measured ~0.12 µs per column
@@ -254,7 +256,7 @@ function toClaimed(c: Candidate, claimToken: string, now: number): ClaimedDelive
 }
 
 /** The named parameters of LEASE_UNTIL. */
-type LeaseParams = { now: number; margin: number; defaultTimeout: number }
+type LeaseParams = { now: number; margin: number; defaultTimeout: number; channelTimeouts: string }
 
 /** What one candidate scan found: rows to claim, and rows to finish instead. */
 interface Picked {
@@ -422,7 +424,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const { now, limit } = opts
     s.expireLeases.run({ now })
     if (limit <= 0) return []
-    const lease: LeaseParams = { now, margin: leaseMarginOf(opts), defaultTimeout: opts.defaultTimeoutMs }
+    const lease: LeaseParams = { now, margin: leaseMarginOf(opts), defaultTimeout: opts.defaultTimeoutMs, channelTimeouts: JSON.stringify(opts.channelTimeoutsMs ?? {}) }
     const { chosen, exhausted, gone } = pickCandidates(opts, lease)
     if (exhausted.length > 0) s.markExhausted.run({ ids: JSON.stringify(exhausted), now })
     if (gone.length > 0) s.finishGone.run(now, now, JSON.stringify(gone))
