@@ -7,7 +7,9 @@ import { apiFixture, type ApiFixture } from './support/api.js'
  * Bad input never hurts (docs/api.md): property tests throw malformed JSON, wrong types, huge and
  * deeply nested values, unicode edge cases, prototype-pollution keys, header injection, path
  * traversal and silly pagination at every route. Every answer must be below 500, and every 4xx
- * must carry `{"error": {"code", "message"}}`. Object.prototype must stay clean.
+ * must carry `{"error": {"code", "message"}}`. Object.prototype must stay clean. The table of
+ * schema, template, markdown, filter, duration and time cases per route, with a time bound and
+ * another tenant's probe, is test/api-hostile-table.test.ts (cases in test/support/hostile-cases.ts).
  */
 
 type Route = { method: string; path: string; body: boolean; auth: 'admin' | 'user' | 'none' }

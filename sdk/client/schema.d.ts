@@ -7773,6 +7773,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description markdown_too_deep: the rendered markdown body nests too deep to render */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unavailable */
             503: {
                 headers: {

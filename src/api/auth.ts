@@ -61,13 +61,14 @@ export function authenticate(): MiddlewareHandler<ApiEnv> {
  */
 export function requireRole(...roles: KeyRole[]): MiddlewareHandler<ApiEnv> {
   const allowed = new Set<KeyRole>(['admin', ...roles])
-  return async (c, next) => {
+  return roleGuard(async (c, next) => {
     const key = c.get('apiKey')
     if (!key) throw errors.unauthorized()
     if (key.portal || key.appId !== null) throw errors.forbidden('This route is not open to keys or tokens of one application')
     if (!allowed.has(key.role)) throw errors.forbidden()
+    throwStrayQuery(c)
     await next()
-  }
+  })
 }
 
 /**
@@ -78,14 +79,42 @@ export function requireRole(...roles: KeyRole[]): MiddlewareHandler<ApiEnv> {
  */
 export function requireAppRole(roles: KeyRole[], portal?: 'read' | 'write'): MiddlewareHandler<ApiEnv> {
   const allowed = new Set<KeyRole>(['admin', ...roles])
-  return async (c, next) => {
+  return roleGuard(async (c, next) => {
     const key = c.get('apiKey')
     if (!key) throw errors.unauthorized()
     if (key.portal) {
       if (portal === undefined || (portal === 'write' && key.readOnly)) throw errors.forbidden('This route is not open to this portal token')
     } else if (!allowed.has(key.role)) throw errors.forbidden()
+    throwStrayQuery(c)
     await next()
-  }
+  })
+}
+
+/** The role guards made by requireRole and requireAppRole (strictQuery leaves its 400 to them). */
+const roleGuards = new WeakSet<MiddlewareHandler<ApiEnv>>()
+const roleGuard = (h: MiddlewareHandler<ApiEnv>): MiddlewareHandler<ApiEnv> => {
+  roleGuards.add(h)
+  return h
+}
+
+/** True when `handler` is a role guard made by requireRole or requireAppRole. */
+export function isRoleGuard(handler: unknown): boolean {
+  return typeof handler === 'function' && roleGuards.has(handler as MiddlewareHandler<ApiEnv>)
+}
+
+/** Throws the 400 of undeclared query parameters that strictQuery left to the route's role guard: a caller the role refuses learns 403 first. */
+function throwStrayQuery(c: Context<ApiEnv>): void {
+  const stray = c.get('strayQuery')
+  if (stray !== undefined) throw stray
+}
+
+/**
+ * Whether the caller may read secrets (signing secrets, custom header values): admin keys, and
+ * portal tokens, which may read their endpoints' signing secrets (GET /v1/endpoints/:id/secret).
+ */
+export function mayReadSecrets(c: Context<ApiEnv>): boolean {
+  const key = c.get('apiKey')
+  return key !== undefined && (key.portal || key.role === 'admin')
 }
 
 /** The caller's application scope: a scoped key's or portal token's application, or null for a key of every application. */

@@ -1,3 +1,4 @@
+import type { AppError } from '../errors.js'
 import type { Config } from '../config.js'
 import type { Log } from '../log.js'
 import type { Clock } from '../lib/clock.js'
@@ -60,5 +61,7 @@ export interface ApiEnv {
     inboxApp: string | null
     /** When that user's token expires (epoch ms); an open stream ends then. */
     inboxTokenExpires: number
+    /** Undeclared query parameters of a route with a role guard: thrown by the guard once the role is checked (strictQuery). */
+    strayQuery: AppError | undefined
   }
 }

@@ -14,7 +14,8 @@ import {
   TestIn,
 } from '../webhooks/schemas.js'
 import { AppId } from '../apps/schemas.js'
-import { callerApp, requireAppRole } from './auth.js'
+import { callerApp, mayReadSecrets, requireAppRole } from './auth.js'
+import { maskHeaders } from '../webhooks/present.js'
 import { bearerSecurity, DEFAULT_LIMIT, idCursorParam, ErrorBody, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 
 // Endpoints work inside one application: scoped keys and portal tokens too (docs/applications.md).
@@ -83,16 +84,21 @@ const routes = {
   }),
 }
 
+/** An endpoint as the caller may see it: custom header values are secrets, masked unless it may read secrets. */
+const shown = <E extends { headers: Record<string, string> }>(c: Context<ApiEnv>, e: E): E =>
+  mayReadSecrets(c) ? e : { ...e, headers: maskHeaders(e.headers) }
+
 /** The /v1/endpoints family: thin handlers over the webhook service. */
 export function endpointRoutes() {
   const r = newRouter()
   r.openapi(routes.create, async (c) => c.json(await c.var.deps.webhooks.endpoints.create(c.req.valid('json'), callerApp(c)), 201))
   r.openapi(routes.list, async (c) => {
     const q = c.req.valid('query')
-    return c.json(await c.var.deps.webhooks.endpoints.list({ limit: q.limit ?? DEFAULT_LIMIT, cursor: q.cursor ?? null, ...(q.app_id !== undefined ? { app_id: q.app_id } : {}) }, callerApp(c)), 200)
+    const page = await c.var.deps.webhooks.endpoints.list({ limit: q.limit ?? DEFAULT_LIMIT, cursor: q.cursor ?? null, ...(q.app_id !== undefined ? { app_id: q.app_id } : {}) }, callerApp(c))
+    return c.json({ ...page, data: page.data.map((e) => shown(c, e)) }, 200)
   })
   const ep = (c: Context<ApiEnv>) => c.var.deps.webhooks.endpoints
-  r.openapi(routes.get, async (c) => c.json(await ep(c).get(c.req.valid('param').id, callerApp(c)), 200))
+  r.openapi(routes.get, async (c) => c.json(shown(c, await ep(c).get(c.req.valid('param').id, callerApp(c))), 200))
   r.openapi(routes.update, async (c) => c.json(await ep(c).update(c.req.valid('param').id, c.req.valid('json'), callerApp(c)), 200))
   r.openapi(routes.remove, async (c) => c.json(await ep(c).remove(c.req.valid('param').id, callerApp(c)), 200))
   r.openapi(routes.secret, async (c) => c.json(await ep(c).getSecret(c.req.valid('param').id, callerApp(c)), 200))

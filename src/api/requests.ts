@@ -2,7 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi'
 import { RequestAccepted, RequestIn, RequestList, RequestOut, RequestQuery } from '../webhooks/request-schemas.js'
 import { errors } from '../errors.js'
 import { appFilter, appForWrite, visibleTo } from '../apps/service.js'
-import { callerApp, requireAppRole } from './auth.js'
+import { callerApp, mayReadSecrets, requireAppRole } from './auth.js'
+import { maskHeaders } from '../webhooks/present.js'
 import { bearerSecurity, DEFAULT_LIMIT, ErrorBody, errorResponses, idCursorParam, IdempotencyHeader, idempotencyKey, IdParam, jsonBody, jsonResponse, newRouter } from './common.js'
 import type { ApiEnv } from './deps.js'
 import type { Context } from 'hono'
@@ -65,6 +66,10 @@ async function visible(c: Context<ApiEnv>, id: string) {
   return req
 }
 
+/** A request as the caller may see it: custom header values (an upstream `Authorization`) are masked unless it may read secrets. */
+const shown = <R extends { headers: Record<string, string> }>(c: Context<ApiEnv>, req: R): R =>
+  mayReadSecrets(c) ? req : { ...req, headers: maskHeaders(req.headers) }
+
 /** POST/GET /v1/requests, GET/DELETE /v1/requests/:id and POST /v1/requests/:id/redeliver (docs/requests.md). */
 export function requestRoutes() {
   const r = newRouter()
@@ -78,10 +83,11 @@ export function requestRoutes() {
   r.openapi(routes.list, async (c) => {
     const q = c.req.valid('query')
     const appId = await appFilter(c.var.deps.store, callerApp(c), q.app_id)
-    return c.json(await service(c).list({ ...q, ...(appId !== undefined ? { app_id: appId } : {}), limit: q.limit ?? DEFAULT_LIMIT }), 200)
+    const page = await service(c).list({ ...q, ...(appId !== undefined ? { app_id: appId } : {}), limit: q.limit ?? DEFAULT_LIMIT })
+    return c.json({ ...page, data: page.data.map((req) => shown(c, req)) }, 200)
   })
-  r.openapi(routes.get, async (c) => c.json(await visible(c, c.req.valid('param').id), 200))
+  r.openapi(routes.get, async (c) => c.json(shown(c, await visible(c, c.req.valid('param').id)), 200))
   r.openapi(routes.redeliver, async (c) => c.json(await service(c).redeliver((await visible(c, c.req.valid('param').id)).id), 202))
-  r.openapi(routes.cancel, async (c) => c.json(await service(c).cancel((await visible(c, c.req.valid('param').id)).id), 200))
+  r.openapi(routes.cancel, async (c) => c.json(shown(c, await service(c).cancel((await visible(c, c.req.valid('param').id)).id)), 200))
   return r
 }

@@ -3,6 +3,7 @@ import type { MiddlewareHandler } from 'hono'
 import { matchedRoutes } from 'hono/route'
 import { errors } from '../errors.js'
 import type { ApiEnv } from './deps.js'
+import { isRoleGuard } from './auth.js'
 
 /** A route as the router knows it: method and Hono path (`/v1/endpoints/:id`). */
 interface RouteKey {
@@ -38,22 +39,29 @@ function declaredQueries(app: OpenAPIHono<ApiEnv>): Map<string, string[] | null>
  * Refuses query parameters the matched route does not declare (a misspelt `?staus=` would
  * otherwise list everything), with 400 `validation_failed` naming each. Generic: it reads the
  * route's `request.query` schema, so every route declared with createRoute is covered. Routes
- * outside the registry (`/openapi.json`) take no parameters either.
+ * outside the registry (`/openapi.json`) take no parameters either. On a route with a role guard
+ * the 400 is left to the guard (`strayQuery`), which throws it after the role check: a caller the
+ * route refuses learns 403, never whether its query would have been valid (issue #36, finding 6).
  */
 export function strictQuery(app: OpenAPIHono<ApiEnv>): MiddlewareHandler<ApiEnv> {
   let declared: Map<string, string[] | null> | null = null
   return async (c, next) => {
     const names = Object.keys(c.req.queries())
     if (names.length > 0) {
-      const route = matchedRoutes(c).findLast((r) => r.method !== 'ALL')
+      const matched = matchedRoutes(c)
+      const route = matched.findLast((r) => r.method !== 'ALL')
       if (route) {
         declared ??= declaredQueries(app)
         const keys = declared.has(`${route.method} ${route.path}`) ? declared.get(`${route.method} ${route.path}`)! : []
+        // A role guard among the route's handlers (createRoute's `middleware`) throws it after its check.
+        const guarded = matched.some((r) => isRoleGuard(r.handler))
         if (keys !== null) {
           const unknown = names.filter((n) => !keys.includes(n))
           if (unknown.length > 0) {
             const known = keys.length ? `this route takes ${keys.join(', ')}` : 'this route takes no query parameters'
-            throw errors.validation(unknown.map((field) => ({ field, message: `is not a query parameter of this route (${known})`, in: 'query' })))
+            const err = errors.validation(unknown.map((field) => ({ field, message: `is not a query parameter of this route (${known})`, in: 'query' })))
+            if (!guarded) throw err
+            c.set('strayQuery', err)
           }
         }
       }

@@ -4,7 +4,7 @@ import { createRenderer } from '../notify/render.js'
 import { previewTemplate } from '../notify/preview.js'
 import { TemplateIn, UserId } from '../notify/schemas.js'
 import { requireRole } from './auth.js'
-import { bearerSecurity, errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
+import { bearerSecurity, ErrorBody, errorResponses, jsonBody, jsonResponse, newRouter } from './common.js'
 
 const PreviewIn = z
   .object({
@@ -43,7 +43,7 @@ const preview = createRoute({
   security: bearerSecurity,
   middleware: [requireRole('viewer')] as const,
   request: { body: jsonBody(PreviewIn) },
-  responses: { 200: jsonResponse(PreviewOut, 'the rendering'), ...errorResponses },
+  responses: { 200: jsonResponse(PreviewOut, 'the rendering'), 422: jsonResponse(ErrorBody, 'markdown_too_deep: the rendered markdown body nests too deep to render'), ...errorResponses },
 })
 
 /** POST /v1/templates/preview: the console's live template preview. */

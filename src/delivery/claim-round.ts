@@ -13,6 +13,8 @@ export interface ClaimSlots {
   /** The slots of the global cap only quiet endpoints may take. */
   reserve: number
   defaultTimeoutMs: number
+  /** Request timeout by channel for rows without an endpoint (ClaimOptions). */
+  channelTimeoutsMs: Readonly<Record<string, number>>
   /** Ids of the rows claimed and not yet settled; a round adds the rows it claims. */
   running: Set<string>
   limits: EndpointLimits
@@ -28,7 +30,7 @@ export interface ClaimSlots {
  * claim statement (ClaimOptions).
  */
 export async function claimRound(s: Store, now: number, out: ClaimedDelivery[], slots: ClaimSlots, dueHint = false): Promise<void> {
-  const { concurrency, reserve, defaultTimeoutMs, running, limits, onCutShort } = slots
+  const { concurrency, reserve, defaultTimeoutMs, channelTimeoutsMs, running, limits, onCutShort } = slots
   for (let first = true; ; first = false) {
     const free = concurrency - running.size
     if (free <= 0) return
@@ -41,6 +43,7 @@ export async function claimRound(s: Store, now: number, out: ClaimedDelivery[], 
       limit,
       now,
       defaultTimeoutMs,
+      channelTimeoutsMs,
       onCutShort,
       ...(first && dueHint ? { dueHint } : {}),
       ...(general > 0

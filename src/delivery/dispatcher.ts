@@ -8,6 +8,8 @@ import { reportAttempts } from './attempt-hook.js'
 import { createEndpointLimits } from './endpoint-limits.js'
 import { createStoreLease, DELIVERY_LEASE, LEASE_RENEW_MS, LEASE_STANDBY_CHECK_MS, type Lease } from './lease.js'
 import { createOutageBackoff } from './outage-backoff.js'
+import { cancelOrphanedRequests } from './orphaned-requests.js'
+import { nextRetryAt } from './retry-policy.js'
 import { claimRound, type ClaimSlots } from './claim-round.js'
 import { ABORT_GRACE_MS, CUT_SHORT_RETRY_MS, RESERVE_SHARE, SETTLE_BATCH, SETTLE_RETRY_MS, SETTLE_WINDOW_MS } from './dispatcher-tuning.js'
 
@@ -97,7 +99,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let settleRetryTimer: NodeJS.Timeout | null = null
   const reserve = Math.floor(config.concurrency * RESERVE_SHARE)
   const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
-  const slots: ClaimSlots = { concurrency: config.concurrency, reserve, defaultTimeoutMs, running, limits, onCutShort }
+  // Each channel's rows lease for its own timeout + the margin (a notification webhook's 5 s, not
+  // the email channel's 70 s: an orphaned row waited ~100 s after a kill -9, issue #36).
+  const channelTimeoutsMs: Record<string, number> = {}
+  for (const [name, c] of channels) if (c.timeoutMs !== undefined) channelTimeoutsMs[name] = c.timeoutMs
+  const slots: ClaimSlots = { concurrency: config.concurrency, reserve, defaultTimeoutMs, channelTimeoutsMs, running, limits, onCutShort }
 
   /** Runs `job` after every claim and settle queued before it; what it throws is logged. */
   const inLane = (job: () => Promise<void>, what: string): Promise<void> =>
@@ -258,8 +264,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       return
     }
     sender.send(d, signal).then(done, (err: unknown) => {
+      // A sender should resolve; one that rejects retries on the default schedule (never a fixed
+      // second: that retried a throwing email 6 times in 6 s), and is dead once it is spent.
       log.error({ err, delivery: d.id }, 'channel sender rejected')
-      done({ outcome: { kind: 'retry', at: clock.now() + 1000 }, attempt: { startedAt: now, durationMs: 0, error: 'internal' } })
+      const at = nextRetryAt(clock.now(), config.retrySchedule, d.attempts, deps.rng)
+      done({ outcome: at === null ? { kind: 'dead' } : { kind: 'retry', at }, attempt: { startedAt: now, durationMs: 0, error: 'internal' } })
     })
   }
 
@@ -311,6 +320,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         out.forEach((r, i) => {
           if (r.result === 'missed') observer?.attempt(rows[i]!.channel, 'missed', 0)
         })
+        await cancelOrphanedRequests(s, rows, out, now)
         for (const d of rows) untrack(d)
         if (claiming && started && !stopping && haveLease) {
           await claimRound(s, now, claimed, slots)

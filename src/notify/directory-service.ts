@@ -7,6 +7,7 @@ import type { Clock } from '../lib/clock.js'
 import { decodeOffsetCursor, encodeOffsetCursor, pageSize, type Page } from '../lib/cursor.js'
 import { errors } from '../errors.js'
 import { templateSyntaxError } from './render.js'
+import { markdownTooDeep } from './markdown-depth.js'
 import type { PreferenceInput, PreferenceOut, SubscriptionOut, TemplateInputBody, TemplateOut, UserInputBody, UserOut } from './schemas.js'
 import { isUserId, PRINCIPAL_PATTERN, USER_ID_RULE } from './recipients.js'
 import { ineffectiveFields } from './preferences.js'
@@ -176,6 +177,8 @@ export function createDirectoryService(store: Store, clock: Clock): DirectorySer
           const error = templateSyntaxError(t[field] ?? '')
           return error === null ? [] : [{ field, message: `invalid Liquid template: ${error}`, in: 'body' }]
         })
+        const tooDeep = t.format === 'markdown' ? markdownTooDeep(t.body ?? '') : null
+        if (tooDeep !== null) issues.push({ field: 'body', message: tooDeep, in: 'body' })
         if (issues.length > 0) throw errors.validation(issues)
         return templateJson(
           await store.directory.putTemplate(

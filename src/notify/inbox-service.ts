@@ -243,14 +243,35 @@ export function createInboxService(deps: InboxServiceDeps): InboxService {
       return publish(userId, await store.inbox.bulk(userId, c, sel, clock.now()))
     }
     /**
-     * An app-limited token's stream: other applications' messages are left out, and an
-     * `unread_count` carries the count of the token's application (read when it is scoped).
+     * A `state` event as an app-limited token may see it. A change by ids keeps the ids of the
+     * token's application (each message's application is read: an id whose message is gone
+     * counts as another's); none left leaves the event out. A bulk change filtered to another
+     * application is left out; one across every application is shown filtered to the token's,
+     * without `updated` (which counted the other applications' messages too).
+     */
+    const scopeState = async (app: string, e: StreamEvent): Promise<StreamEvent | null> => {
+      const { ids, filter } = e.data
+      if (Array.isArray(ids)) {
+        const apps = await Promise.all(ids.map(async (id) => (typeof id === 'string' ? await store.inbox.get(id) : null)))
+        const kept = ids.filter((_, i) => apps[i]?.userId === userId && apps[i]?.appId === app)
+        return kept.length === 0 ? null : { ...e, data: { ...e.data, ids: kept } }
+      }
+      if (filter === null || typeof filter !== 'object') return null
+      const filterApp = (filter as Record<string, unknown>).app_id ?? null
+      if (filterApp === app) return e
+      if (filterApp !== null) return null
+      const { updated: _counted, ...rest } = e.data
+      return { ...e, data: { ...rest, filter: { ...filter, app_id: app } } }
+    }
+    /**
+     * An app-limited token's stream: other applications' messages and changes are left out, and
+     * an `unread_count` carries the count of the token's application (read when it is scoped).
      */
     const scopeEvent = async (e: StreamEvent): Promise<StreamEvent | null> => {
       if (tokenApp === null) return e
       if (e.kind === 'notification') return e.data.app_id === tokenApp ? e : null
       if (e.kind === 'unread_count') return { ...e, data: { unread_count: await countUnread() } }
-      return e
+      return scopeState(tokenApp, e)
     }
     return {
       async list(o = {}) {

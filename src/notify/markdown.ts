@@ -1,4 +1,6 @@
 import { Marked } from 'marked'
+import { AppError } from '../errors.js'
+import { MARKDOWN_TOO_DEEP, markdownTooDeep } from './markdown-depth.js'
 
 /** Link and image targets an email may carry: web, mail and site-relative addresses. */
 const SAFE_URL = /^(?:https?:|mailto:|\/(?!\/))/i
@@ -23,7 +25,18 @@ const md = new Marked({
   },
 })
 
-/** Renders a markdown notification body to the HTML part of an email (raw HTML escaped, unsafe links dropped). */
+/**
+ * Renders a markdown notification body to the HTML part of an email (raw HTML escaped, unsafe
+ * links dropped). A body nested deeper than MAX_MARKDOWN_DEPTH is refused before marked sees it
+ * with 422 `markdown_too_deep`, as is anything else that overflows marked's stack (inline runs).
+ */
 export function markdownToHtml(src: string): string {
-  return md.parse(src, { async: false })
+  const tooDeep = markdownTooDeep(src)
+  if (tooDeep !== null) throw new AppError(MARKDOWN_TOO_DEEP, 422, tooDeep)
+  try {
+    return md.parse(src, { async: false })
+  } catch (err) {
+    if (err instanceof RangeError) throw new AppError(MARKDOWN_TOO_DEEP, 422, 'markdown nested too deeply to render')
+    throw err
+  }
 }

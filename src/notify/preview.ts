@@ -3,6 +3,7 @@ import type { Store } from '../store/index.js'
 import type { TemplateRow } from '../store/directory.js'
 import { loadMarkdown } from './markdown-lazy.js'
 import { htmlToText } from './html-text.js'
+import { markdownTooDeep } from './markdown-depth.js'
 import { chooseTemplate, templateSyntaxError, type RenderContext, type Renderer } from './render.js'
 
 /** What `POST /v1/templates/preview` renders: a stored template, or a draft in its place. */
@@ -40,7 +41,9 @@ const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ESCAPES[c
 /**
  * Renders a template exactly as the pipeline would for one recipient (the same template choice
  * by locale fallback and the same renderer), without a notification, a delivery or a send.
- * A draft with a Liquid syntax error is 400 `validation_failed`, as its PUT would be.
+ * A draft with a Liquid syntax error, or markdown nested too deep, is 400 `validation_failed`, as
+ * its PUT would be; a rendered markdown body nested too deep (the data made it so) is 422
+ * `markdown_too_deep` (markdownToHtml).
  */
 export async function previewTemplate(store: Store, render: Renderer, input: PreviewInput, now: number): Promise<PreviewOutput> {
   const user = input.user_id === undefined ? null : await store.directory.getUser(input.user_id)
@@ -53,6 +56,8 @@ export async function previewTemplate(store: Store, render: Renderer, input: Pre
       const error = templateSyntaxError(draft[field] ?? '')
       return error === null ? [] : [{ field: `template.${field}`, message: `invalid Liquid template: ${error}`, in: 'body' }]
     })
+    const tooDeep = draft.format === 'markdown' ? markdownTooDeep(draft.body ?? '') : null
+    if (tooDeep !== null) issues.push({ field: 'template.body', message: tooDeep, in: 'body' })
     if (issues.length > 0) throw errors.validation(issues)
     template = {
       id: 0,

@@ -148,6 +148,8 @@ export interface ClaimOptions {
   now: number
   /** Default request timeout for rows without an endpoint (inbox, email). */
   defaultTimeoutMs: number
+  /** Request timeout by channel for rows without an endpoint, before defaultTimeoutMs (the lease is its own timeout + the margin, docs/delivery.md). */
+  channelTimeoutsMs?: Readonly<Record<string, number>>
   /** Added to the timeout to make the lease; docs/delivery.md: at least 15 s. */
   leaseMarginMs?: number
   /**

@@ -5,6 +5,16 @@ import type { EventRow } from '../store/events.js'
 import { circuitState } from '../delivery/breaker.js'
 import type { DeliveryOutput, EndpointOutput, EventOutput } from './types.js'
 
+/** What a custom header's value reads as to a caller who may not read signing secrets (docs/delivery.md). */
+export const MASKED_HEADER_VALUE = '********'
+
+/** Custom headers with every value masked: the names stay, the values (upstream credentials) do not. */
+export function maskHeaders(headers: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const name of Object.keys(headers)) out[name] = MASKED_HEADER_VALUE
+  return out
+}
+
 /** An endpoint as the API shows it: settings and health, never the secret. */
 export function endpointOut(e: EndpointRow, now: number): EndpointOutput {
   return {

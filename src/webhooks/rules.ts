@@ -78,6 +78,13 @@ export function headerIssues(headers: Record<string, string>): Issue[] {
  * normalised URL.
  */
 export function checkUrl(raw: string, policy: AddressPolicy): string {
+  // The URL parser forgives what a caller did not mean: `http:///x` and `http:x` become
+  // `http://x/`, a backslash becomes a slash, tabs and newlines vanish. The text must already be
+  // `scheme://host…`, without whitespace, control characters or backslashes.
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/\\?#@\s]/i.test(raw) || /[\s\\\x00-\x1f\x7f]/.test(raw)) {
+    throw errors.validation([{ path: 'url', message: 'must be an absolute URL written scheme://host/path, without spaces or backslashes' }])
+  }
   let url: URL
   try {
     url = new URL(raw)

@@ -3,7 +3,7 @@ import { decimalInt } from '../lib/query-number.js'
 import { MAX_PAGE_SIZE } from '../lib/cursor.js'
 import { jsonObject } from '../lib/json-object.js'
 import { AppId } from '../apps/schemas.js'
-import { Delay, DeliverAt } from './deliver-at.js'
+import { API_DURATION, Delay, DeliverAt } from './deliver-at.js'
 
 const headerValue = (v: unknown): v is string => typeof v === 'string' && v.length <= 4096
 
@@ -37,7 +37,7 @@ export const EventTypePattern = z
 /** One retry delay: a duration string (`500ms`, `2s`, `1m`, `6h`, `1d`) or milliseconds. */
 export const RetryDelay = z.union([
   z.number().int().min(0).max(86_400_000),
-  z.string().regex(/^\s*\d+(\.\d+)?\s*(ms|s|m|h|d)?\s*$/, 'must be a duration such as 500ms, 2s, 1m, 6h or 1d'),
+  z.string().regex(API_DURATION, 'must be a duration: a number and a unit (ms, s, m, h or d) such as 500ms, 2s, 1m, 6h or 1d'),
 ])
 
 const endpointFields = {

@@ -7,10 +7,12 @@ import type { ChannelResult, ChannelSender, DispatchObserver } from '../../deliv
 import type { Clock, Rng } from '../../lib/clock.js'
 import type { Log } from '../../log.js'
 import { parseJsonOr } from '../../lib/json.js'
+import { AppError } from '../../errors.js'
 import type { DeliveryPayload } from '../pipeline.js'
 import { deadWith, readPayload, retryOrDead } from './common.js'
 import { maxAttemptsFor, nextRetryAt } from '../../delivery/retry-policy.js'
 import { loadMarkdown } from '../markdown-lazy.js'
+import { MARKDOWN_TOO_DEEP, markdownTooDeep } from '../markdown-depth.js'
 import { htmlToText } from '../html-text.js'
 import { smtpFailure } from './smtp-errors.js'
 import { rewriteLinks } from '../click-links.js'
@@ -211,45 +213,65 @@ export function createEmailChannel(deps: EmailChannelDeps): EmailChannel {
     // holding dispatcher slots that inbox and webhook rows need.
     maxInFlight: 2 * connections,
     async send(delivery, signal) {
-      const now = clock.now()
-      if (signal.aborted) return { outcome: { kind: 'release' } }
-      const payload = readPayload(delivery)
-      if (!payload) return deadWith('invalid_payload', now)
-      if (!payload.recipient.email) return deadWith('no_address', now)
-      if (!deps.smtpUrl) return deadWith('channel_not_configured', now)
-      if (delivery.groupKey) {
-        const key = delivery.groupKey
-        return new Promise<ChannelResult>((resolve) => {
-          let list = groups.get(key)
-          if (!list) {
-            groups.set(key, (list = []))
-            setImmediate(() => {
-              const members = groups.get(key)!
-              flushGroup(key).catch((err: Error) => {
-                // A store failure while grouping: every claimed member retries; nothing is lost.
-                log.error({ err }, 'digest send failed')
-                const t = clock.now()
-                for (const w of members) w.resolve(retryOrDead(w.delivery, schedule, t, rng, { startedAt: t, durationMs: 0, error: err.message }))
-              })
-            })
-          }
-          list.push({ delivery, payload, resolve })
-        })
+      // A sender must resolve: what throws below (a renderer, a link rewrite, the transport's
+      // setup) is a failed attempt that follows the retry schedule, not the dispatcher's fallback.
+      try {
+        return await sendOne(delivery, signal)
+      } catch (err) {
+        log.error({ err, delivery: delivery.id }, 'email send threw; retrying on the schedule')
+        return retryOrDead(delivery, schedule, clock.now(), rng, { startedAt: clock.now(), durationMs: 0, error: 'internal' })
       }
-      let html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? (await loadMarkdown())(payload.body) : undefined
-      // An HTML template's text part is its words; markdown and text are readable as written.
-      let text = payload.format === 'html' ? htmlToText(payload.body) : payload.body
-      const tracked = deps.trackedLink?.(payload) ?? null
-      if (tracked !== null && payload.action_url !== null) {
-        text = rewriteLinks(text, payload.action_url, tracked)
-        if (html !== undefined) html = rewriteLinks(html, payload.action_url, tracked, true)
-      }
-      return deliver(delivery, payload.recipient.email, { subject: payload.title, text, ...(html ? { html } : {}) })
     },
     close() {
       transport?.close()
       transport = null
     },
+  }
+
+  /** One delivery: a digest member joins its group's message; any other is rendered and sent alone. */
+  async function sendOne(delivery: ClaimedDelivery, signal: AbortSignal): Promise<ChannelResult> {
+    const now = clock.now()
+    if (signal.aborted) return { outcome: { kind: 'release' } }
+    const payload = readPayload(delivery)
+    if (!payload) return deadWith('invalid_payload', now)
+    if (!payload.recipient.email) return deadWith('no_address', now)
+    if (!deps.smtpUrl) return deadWith('channel_not_configured', now)
+    if (delivery.groupKey) {
+      const key = delivery.groupKey
+      return new Promise<ChannelResult>((resolve) => {
+        let list = groups.get(key)
+        if (!list) {
+          groups.set(key, (list = []))
+          setImmediate(() => {
+            const members = groups.get(key)!
+            flushGroup(key).catch((err: Error) => {
+              // A store failure while grouping: every claimed member retries; nothing is lost.
+              log.error({ err }, 'digest send failed')
+              const t = clock.now()
+              for (const w of members) w.resolve(retryOrDead(w.delivery, schedule, t, rng, { startedAt: t, durationMs: 0, error: err.message }))
+            })
+          })
+        }
+        list.push({ delivery, payload, resolve })
+      })
+    }
+    // A body nested too deep to render (its data made it so) can never be sent: dead, with a clear code.
+    if (payload.format === 'markdown' && markdownTooDeep(payload.body) !== null) return deadWith(MARKDOWN_TOO_DEEP, now)
+    let html: string | undefined
+    try {
+      html = payload.format === 'html' ? payload.body : payload.format === 'markdown' ? (await loadMarkdown())(payload.body) : undefined
+    } catch (err) {
+      if (err instanceof AppError && err.code === MARKDOWN_TOO_DEEP) return deadWith(MARKDOWN_TOO_DEEP, now)
+      throw err
+    }
+    // An HTML template's text part is its words; markdown and text are readable as written.
+    let text = payload.format === 'html' ? htmlToText(payload.body) : payload.body
+    const tracked = deps.trackedLink?.(payload) ?? null
+    if (tracked !== null && payload.action_url !== null) {
+      text = rewriteLinks(text, payload.action_url, tracked)
+      if (html !== undefined) html = rewriteLinks(html, payload.action_url, tracked, true)
+    }
+    return deliver(delivery, payload.recipient.email, { subject: payload.title, text, ...(html ? { html } : {}) })
   }
 }
 

@@ -111,7 +111,7 @@ export const PG_CLAIM_SQL = {
       e.rate_limit AS rate, t.tokens, t.updated_at AS "tokensAt"
     FROM endpoints e LEFT JOIN endpoint_tokens t ON t.endpoint_id = e.id
     WHERE e.id = ANY($1::text[])`,
-  // $1 ids, $2 the claim's token, $3 now, $4 lease margin, $5 default timeout.
+  // $1 ids, $2 the claim's token, $3 now, $4 lease margin, $5 default timeout, $6 timeouts by channel (JSON).
   claim: `WITH c AS (SELECT t.id FROM unnest($1::text[]) AS t(id)),
       l AS (SELECT d.id FROM deliveries d LEFT JOIN endpoints e ON e.id = d.endpoint_id
              WHERE d.id IN (SELECT id FROM c) AND d.status = 'pending' AND (e.id IS NULL OR NOT ${BLOCKED.replaceAll('$1', '$3')})
@@ -119,7 +119,8 @@ export const PG_CLAIM_SQL = {
     UPDATE deliveries d
       SET status = 'in_flight', claim_token = $2::text, attempts = d.attempts + 1, updated_at = $3,
           lease_until = $3 + $4 + COALESCE((SELECT timeout_ms FROM endpoints WHERE id = d.endpoint_id),
-            CASE WHEN d.target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = d.id) END, $5)
+            CASE WHEN d.target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = d.id) END,
+            ($6::jsonb ->> d.channel)::bigint, $5)
     FROM c
     WHERE d.id = c.id AND d.id IN (SELECT id FROM l)
     RETURNING ${CLAIM_COLUMNS}, (SELECT body FROM events WHERE id = d.event_id) AS "eventBody"`,

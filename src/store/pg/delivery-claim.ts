@@ -247,7 +247,7 @@ export function createPgClaimer(
     // One fresh token per claim, as on SQLite (docs/delivery.md, "The queue").
     const token = newClaimToken(opts)
     const margin = leaseMarginOf(opts)
-    const { rows } = await c.query<ClaimedRow>(S.claim, [ids, token, now, margin, opts.defaultTimeoutMs])
+    const { rows } = await c.query<ClaimedRow>(S.claim, [ids, token, now, margin, opts.defaultTimeoutMs, JSON.stringify(opts.channelTimeoutsMs ?? {})])
     if (buckets.size > 0) {
       const spent = new Map<string, number>()
       for (const r of rows) if (r.endpointId !== null && buckets.has(r.endpointId)) spent.set(r.endpointId, (spent.get(r.endpointId) ?? 0) + 1)

@@ -31,10 +31,12 @@ export const TURN_PAGE = 32
 export const DUE_KEY = (t = ''): string => `coalesce(${t}endpoint_id, ${t}target_key, '#' || ${t}channel)`
 
 // The lease a claim at @now gives candidate d (joined to its endpoint e): its request timeout (the
-// endpoint's, a durable request's own, or @defaultTimeout) plus @margin. The candidates read it
-// and the claim writes what they read (CLAIM_ROWS), in one transaction, so the two agree.
+// endpoint's, a durable request's own, its channel's in @channelTimeouts, or @defaultTimeout) plus
+// @margin. The candidates read it and the claim writes what they read (CLAIM_ROWS), in one
+// transaction, so the two agree.
 const LEASE_UNTIL = `@now + @margin + COALESCE(e.timeout_ms,
-      CASE WHEN d.target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = d.id) END, @defaultTimeout)`
+      CASE WHEN d.target_key IS NOT NULL THEN (SELECT timeout_ms FROM requests WHERE delivery_id = d.id) END,
+      json_extract(@channelTimeouts, '$."' || d.channel || '"'), @defaultTimeout)`
 
 // The columns of the deliveries the claim rarely finds set (notification rows, retries, ordered
 // rows): one JSON array when any is set, else NULL. better-sqlite3 measured ~0.12 µs per column

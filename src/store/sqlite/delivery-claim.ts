@@ -71,7 +71,7 @@ function toClaimed(c: Candidate, claimToken: string, now: number): ClaimedDelive
 }
 
 /** The named parameters of LEASE_UNTIL. */
-type LeaseParams = { now: number; margin: number; defaultTimeout: number }
+type LeaseParams = { now: number; margin: number; defaultTimeout: number; channelTimeouts: string }
 
 /** What one candidate scan found: rows to claim, and rows to finish instead. */
 interface Picked {
@@ -239,7 +239,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
     const { now, limit } = opts
     s.expireLeases.run({ now })
     if (limit <= 0) return []
-    const lease: LeaseParams = { now, margin: leaseMarginOf(opts), defaultTimeout: opts.defaultTimeoutMs }
+    const lease: LeaseParams = { now, margin: leaseMarginOf(opts), defaultTimeout: opts.defaultTimeoutMs, channelTimeouts: JSON.stringify(opts.channelTimeoutsMs ?? {}) }
     const { chosen, exhausted, gone } = pickCandidates(opts, lease)
     if (exhausted.length > 0) s.markExhausted.run({ ids: JSON.stringify(exhausted), now })
     if (gone.length > 0) s.finishGone.run(now, now, JSON.stringify(gone))
