@@ -1671,9 +1671,15 @@ export interface components {
             status: string;
         };
         RecoverIn: {
-            /** Format: date-time */
+            /**
+             * @description Start of the range: an ISO 8601 time with a zone (2030-01-01T09:00:00Z) or a duration back from now (30m, 1h, 2d)
+             * @example 1h
+             */
             since: string;
-            /** Format: date-time */
+            /**
+             * @description End of the range (default: now): an ISO 8601 time with a zone (2030-01-01T09:00:00Z) or a duration back from now (30m, 1h, 2d)
+             * @example 1h
+             */
             until?: string;
         };
         RecoverOut: {
