@@ -1560,6 +1560,11 @@ export interface components {
             deliveries: number;
             id: string;
             recipients: number;
+            /** @description Present when something asked for cannot be delivered as configured: `channel_not_configured` (email without POSTBOX_SMTP_URL). The notification is accepted all the same. */
+            warnings?: {
+                code: string;
+                message: string;
+            }[];
         };
         NotificationIn: {
             action_url?: string;
