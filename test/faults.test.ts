@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import Database from 'better-sqlite3'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { createServer, type ServerResponse } from 'node:http'
 import { connect } from 'node:net'
@@ -23,7 +23,8 @@ import {
   startResettingReceiver,
   type HostileReceiver,
 } from './support/hostile-receivers.js'
-import { apiClient, ensureBuilt, killAllChildren, newAdminKey, ROOT, runCli, serverEnv, startServer } from './support/server-process.js'
+import { apiClient, ensureBuilt, killAllChildren, newAdminKey, runCli, serverEnv, startServer } from './support/server-process.js'
+import { holdWriteLock, sleepsInBusyHandler } from './support/write-lock.js'
 
 /**
  * Faults from outside: receivers that hang, reset, stream forever or redirect to private
@@ -359,56 +360,6 @@ describe('disk full, size-limited database file (runs everywhere, no mount neede
   }, 30_000)
 })
 
-/**
- * Another process holding the write lock until told: it opens the database, takes the lock
- * (BEGIN IMMEDIATE), prints `{"locked":true}`, and on a line on stdin prints the `seq` of every
- * `locked` event stored at that moment (read inside its transaction: nothing else can have
- * committed), commits and exits.
- */
-async function holdWriteLock(dbPath: string): Promise<{ release(): Promise<number[]> }> {
-  const script = `
-    const db = new (require('better-sqlite3'))(process.argv[1])
-    db.pragma('busy_timeout = 5000')
-    db.exec('BEGIN IMMEDIATE')
-    console.log(JSON.stringify({ locked: true }))
-    process.stdin.once('data', () => {
-      const stored = db.prepare("SELECT json_extract(body, '$.data.seq') FROM events WHERE type = 'locked'").pluck().all()
-      db.exec('COMMIT')
-      db.close()
-      console.log(JSON.stringify({ stored }))
-      process.exit(0)
-    })`
-  const child = spawn(process.execPath, ['-e', script, dbPath], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
-  cleanups.push(() => void (child.exitCode === null && child.kill('SIGKILL')))
-  const lines: unknown[] = []
-  let pending = ''
-  child.stdout!.on('data', (b: Buffer) => {
-    pending += b.toString('utf8')
-    for (let nl = pending.indexOf('\n'); nl !== -1; nl = pending.indexOf('\n')) {
-      lines.push(JSON.parse(pending.slice(0, nl)))
-      pending = pending.slice(nl + 1)
-    }
-  })
-  await waitFor('the other process to hold the write lock', () => lines.length === 1 || child.exitCode !== null, 15_000)
-  expect(lines[0]).toEqual({ locked: true })
-  return {
-    async release() {
-      child.stdin!.write('release\n')
-      await waitFor('the other process to commit', () => lines.length === 2, 15_000)
-      return (lines[1] as { stored: number[] }).stored
-    },
-  }
-}
-
-/**
- * True while the main thread of process `pid` sleeps in SQLite's busy handler: waiting for a
- * lock is the only place SQLite sleeps, and an idle Node main thread waits in epoll, never in
- * nanosleep (Linux: /proc/<pid>/task/<pid>/wchan names the kernel function it waits in).
- */
-function sleepsInBusyHandler(pid: number): boolean {
-  return readFileSync(`/proc/${pid}/task/${pid}/wchan`, 'utf8') === 'hrtimer_nanosleep'
-}
-
 describe('database locked by another process', () => {
   // Proven by state, not by answer times: the lock is held until the test says so, the server is
   // seen waiting for it, and an event sent meanwhile is acknowledged only after the other process
@@ -445,6 +396,7 @@ describe('database locked by another process', () => {
     // Another process holds the write lock (busy_timeout is 5 s) until the server is seen waiting
     // for it; an event sent meanwhile (the probe) needs the lock to be stored.
     const holder = await holdWriteLock(join(t.dir, 'postbox.db'))
+    cleanups.push(() => holder.kill())
     const probe = -1
     const probed = send(probe)
     await waitFor('the server to wait for the lock', () => sleepsInBusyHandler(server.child.pid!), 4_000)
