@@ -6,7 +6,8 @@ import { connect, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tempDir } from './helpers.js'
-import { ensureBuilt, newAdminKey, ROOT, serverEnv } from './support/server-process.js'
+import { SIGNAL_COPY_WINDOW_MS } from '../src/server.js'
+import { apiClient, ensureBuilt, newAdminKey, ROOT, serverEnv, startServer } from './support/server-process.js'
 
 /** Bounds every wait of a step (start, stop); the server starts and stops in well under a second. */
 const STEP_MS = 20_000
@@ -131,6 +132,40 @@ describe('npm start', () => {
       expect(db.prepare(`SELECT status FROM deliveries`).pluck().all()).toEqual(['success'])
       db.close()
     } finally {
+      await new Promise<void>((r) => receiver.close(() => r()))
+    }
+  })
+
+  it('a second Ctrl-C after the 2 s window forces the exit (130) without waiting for the drain', async () => {
+    const t = tempDir('postbox-force-')
+    dirs.push(t.cleanup)
+    const held: (() => void)[] = []
+    const receiver = createServer((req, res) => {
+      req.resume()
+      held.push(() => res.writeHead(200).end('ok'))
+    })
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()))
+    const key = newAdminKey()
+    const server = await startServer(serverEnv(t.dir, key))
+    try {
+      const call = apiClient(() => server.baseUrl, key)
+      expect((await call('POST', '/v1/endpoints', { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` })).status).toBe(201)
+      expect((await call('POST', '/v1/events', { type: 'force', data: {} })).status).toBe(202)
+      const deadline = Date.now() + STEP_MS
+      while (held.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      expect(held).toHaveLength(1)
+      const exited = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)))
+      server.child.kill('SIGINT')
+      await logged(server.output, /"msg":"shutting down"/)
+      // The server took the first signal before it logged it, so 2.1 s after seeing the log the
+      // window has passed by the server's own clock too: the next Ctrl-C is the operator's.
+      await new Promise((r) => setTimeout(r, SIGNAL_COPY_WINDOW_MS + 100))
+      server.child.kill('SIGINT')
+      expect(await exited).toBe(130)
+      expect(server.output()).toMatch(/"msg":"forced exit: the drain was not finished/)
+      expect(server.output()).not.toMatch(/"msg":"stopped"/)
+    } finally {
+      for (const answer of held) answer()
       await new Promise<void>((r) => receiver.close(() => r()))
     }
   })
