@@ -136,7 +136,7 @@ export function renderApiDocs(doc: unknown, stylesheet: string): string {
 
 /** The page's style sheet (served from /docs/style.css: the policy allows no inline style). */
 export const API_DOCS_CSS = `body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d2430;display:grid;grid-template-columns:minmax(14rem,20rem) 1fr;grid-template-areas:"head head" "nav main"}
-header{grid-area:head;padding:1rem 2rem;border-bottom:1px solid #dde2ea}nav{grid-area:nav;padding:0 1rem;border-right:1px solid #dde2ea;font-size:13px}
+header{grid-area:head;padding:1rem 2rem;border-bottom:1px solid #dde2ea}nav{grid-area:nav;padding:0 1rem;border-right:1px solid #dde2ea;font-size:13px;position:sticky;top:0;align-self:start;max-height:100vh;overflow:auto}
 nav ul{list-style:none;padding:0;margin:0}nav h3{margin:1rem 0 .25rem;text-transform:capitalize}nav a{text-decoration:none;color:inherit}
 main{grid-area:main;padding:0 2rem;min-width:0}h2{text-transform:capitalize;border-bottom:2px solid #dde2ea;padding-top:1rem}
 .op,.schema{border-bottom:1px solid #eef1f5;padding:.5rem 0 1rem}.summary{font-weight:600}.muted{color:#5b6575}
@@ -144,4 +144,4 @@ table{border-collapse:collapse;font-size:13px;margin:.25rem 0;width:100%}th,td{b
 code{font:13px ui-monospace,monospace;background:#f3f5f8;padding:0 .2rem;border-radius:3px;overflow-wrap:anywhere}
 .method{display:inline-block;min-width:3.5rem;font:700 11px ui-monospace,monospace;color:#fff;background:#5b6575;border-radius:3px;text-align:center;padding:1px 4px}
 .get{background:#1f6f43}.post{background:#1f4f8f}.patch,.put{background:#8a5a00}.delete{background:#9b1c1c}
-@media (max-width:50rem){body{display:block}nav{border:0}}`
+@media (max-width:50rem){body{display:block}nav{border:0;position:static;max-height:none}}`
