@@ -19,6 +19,11 @@ const walState = (path: string): { frames: number; salt: string } => {
   for (let off = 32; off + frameSize <= wal.length && wal.compare(wal, 16, 24, off + 8, off + 16) === 0; off += frameSize) frames++
   return { frames, salt: wal.subarray(16, 24).toString('hex') }
 }
+/** Waits for `ok` (a state), polling; bounded only so a broken build fails instead of hanging (a loaded machine can take seconds to start a worker). */
+const until = async (ok: () => boolean): Promise<void> => {
+  const deadline = Date.now() + 20_000
+  while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+}
 const autocheckpoint = (db: { pragma(s: string, o: { simple: true }): unknown }): unknown => db.pragma('wal_autocheckpoint', { simple: true })
 
 describe('background checkpointer', () => {
@@ -40,12 +45,11 @@ describe('background checkpointer', () => {
     c = startCheckpointer(t.store, silentLogger(), { intervalMs: 20 })
     // The writer keeps its own checkpoints until the worker has opened the file.
     expect(autocheckpoint(t.store.db)).toBe(1000)
-    for (let i = 0; i < 500 && autocheckpoint(t.store.db) !== MAX_WAL_PAGES; i++) await new Promise((r) => setTimeout(r, 10))
+    await until(() => autocheckpoint(t.store.db) === MAX_WAL_PAGES)
     expect(autocheckpoint(t.store.db)).toBe(MAX_WAL_PAGES)
     const before = statSync(t.store.path).size
     write(12_000) // ~1,500 pages: more than one automatic checkpoint's worth
-    const deadline = Date.now() + 5000
-    while (statSync(t.store.path).size < before + 5_000_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    await until(() => statSync(t.store.path).size > before + 5_000_000)
     expect(statSync(t.store.path).size).toBeGreaterThan(before + 5_000_000)
     expect(c.active()).toBe(true)
     await c.stop()
@@ -60,7 +64,7 @@ describe('background checkpointer', () => {
     // ticks here, so no checkpoint competes with the writer's and nothing depends on scheduling.
     const maxWalPages = 250
     c = startCheckpointer(t.store, silentLogger(), { intervalMs: 3_600_000, maxWalPages })
-    for (let i = 0; i < 500 && autocheckpoint(t.store.db) !== maxWalPages; i++) await new Promise((r) => setTimeout(r, 10))
+    await until(() => autocheckpoint(t.store.db) === maxWalPages)
     expect(autocheckpoint(t.store.db)).toBe(maxWalPages)
     let largestCommit = 0
     let largest = 0
@@ -89,8 +93,7 @@ describe('background checkpointer', () => {
     const warnings: unknown[] = []
     const log = { ...silentLogger(), warn: (o: unknown) => void warnings.push(o) } as ReturnType<typeof silentLogger>
     c = startCheckpointer(store, log, { intervalMs: 20 })
-    const deadline = Date.now() + 5000
-    while (c.active() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    await until(() => !c!.active())
     expect(c.active()).toBe(false)
     expect(autocheckpoint(t.store.db)).toBe(1000)
     expect(warnings).toHaveLength(1)
