@@ -18,6 +18,7 @@ import { createEngine, type Engine } from './engine.js'
 import { repairFutureTimes } from './delivery/clock-repair.js'
 import type { NotifyService, UserInbox } from './notify/service.js'
 import { loadTokenKey } from './notify/tokens.js'
+import { unconfiguredChannelWarnings } from './notify/channel-warnings.js'
 import { portalKey } from './auth/portal-tokens.js'
 import { createAppService, type AppService } from './apps/service.js'
 import type { Catalog } from './apps/catalog.js'
@@ -189,6 +190,11 @@ export class Postbox {
     // The WAL checkpointer is SQLite's; PostgreSQL checkpoints itself.
     if (this.store.sqlite) this.checkpointer = startCheckpointerOnDemand(this.store.sqlite, this.log)
     this.engine.dispatcher.start()
+    // Said once, at start: a channel the templates or default preferences use but nothing configures.
+    unconfiguredChannelWarnings(this.store, this.config).then(
+      (warnings) => warnings.forEach((w) => this.log.warn({ channel: 'email' }, w)),
+      (err: unknown) => this.log.debug?.({ err }, 'channel configuration check failed'),
+    )
     this.sweep(false)
     this.retentionTimer = setInterval(() => this.sweep(true), RETENTION_INTERVAL_MS)
     this.retentionTimer.unref()

@@ -137,8 +137,17 @@ function writeClientError(err: Error & { code?: string }, socket: Duplex): void 
 }
 
 /**
+ * Signals this soon after the first are copies of it, ignored. Ctrl-C in a terminal signals the
+ * whole foreground group, npm and node alike, and npm forwards its own to node: node sees two
+ * SIGINTs within milliseconds, and taking the second as "force" abandoned every drain under
+ * `npm start`. A second signal after this long is the operator's, and forces an exit.
+ */
+export const SIGNAL_COPY_WINDOW_MS = 2_000
+
+/**
  * `postbox serve`: opens the Postbox, starts delivering, listens, and on SIGTERM/SIGINT drains
- * within config.shutdownTimeoutMs and exits 0 (1 if the drain itself failed).
+ * within config.shutdownTimeoutMs and exits 0 (1 if the drain itself failed). A second signal
+ * within SIGNAL_COPY_WINDOW_MS is ignored; a later one exits at once (130 or 143).
  */
 export async function runServer(config: Config, log: Log = createLogger(config.logLevel)): Promise<RunningServer> {
   const postbox = await Postbox.open({ config, log, processMetrics: true })
@@ -151,11 +160,20 @@ export async function runServer(config: Config, log: Log = createLogger(config.l
   }
   // After listening: a server that cannot take its port (exit 2) neither delivers nor sweeps.
   postbox.start()
-  let stopping = false
-  const stop = (signal: string): void => {
-    if (stopping) return
-    stopping = true
+  let firstSignalAt: number | null = null
+  const stop = (signal: NodeJS.Signals): void => {
+    if (firstSignalAt !== null) {
+      if (performance.now() - firstSignalAt < SIGNAL_COPY_WINDOW_MS) {
+        log.info({ signal }, `ignored: a copy of the first signal (within ${SIGNAL_COPY_WINDOW_MS / 1000} s); still draining. Press Ctrl-C again (or send SIGTERM) later to force an exit`)
+        return
+      }
+      log.warn({ signal }, 'forced exit: the drain was not finished; deliveries still in flight are offered again at the next start')
+      log.flush?.()
+      process.exit(signal === 'SIGINT' ? 130 : 143)
+    }
+    firstSignalAt = performance.now()
     log.info({ signal, deadlineMs: config.shutdownTimeoutMs }, 'shutting down')
+    log.info(`draining (up to ${config.shutdownTimeoutMs / 1000} s); to exit at once, press Ctrl-C again (or send SIGTERM) ${SIGNAL_COPY_WINDOW_MS / 1000} s or more after the first`)
     // A last resort if draining hangs: the deadline plus a margin for the checkpoint.
     const hard = setTimeout(() => {
       log.error('shutdown deadline exceeded; exiting')
@@ -174,7 +192,8 @@ export async function runServer(config: Config, log: Log = createLogger(config.l
         process.exit(1)
       })
   }
-  process.once('SIGTERM', () => stop('SIGTERM'))
-  process.once('SIGINT', () => stop('SIGINT'))
+  // on, not once: a second signal must reach stop() (a copy is ignored), never Node's default (exit at once).
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  process.on('SIGINT', () => stop('SIGINT'))
   return running
 }

@@ -42,6 +42,14 @@ describe('/v1/endpoints', () => {
     expect(ping).toMatchObject({ status: 202, body: { type: 'postbox.ping', deliveries: 1 } })
     const recovered = await f.json('POST', `/v1/endpoints/${ep.id}/recover`, { body: { since: '2020-01-01T00:00:00Z' } })
     expect(recovered).toEqual({ status: 202, body: { queued: 0 } })
+    // since and until take a duration back from now beside an ISO time; anything else is a 400.
+    expect(await f.json('POST', `/v1/endpoints/${ep.id}/recover`, { body: { since: '1h' } })).toEqual({ status: 202, body: { queued: 0 } })
+    expect(await f.json('POST', `/v1/endpoints/${ep.id}/recover`, { body: { since: '2d', until: '30m' } })).toEqual({ status: 202, body: { queued: 0 } })
+    for (const body of [{ since: 'yesterday' }, { since: '1h', until: '2h' }, { since: '1w' }]) {
+      const bad = await f.json('POST', `/v1/endpoints/${ep.id}/recover`, { body })
+      expect(bad.status, JSON.stringify(body)).toBe(400)
+      expect(bad.body.error.code).toBe('validation_failed')
+    }
     const deleted = await f.json('DELETE', `/v1/endpoints/${ep.id}`)
     expect(deleted).toMatchObject({ status: 200, body: { deleted: true, cancelled: 1 } })
     expect((await f.json('GET', `/v1/endpoints/${ep.id}`)).status).toBe(404)

@@ -1,16 +1,21 @@
+import Database from 'better-sqlite3'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync, realpathSync } from 'node:fs'
-import { connect } from 'node:net'
+import { createServer } from 'node:http'
+import { connect, type AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tempDir } from './helpers.js'
-import { ensureBuilt, newAdminKey, ROOT, serverEnv } from './support/server-process.js'
+import { SIGNAL_COPY_WINDOW_MS } from '../src/server.js'
+import { apiClient, ensureBuilt, newAdminKey, ROOT, serverEnv, startServer } from './support/server-process.js'
 
 /** Bounds every wait of a step (start, stop); the server starts and stops in well under a second. */
 const STEP_MS = 20_000
 
 /** `npm start` as a user runs it; resolves with the process, the port it listens on and the pid of its node. */
-async function npmStart(dataDir: string): Promise<{ npm: ChildProcess; port: number; node: number; output: () => string }> {
-  const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: serverEnv(dataDir, newAdminKey()), stdio: ['ignore', 'pipe', 'pipe'] })
+async function npmStart(dataDir: string, opts: { key?: string; detached?: boolean } = {}): Promise<{ npm: ChildProcess; port: number; node: number; output: () => string }> {
+  // detached: a process group of its own, as a terminal's foreground job has.
+  const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: serverEnv(dataDir, opts.key ?? newAdminKey()), stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false })
   let out = ''
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`npm start did not listen in time:\n${out}`)), STEP_MS)
@@ -30,6 +35,15 @@ async function npmStart(dataDir: string): Promise<{ npm: ChildProcess; port: num
   const children = readFileSync(`/proc/${npm.pid}/task/${npm.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
   expect(children).toHaveLength(1)
   return { npm, port, node: children[0]!, output: () => out }
+}
+
+/** Resolves once `output()` matches `pattern` (a state the server logs), or rejects after STEP_MS. */
+async function logged(output: () => string, pattern: RegExp): Promise<void> {
+  const deadline = Date.now() + STEP_MS
+  while (!pattern.test(output())) {
+    if (Date.now() > deadline) throw new Error(`never logged ${pattern}:\n${output()}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
 }
 
 /** True when something accepts connections on 127.0.0.1:port. */
@@ -76,4 +90,83 @@ describe('npm start', () => {
       expect(await listening(run.port)).toBe(false)
     })
   }
+
+  it('Ctrl-C in a terminal (SIGINT to npm and node, and npm forwarding its own) drains: the delivery in flight completes', async () => {
+    const t = tempDir('postbox-npm-ctrl-c-')
+    dirs.push(t.cleanup)
+    // A receiver that answers only when the test says so: the delivery stays in flight meanwhile.
+    const held: (() => void)[] = []
+    const receiver = createServer((req, res) => {
+      req.resume()
+      held.push(() => res.writeHead(200).end('ok'))
+    })
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()))
+    const key = newAdminKey()
+    const run = await npmStart(t.dir, { key, detached: true })
+    started.push(run.npm)
+    nodes.push(run.node)
+    try {
+      const call = (path: string, body: unknown) =>
+        fetch(`http://127.0.0.1:${run.port}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+      expect((await call('/v1/endpoints', { url })).status).toBe(201)
+      expect((await call('/v1/events', { type: 'ctrl.c', data: {} })).status).toBe(202)
+      const deadline = Date.now() + STEP_MS
+      while (held.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      expect(held).toHaveLength(1)
+
+      const exited = new Promise<number | null>((resolve) => run.npm.once('exit', (code) => resolve(code)))
+      // What a terminal does on Ctrl-C: SIGINT to every process of the foreground group.
+      process.kill(-run.npm.pid!, 'SIGINT')
+      await logged(run.output, /"msg":"shutting down"/)
+      // npm's forwarded copy reached node while the delivery is still in flight, and was ignored.
+      await logged(run.output, /"signal":"SIGINT"[^\n]*"msg":"ignored: a copy of the first signal/)
+      expect(existsSync(`/proc/${run.node}`)).toBe(true)
+      expect(run.output()).toMatch(/press Ctrl-C again \(or send SIGTERM\) 2 s or more after the first/)
+      for (const answer of held) answer()
+      const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), STEP_MS))])
+      expect(code, run.output()).not.toBe('timeout')
+      expect(run.output()).toMatch(/"msg":"stopped"/)
+      expect(run.output()).not.toMatch(/forced exit/)
+      const db = new Database(join(t.dir, 'postbox.db'), { readonly: true })
+      expect(db.prepare(`SELECT status FROM deliveries`).pluck().all()).toEqual(['success'])
+      db.close()
+    } finally {
+      await new Promise<void>((r) => receiver.close(() => r()))
+    }
+  })
+
+  it('a second Ctrl-C after the 2 s window forces the exit (130) without waiting for the drain', async () => {
+    const t = tempDir('postbox-force-')
+    dirs.push(t.cleanup)
+    const held: (() => void)[] = []
+    const receiver = createServer((req, res) => {
+      req.resume()
+      held.push(() => res.writeHead(200).end('ok'))
+    })
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()))
+    const key = newAdminKey()
+    const server = await startServer(serverEnv(t.dir, key))
+    try {
+      const call = apiClient(() => server.baseUrl, key)
+      expect((await call('POST', '/v1/endpoints', { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` })).status).toBe(201)
+      expect((await call('POST', '/v1/events', { type: 'force', data: {} })).status).toBe(202)
+      const deadline = Date.now() + STEP_MS
+      while (held.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      expect(held).toHaveLength(1)
+      const exited = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)))
+      server.child.kill('SIGINT')
+      await logged(server.output, /"msg":"shutting down"/)
+      // The server took the first signal before it logged it, so 2.1 s after seeing the log the
+      // window has passed by the server's own clock too: the next Ctrl-C is the operator's.
+      await new Promise((r) => setTimeout(r, SIGNAL_COPY_WINDOW_MS + 100))
+      server.child.kill('SIGINT')
+      expect(await exited).toBe(130)
+      expect(server.output()).toMatch(/"msg":"forced exit: the drain was not finished/)
+      expect(server.output()).not.toMatch(/"msg":"stopped"/)
+    } finally {
+      for (const answer of held) answer()
+      await new Promise<void>((r) => receiver.close(() => r()))
+    }
+  })
 })

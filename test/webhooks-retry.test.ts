@@ -68,7 +68,9 @@ describe('retries, redeliver and recover', () => {
     const since = new Date(Date.now() - 60_000).toISOString()
     await expect(h.webhooks.endpoints.recover(ep.id, { since, until: since })).rejects.toThrow(expect.objectContaining({ code: 'validation_failed' }))
     expect(await h.webhooks.endpoints.recover(ep.id, { since, until: new Date(Date.now() - 30_000).toISOString() })).toEqual({ queued: 0 })
-    expect(await h.webhooks.endpoints.recover(ep.id, { since })).toEqual({ queued: 3 })
+    // A duration is that long ago: `1h` is the hour before now.
+    expect(await h.webhooks.endpoints.recover(ep.id, { since: '2h', until: '1h' })).toEqual({ queued: 0 })
+    expect(await h.webhooks.endpoints.recover(ep.id, { since: '1h' })).toEqual({ queued: 3 })
     await until(async () => (await h.webhooks.deliveries.list({ status: 'success' })).data.length === 3)
     expect(rx.requests).toHaveLength(6)
   })

@@ -1560,6 +1560,11 @@ export interface components {
             deliveries: number;
             id: string;
             recipients: number;
+            /** @description Present when something asked for cannot be delivered as configured: `channel_not_configured` (email without POSTBOX_SMTP_URL). The notification is accepted all the same. */
+            warnings?: {
+                code: string;
+                message: string;
+            }[];
         };
         NotificationIn: {
             action_url?: string;
@@ -1671,9 +1676,15 @@ export interface components {
             status: string;
         };
         RecoverIn: {
-            /** Format: date-time */
+            /**
+             * @description Start of the range: an ISO 8601 time with a zone (2030-01-01T09:00:00Z) or a duration back from now (30m, 1h, 2d)
+             * @example 1h
+             */
             since: string;
-            /** Format: date-time */
+            /**
+             * @description End of the range (default: now): an ISO 8601 time with a zone (2030-01-01T09:00:00Z) or a duration back from now (30m, 1h, 2d)
+             * @example 1h
+             */
             until?: string;
         };
         RecoverOut: {

@@ -23,6 +23,7 @@ import { allowedMethods, refuseNul, strictQuery } from './strict-routes.js'
 import { keySelfRoutes } from './key-self.js'
 import { statsRoutes } from './stats.js'
 import { templatePreviewRoutes } from './template-preview.js'
+import { apiDocsRoutes } from './api-docs.js'
 import { webRoutes } from './web.js'
 import { appRoutes } from './apps.js'
 import { eventTypeRoutes } from './event-types.js'
@@ -126,8 +127,8 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
 
   // Generated once, on first request, from the same zod schemas that validate requests.
   let openapi: unknown = null
-  app.get('/openapi.json', (c) => {
-    openapi ??= app.getOpenAPI31Document({
+  const document = (): unknown =>
+    (openapi ??= app.getOpenAPI31Document({
       openapi: '3.1.0',
       info: {
         title: 'Postbox API',
@@ -137,9 +138,9 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
       },
       // Relative: the server that serves this document.
       servers: [{ url: '/', description: 'this Postbox' }],
-    })
-    return c.json(openapi as object)
-  })
+    }))
+  app.get('/openapi.json', (c) => c.json(document() as object))
+  app.route('/', apiDocsRoutes(document))
 
   // A path served with other methods is 405 with Allow, not 404.
   app.notFound((c) => {

@@ -9,7 +9,7 @@ import type { ChannelResult, ChannelSender } from './channel.js'
 import { classifyResponse, classifyTransportError, type Classification } from './classify.js'
 import { lazyGuardedAgent } from './guarded-agent.js'
 import { signatureHeaders } from './signer.js'
-import { transportErrorCode } from './http-util.js'
+import { transportErrorText } from './http-util.js'
 import { createInFlightExchanges, startExchange } from './http-exchange.js'
 import { createTargetCache } from './http-target.js'
 import { createHealthRecorder, type EndpointDisabledHandler } from './health.js'
@@ -113,7 +113,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
       return { outcome: { kind: 'retry', at: clock.now() }, attempt }
     }
     if (r.statusCode !== null) cls = classifyResponse(r.statusCode, r.retryAfter, clock.now())
-    else cls = classifyTransportError(r.timedOut ? 'timeout' : transportErrorCode(r.error))
+    else cls = classifyTransportError(r.timedOut ? 'timeout' : transportErrorText(r.error))
     if (cls.kind !== 'success') error = cls.error
     const now = clock.now()
     let outcome = outcomeFor(cls, d, ep, now)

@@ -9,7 +9,7 @@ import type { ChannelResult, ChannelSender } from './channel.js'
 import { classifyResponse, classifyTransportError, type Classification } from './classify.js'
 import { lazyGuardedAgent } from './guarded-agent.js'
 import { createInFlightExchanges, startExchange } from './http-exchange.js'
-import { transportErrorCode } from './http-util.js'
+import { transportErrorText } from './http-util.js'
 import { createOriginHealth, type OriginHealth } from './origin-health.js'
 import { nextRetryAt } from './retry-policy.js'
 import { signStandard } from './signer.js'
@@ -97,7 +97,7 @@ export function createRequestSender(deps: RequestSenderDeps): RequestSender {
       if (!r.requestSent) return { outcome: { kind: 'release' } }
       return { outcome: { kind: 'retry', at: clock.now() }, attempt: { startedAt, durationMs: performance.now() - t0, error: 'aborted' } }
     }
-    const cls = r.statusCode !== null ? classifyResponse(r.statusCode, r.retryAfter, clock.now()) : classifyTransportError(r.timedOut ? 'timeout' : transportErrorCode(r.error))
+    const cls = r.statusCode !== null ? classifyResponse(r.statusCode, r.retryAfter, clock.now()) : classifyTransportError(r.timedOut ? 'timeout' : transportErrorText(r.error))
     const now = clock.now()
     let pausedUntil: number | null = null
     const key = d.targetKey ?? `@${url.origin}`

@@ -16,6 +16,7 @@ import { createBudgetedRender } from './render-budget.js'
 import { encodePayload, type DeliveryPayload, type StoredPayload } from './delivery-payload.js'
 import type { InboxStreamHub } from './inbox-stream.js'
 import type { Suppression } from '../store/receipts.js'
+import { sendWarnings, type NotifyWarning } from './channel-warnings.js'
 import { publishInboxEvents, writeInboxMessages, type InboxWrite, type WrittenInbox } from './inbox-write.js'
 
 /** The accepted request of POST /v1/notifications (docs/notifications-basics.md), after validation and defaults. */
@@ -33,12 +34,13 @@ export interface NotificationRequest {
   app_id: string
 }
 
-/** The answer to a send: 202 `{id, deduplicated, recipients, deliveries}`. */
+/** The answer to a send: 202 `{id, deduplicated, recipients, deliveries}`, and `warnings` when there are any. */
 export interface SendResult {
   id: string
   deduplicated: boolean
   recipients: number
   deliveries: number
+  warnings?: NotifyWarning[]
 }
 
 export type { DeliveryPayload } from './delivery-payload.js'
@@ -200,7 +202,8 @@ export function createPipeline(deps: PipelineDeps): (req: NotificationRequest) =
     })
     if (a.written !== null) publishInboxEvents(hub, a.written)
     if (observer) for (let i = 0; i < a.delivered; i++) observer.attempt('inbox', 'success', a.durationMs)
-    return a.result
+    const warnings = sendWarnings(req.channels, config)
+    return warnings.length > 0 ? { ...a.result, warnings } : a.result
   }
 }
 

@@ -61,7 +61,16 @@ export const NotificationIn = z
 
 /** `POST /v1/notifications` answer. */
 export const NotificationAccepted = z
-  .object({ id: z.string(), deduplicated: z.boolean(), recipients: z.number().int(), deliveries: z.number().int() })
+  .object({
+    id: z.string(),
+    deduplicated: z.boolean(),
+    recipients: z.number().int(),
+    deliveries: z.number().int(),
+    warnings: z
+      .array(z.object({ code: z.string(), message: z.string() }))
+      .optional()
+      .openapi({ description: 'Present when something asked for cannot be delivered as configured: `channel_not_configured` (email without POSTBOX_SMTP_URL). The notification is accepted all the same.' }),
+  })
   .openapi('NotificationAccepted')
 
 /** One recipient's channel in the operator's view: what happened, why, and the engagement times. */

@@ -2,6 +2,7 @@ import type { Config } from '../config.js'
 import { errors } from '../errors.js'
 import type { Clock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
+import { parseDuration } from '../lib/duration.js'
 import { pageSize } from '../lib/cursor.js'
 import type { Store } from '../store/index.js'
 import type { EndpointRow, EndpointSettings } from '../store/endpoints.js'
@@ -171,8 +172,8 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
     async recover(id, input, scope) {
       const i = parseOrThrow(RecoverIn, input)
       const now = clock.now()
-      const since = Date.parse(i.since)
-      const until = i.until !== undefined ? Date.parse(i.until) : now + 1
+      const since = timeOrAgo(i.since, now)
+      const until = i.until !== undefined ? timeOrAgo(i.until, now) : now + 1
       const queued = await store.tx(async (s) => {
         // docs/delivery.md: recover brings dead deliveries back after a re-enable; while disabled they
         // would only be killed again.
@@ -197,4 +198,10 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       })
     },
   }
+}
+
+/** An ISO time, or a duration back from `now` (`1h` is an hour ago), in epoch milliseconds. */
+function timeOrAgo(text: string, now: number): number {
+  const ago = parseDuration(text)
+  return ago !== null ? now - ago : Date.parse(text)
 }

@@ -180,11 +180,18 @@ export const RotateSecretIn = z
 /** `{secret}`: the current signing secret. */
 export const SecretOut = z.object({ secret: z.string() }).openapi('SecretOut')
 
+/** A point in time given as an ISO 8601 time with a zone, or as a duration back from now (`1h` is an hour ago). */
+const TimeOrAgo = (what: string) =>
+  z.union([z.iso.datetime({ offset: true }), z.string().max(32).regex(/^\s*\d+(\.\d+)?\s*(ms|s|m|h|d)?\s*$/, 'must be an ISO 8601 time or a duration such as 30m, 1h or 2d')]).openapi({
+    example: '1h',
+    description: `${what}: an ISO 8601 time with a zone (2030-01-01T09:00:00Z) or a duration back from now (30m, 1h, 2d)`,
+  })
+
 /** `POST /v1/endpoints/:id/recover` body: dead deliveries created in `[since, until)`. */
 export const RecoverIn = z
   .object({
-    since: z.iso.datetime({ offset: true }),
-    until: z.iso.datetime({ offset: true }).optional(),
+    since: TimeOrAgo('Start of the range'),
+    until: TimeOrAgo('End of the range (default: now)').optional(),
   })
   .openapi('RecoverIn')
 

@@ -5,8 +5,10 @@ import { MAX_WAL_PAGES, type Checkpointer } from './checkpointer.js'
 import { tempSqliteStore } from '../../../test/helpers.js'
 
 const autocheckpoint = (db: { pragma(s: string, o: { simple: true }): unknown }): unknown => db.pragma('wal_autocheckpoint', { simple: true })
+/** Waits for `ok` (a state), polling; bounded only so a broken build fails instead of hanging (a loaded machine can take seconds to start a worker). */
 const until = async (ok: () => boolean): Promise<void> => {
-  for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 10))
+  const deadline = Date.now() + 20_000
+  while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
 }
 
 describe('checkpointer on demand', () => {

@@ -105,6 +105,7 @@ function Console() {
               {me.name} <Badge value={me.role} />
             </span>
             {!canWrite && <span class="muted small">read only</span>}
+            <a class="btn btn-plain" href="/docs">API reference</a>
             <button type="button" class="btn btn-plain" onClick={() => signOut('Signed out.')}>
               Sign out
             </button>
