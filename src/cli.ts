@@ -14,7 +14,7 @@ import { openDatabase, schemaVersion } from './store/sqlite/db.js'
 import { SchemaOutdatedError, SchemaTooNewError, SCHEMA_VERSION } from './store/schema.js'
 import { openProtectedStore } from './data-files.js'
 import { createStatsStore } from './store/sqlite/stats.js'
-import { DISPATCHER_LOCK } from './delivery/dispatcher.js'
+import { DELIVERY_LEASE } from './delivery/lease.js'
 import { describeLease } from './delivery/lease.js'
 import { circuitState } from './delivery/breaker.js'
 import type { KeyRole } from './store/keys.js'
@@ -126,7 +126,7 @@ async function run(command: string, rest: string[], flags: Record<string, string
       try {
         const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString())
         const [lock, deliveries, apps, requests, oldestPendingCreatedAt, nextDueAt, endpoints] = await Promise.all([
-          store.locks?.get(DISPATCHER_LOCK) ?? null,
+          store.locks?.get(DELIVERY_LEASE) ?? null,
           store.deliveries.countByStatus(),
           store.apps.countsByApp(),
           store.requests.countByStatus(),

@@ -5,7 +5,9 @@
 import type { Store } from '../store/index.js'
 import { dueKey, type ClaimedDelivery } from '../store/deliveries.js'
 import type { EndpointLimits } from './endpoint-limits.js'
-import { CLAIM_BATCH, QUIET_IN_FLIGHT } from './dispatcher-tuning.js'
+import type { Config } from '../config.js'
+import type { ChannelRegistry } from './channel.js'
+import { CLAIM_BATCH, QUIET_IN_FLIGHT, RESERVE_SHARE } from './dispatcher-tuning.js'
 
 /** What a claim round reads and counts: the global cap, the reserve, the rows running and the endpoint limits. */
 export interface ClaimSlots {
@@ -20,6 +22,23 @@ export interface ClaimSlots {
   limits: EndpointLimits
   /** Called when a claim stopped looking before every endpoint had its turn. */
   onCutShort: () => void
+}
+
+/** The slots of a dispatcher with `channels` under `config`: its reserve, and each row's timeout for its lease. */
+export function claimSlots(config: Config, channels: ChannelRegistry, running: Set<string>, limits: EndpointLimits, onCutShort: () => void): ClaimSlots {
+  // Each channel's rows lease for its own timeout + the margin (a notification webhook's 5 s, not
+  // the email channel's 70 s: an orphaned row waited ~100 s after a kill -9, issue #36).
+  const channelTimeoutsMs: Record<string, number> = {}
+  for (const [name, c] of channels) if (c.timeoutMs !== undefined) channelTimeoutsMs[name] = c.timeoutMs
+  return {
+    concurrency: config.concurrency,
+    reserve: Math.floor(config.concurrency * RESERVE_SHARE),
+    defaultTimeoutMs: Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0)),
+    channelTimeoutsMs,
+    running,
+    limits,
+    onCutShort,
+  }
 }
 
 /**

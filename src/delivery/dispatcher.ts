@@ -2,16 +2,16 @@ import type { Config } from '../config.js'
 import type { Clock, Rng } from '../lib/clock.js'
 import type { Log } from '../log.js'
 import type { Store } from '../store/index.js'
-import { channelKey, claimedOf, dueKey, type ClaimedDelivery, type SettleInput, type SettleResult } from '../store/deliveries.js'
-import type { AttemptHook, ChannelRegistry, ChannelResult, DispatchObserver } from './channel.js'
+import { channelKey, dueKey, type ClaimedDelivery, type SettleInput, type SettleResult } from '../store/deliveries.js'
+import type { AttemptHook, ChannelRegistry, DispatchObserver } from './channel.js'
 import { reportAttempts } from './attempt-hook.js'
 import { createEndpointLimits } from './endpoint-limits.js'
-import { createStoreLease, DELIVERY_LEASE, LEASE_RENEW_MS, LEASE_STANDBY_CHECK_MS, type Lease } from './lease.js'
+import { createStoreLease, LEASE_RENEW_MS, LEASE_STANDBY_CHECK_MS, type Lease } from './lease.js'
 import { createOutageBackoff } from './outage-backoff.js'
 import { cancelOrphanedRequests } from './orphaned-requests.js'
-import { nextRetryAt } from './retry-policy.js'
-import { claimRound, type ClaimSlots } from './claim-round.js'
-import { ABORT_GRACE_MS, CUT_SHORT_RETRY_MS, RESERVE_SHARE, SETTLE_BATCH, SETTLE_RETRY_MS, SETTLE_WINDOW_MS } from './dispatcher-tuning.js'
+import { drainSends, startSend, type SendDeps } from './start-send.js'
+import { claimRound, claimSlots } from './claim-round.js'
+import { ABORT_GRACE_MS, CUT_SHORT_RETRY_MS, SETTLE_BATCH, SETTLE_RETRY_MS, SETTLE_WINDOW_MS } from './dispatcher-tuning.js'
 
 /** What `createDispatcher` needs. */
 export interface DispatcherDeps {
@@ -46,8 +46,6 @@ export interface Dispatcher {
   /** Deliveries claimed and not yet settled. */
   inFlight(): number
 }
-/** The name of the lease a dispatcher holds while it claims (the `locks` row `postbox stats` shows). */
-export const DISPATCHER_LOCK = DELIVERY_LEASE
 
 /**
  * Creates the dispatcher. Claims happen in one statement per batch, sends run outside any
@@ -97,13 +95,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let unsubscribe: (() => void) | null = null
   let drained: (() => void) | null = null
   let settleRetryTimer: NodeJS.Timeout | null = null
-  const reserve = Math.floor(config.concurrency * RESERVE_SHARE)
-  const defaultTimeoutMs = Math.max(config.requestTimeoutMs, ...[...channels.values()].map((c) => c.timeoutMs ?? 0))
-  // Each channel's rows lease for its own timeout + the margin (a notification webhook's 5 s, not
-  // the email channel's 70 s: an orphaned row waited ~100 s after a kill -9, issue #36).
-  const channelTimeoutsMs: Record<string, number> = {}
-  for (const [name, c] of channels) if (c.timeoutMs !== undefined) channelTimeoutsMs[name] = c.timeoutMs
-  const slots: ClaimSlots = { concurrency: config.concurrency, reserve, defaultTimeoutMs, channelTimeoutsMs, running, limits, onCutShort }
+  const sendDeps: SendDeps = { channels, clock, log, rng: deps.rng, retrySchedule: config.retrySchedule, observer }
+  const slots = claimSlots(config, channels, running, limits, onCutShort)
 
   /** Runs `job` after every claim and settle queued before it; what it throws is logged. */
   const inLane = (job: () => Promise<void>, what: string): Promise<void> =>
@@ -244,31 +237,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function launch(d: ClaimedDelivery, now: number): void {
-    const signal = abortAll.signal
-    const sender = channels.get(d.channel)
-    const t0 = performance.now()
-    const done = (r: ChannelResult): void => {
-      results.push({
-        id: d.id,
-        claimToken: d.claimToken,
-        outcome: r.outcome,
-        ...(r.attempt ? { attempt: r.attempt } : {}),
-        claimed: claimedOf(d),
-      })
+    startSend(d, now, abortAll.signal, sendDeps, (input) => {
+      results.push(input)
       finished.push(d)
-      observer?.attempt(d.channel, r.outcome.kind, performance.now() - t0)
       scheduleFlush()
-    }
-    if (!sender) {
-      done({ outcome: { kind: 'dead' }, attempt: { startedAt: now, durationMs: 0, error: 'channel_not_configured' } })
-      return
-    }
-    sender.send(d, signal).then(done, (err: unknown) => {
-      // A sender should resolve; one that rejects retries on the default schedule (never a fixed
-      // second: that retried a throwing email 6 times in 6 s), and is dead once it is spent.
-      log.error({ err, delivery: d.id }, 'channel sender rejected')
-      const at = nextRetryAt(clock.now(), config.retrySchedule, d.attempts, deps.rng)
-      done({ outcome: at === null ? { kind: 'dead' } : { kind: 'retry', at }, attempt: { startedAt: now, durationMs: 0, error: 'internal' } })
     })
   }
 
@@ -400,25 +372,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       soonAt = Infinity
       // No claim from now on; one already running finishes first (its rows are then in `running`).
       await lane
-      if (running.size > 0) {
-        let expire: NodeJS.Timeout | undefined
-        await Promise.race([
-          new Promise<void>((resolve) => (drained = resolve)),
-          new Promise<void>((resolve) => (expire = setTimeout(resolve, deadlineMs))),
-        ])
-        clearTimeout(expire)
-        if (running.size > 0) {
-          log.warn({ inFlight: running.size }, 'shutdown deadline reached; aborting in-flight deliveries')
-          // Senders honour the signal at once; one that does not is left to its lease expiry.
-          await new Promise<void>((resolve) => {
-            drained = resolve
-            expire = setTimeout(resolve, ABORT_GRACE_MS)
-            abortAll.abort(new Error('shutdown'))
-          })
-          clearTimeout(expire)
-        }
-        drained = null
-      }
+      await drainSends({
+        inFlight: () => running.size,
+        idle: () => new Promise<void>((resolve) => (drained = resolve)),
+        abort: () => abortAll.abort(new Error('shutdown')),
+        deadlineMs,
+        graceMs: ABORT_GRACE_MS,
+        log,
+      })
+      drained = null
       if (settleRetryTimer) clearTimeout(settleRetryTimer)
       settleRetryTimer = null
       // One last attempt; outcomes still unwritten are lost with the process, and their rows are
