@@ -47,7 +47,7 @@ function isExternal(id: string): boolean {
 const URL_OF = '__postboxModuleUrl'
 
 /**
- * Keeps `import.meta.url` meaning the file it was written in (dist/src/store/checkpointer.js finds
+ * Keeps `import.meta.url` meaning the file it was written in (dist/src/store/sqlite/checkpointer.js finds
  * its worker beside it, dist/src/lib/package-file.js walks up to package.json): each use becomes
  * that file's URL relative to the chunk it is bundled into.
  */

@@ -1,6 +1,6 @@
 /**
  * The claim side of the delivery queue on PostgreSQL (DESIGN.md "The claim protocol"; the SQLite
- * claimer is src/store/delivery-claim.ts): expire dead leases, pick due rows, end exhausted rows
+ * claimer is src/store/sqlite/delivery-claim.ts): expire dead leases, pick due rows, end exhausted rows
  * and rows of a deleted or disabled endpoint, and claim the rest with a fresh token and lease.
  *
  * Many nodes claim from one database (docs/operations.md), so what one node's memory knows is not enough.

@@ -1,4 +1,4 @@
-/** Lists of deliveries on PostgreSQL (the `list` of src/store/delivery-list.ts), and the column lists the PG families share. */
+/** Lists of deliveries on PostgreSQL (the `list` of src/store/sqlite/delivery-list.ts), and the column lists the PG families share. */
 import { decodeIdCursor, pageById, type Page } from '../../lib/cursor.js'
 import { DELIVERY_COLUMNS as SQLITE_DELIVERY_COLUMNS } from '../delivery-rows.js'
 import type { Channel, Delivery, DeliveryFilter, DeliveryStatus } from '../deliveries.js'

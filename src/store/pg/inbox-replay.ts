@@ -1,5 +1,5 @@
 /**
- * Last-Event-ID replay of the inbox stream on PostgreSQL (store/inbox-replay.ts is the SQLite
+ * Last-Event-ID replay of the inbox stream on PostgreSQL (store/sqlite/inbox-replay.ts is the SQLite
  * original and says where a user's events live). The log rows and the message rows are read by
  * one statement, so they come from one snapshot without a REPEATABLE READ transaction.
  */

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL schema's versions (docs/architecture.md, "The schema"). The version numbers are
- * SQLite's (SCHEMA_VERSION, src/store/db.ts): a PostgreSQL database at version v has the tables
+ * SQLite's (SCHEMA_VERSION, src/store/schema.ts): a PostgreSQL database at version v has the tables
  * of a SQLite file at v. PostgreSQL support starts at PG_BASELINE_VERSION, so a new database gets
  * the current DDL (schema-admin + schema-core + schema-directory) in one transaction, and an older
  * one gets PG_MIGRATIONS' forward steps, each in its own transaction. A newer database is refused
@@ -54,7 +54,7 @@ export function pgSchemaDdl(): string {
   return `${SCHEMA_META_DDL}\n${ADMIN_DDL}\n${CORE_DDL}\n${DIRECTORY_DDL}\nINSERT INTO schema_meta (name, value) VALUES ('schema_version', ${SCHEMA_VERSION});\n`
 }
 
-/** Options for `migratePg`; as `openDatabase`'s `schema` and `onMigrate` (src/store/db.ts). */
+/** Options for `migratePg`; as `openDatabase`'s `schema` and `onMigrate` (src/store/sqlite/db.ts). */
 export interface PgMigrateOptions {
   /** `migrate` an older schema (default), require it `current` (a new empty database still gets the schema), or accept `any`. */
   schema?: 'migrate' | 'current' | 'any'

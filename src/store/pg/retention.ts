@@ -1,5 +1,5 @@
 /**
- * The retention sweep on PostgreSQL (docs/operations.md; src/store/retention.ts is the SQLite
+ * The retention sweep on PostgreSQL (docs/operations.md; src/store/sqlite/retention.ts is the SQLite
  * one and explains the periods). The same deletions and the same result shape, in transactions
  * of at most `batchSize` deleted rows, with other choices where the engines differ:
  *

@@ -113,7 +113,7 @@ describe('background checkpointer and process exit', () => {
         let warned = false
         const c = startCheckpointer(store, { warn() { warned = true }, debug() {} })
         store.events.insert({ id: 'evt_exit', clientId: null, type: 't', orderingKey: null, body: '{}', createdAt: 0 })
-        // The compiled worker module (dist/src/store/checkpoint-worker.js) ran: still active.
+        // The compiled worker module (dist/src/store/sqlite/checkpoint-worker.js) ran: still active.
         setTimeout(() => console.log(c.active() && !warned ? 'done' : 'worker failed'), 300)
       `
       // A file, not -e: an -e script exits even with a referenced worker port.

@@ -43,7 +43,7 @@ export function consolidateSchema(schemaSql: string): string {
     const version = db.pragma('user_version', { simple: true }) as number
     return [
       `${HASH_LINE}${hashOf(schemaSql)}`,
-      '-- Written by the build from schema.sql (src/store/fresh-schema.ts); do not edit.',
+      '-- Written by the build from schema.sql (src/store/sqlite/fresh-schema.ts); do not edit.',
       ...objects.map((sql) => `${sql};`),
       DEFAULT_APP,
       `PRAGMA user_version = ${version};`,
