@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setValidationLimits, VALIDATION_LIMITS, validatorPool } from '../src/apps/schema-pool.js'
 import { apiFixture, type ApiFixture } from './support/api.js'
+import { refBomb } from './support/hostile-cases.js'
 
 /**
  * Hostile catalog schemas (issue #36, finding 1; docs/applications.md, "Schema limits"): each
@@ -9,15 +10,6 @@ import { apiFixture, type ApiFixture } from './support/api.js'
  * worker, /healthz and another application's events are answered. Runs on both backends.
  */
 
-/** The anyOf-of-refs schema: d_i = anyOf[{$ref d_(i-1)}, {type: object, properties: {x, y: {$ref d_(i-1)}}}]. */
-function refBomb(levels: number): Record<string, unknown> {
-  const defs: Record<string, unknown> = { d0: { type: 'integer' } }
-  for (let i = 1; i <= levels; i++) {
-    const prev = { $ref: `#/$defs/d${i - 1}` }
-    defs[`d${i}`] = { anyOf: [prev, { type: 'object', properties: { x: prev, y: prev } }] }
-  }
-  return { $defs: defs, $ref: `#/$defs/d${levels}` }
-}
 
 /** `{x: {x: … "s" …}}`, `depth` levels: a string at the bottom matches no branch, so every branch is tried. */
 function deepEvent(depth: number): unknown {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync, realpathSync } from 'node:fs'
-import { createServer } from 'node:http'
+import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -94,13 +94,7 @@ describe('npm start', () => {
   it('Ctrl-C in a terminal (SIGINT to npm and node, and npm forwarding its own) drains: the delivery in flight completes', async () => {
     const t = tempDir('postbox-npm-ctrl-c-')
     dirs.push(t.cleanup)
-    // A receiver that answers only when the test says so: the delivery stays in flight meanwhile.
-    const held: (() => void)[] = []
-    const receiver = createServer((req, res) => {
-      req.resume()
-      held.push(() => res.writeHead(200).end('ok'))
-    })
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()))
+    const { receiver, held } = await heldReceiver()
     const key = newAdminKey()
     const run = await npmStart(t.dir, { key, detached: true })
     started.push(run.npm)
@@ -139,12 +133,7 @@ describe('npm start', () => {
   it('a second Ctrl-C after the 2 s window forces the exit (130) without waiting for the drain', async () => {
     const t = tempDir('postbox-force-')
     dirs.push(t.cleanup)
-    const held: (() => void)[] = []
-    const receiver = createServer((req, res) => {
-      req.resume()
-      held.push(() => res.writeHead(200).end('ok'))
-    })
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()))
+    const { receiver, held } = await heldReceiver()
     const key = newAdminKey()
     const server = await startServer(serverEnv(t.dir, key))
     try {
@@ -170,3 +159,14 @@ describe('npm start', () => {
     }
   })
 })
+
+/** A receiver that answers only when the test says so (`held`): a delivery to it stays in flight meanwhile. */
+async function heldReceiver(): Promise<{ receiver: Server; held: (() => void)[] }> {
+  const held: (() => void)[] = []
+  const receiver = createServer((req, res) => {
+    req.resume()
+    held.push(() => res.writeHead(200).end('ok'))
+  })
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()))
+  return { receiver, held }
+}

@@ -4,16 +4,8 @@ import { systemClock } from '../lib/clock.js'
 import { createCatalog } from './catalog.js'
 import { assessSchema, isSmallData, SCHEMA_LIMITS } from './schema-bounds.js'
 import { canonicalJson, firstDuplicate } from './schema-engine.js'
+import { refBomb } from '../../test/support/hostile-cases.js'
 
-/** The anyOf-of-refs schema of issue #36: each level names the one below three times. */
-function refBomb(levels: number): Record<string, unknown> {
-  const defs: Record<string, unknown> = { d0: { type: 'integer' } }
-  for (let i = 1; i <= levels; i++) {
-    const prev = { $ref: `#/$defs/d${i - 1}` }
-    defs[`d${i}`] = { anyOf: [prev, { type: 'object', properties: { x: prev, y: prev } }] }
-  }
-  return { $defs: defs, $ref: `#/$defs/d${levels}` }
-}
 
 const cleanups: (() => Promise<void>)[] = []
 afterEach(async () => {

@@ -28,9 +28,12 @@ const nested = (n: number): unknown => {
   for (let i = 0; i < n; i++) v = { type: 'object', properties: { a: v } }
   return v
 }
-/** The recursive schema of finding 1: each $defs entry refers twice to the one before. */
-const recursiveSchema = (levels: number): unknown => {
-  const defs: Record<string, unknown> = { d0: { type: 'string' } }
+/**
+ * The recursive schema of issue #36's finding 1: each $defs entry refers twice to the one before,
+ * so the schemas applied to one place of the data double with every level.
+ */
+export function refBomb(levels: number, leaf = 'integer'): Record<string, unknown> {
+  const defs: Record<string, unknown> = { d0: { type: leaf } }
   for (let i = 1; i <= levels; i++) {
     const prev = { $ref: `#/$defs/d${i - 1}` }
     defs[`d${i}`] = { anyOf: [prev, { type: 'object', properties: { x: prev, y: prev } }] }
@@ -47,7 +50,7 @@ export const VALUES: Record<HostileKind, HostileValue[]> = {
     { name: 'an enum of 100,000 strings', value: { enum: Array.from({ length: 100_000 }, (_, i) => `v${i}`) } },
     { name: 'not an object', value: 'string' },
     { name: 'a backtracking pattern', value: { type: 'string', pattern: '^(a+)+$' } },
-    { name: 'a recursive schema 40 levels deep', value: recursiveSchema(40) },
+    { name: 'a recursive schema 40 levels deep', value: refBomb(40, 'string') },
   ],
   template: [
     { name: 'a loop of 100 million', value: '{% for i in (1..100000000) %}x{% endfor %}' },
