@@ -105,7 +105,7 @@ describe('background checkpointer and process exit', () => {
     await ensureBuilt()
     const t = tempSqliteStore()
     try {
-      const dist = (f: string): string => JSON.stringify(join(ROOT, 'dist', 'src', 'store', f))
+      const dist = (f: string): string => JSON.stringify(join(ROOT, 'dist', 'src', 'store', 'sqlite', f))
       const script = `
         const { openSqliteStore } = await import(${dist('index.js')})
         const { startCheckpointer } = await import(${dist('checkpointer.js')})

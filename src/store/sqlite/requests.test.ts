@@ -95,7 +95,7 @@ describe('requests store', () => {
     expect(plan(q({ source: 's', limit: 10 }).sql, q({ source: 's', limit: 10 }).params)).toMatch(/requests_source/)
     expect(plan(q({ refId: 'r', limit: 10 }).sql, q({ refId: 'r', limit: 10 }).params)).toMatch(/requests_ref/)
     expect(plan(q({ appId: 'a', limit: 10 }).sql, q({ appId: 'a', limit: 10 }).params)).toMatch(/requests_app/)
-    const ofKey = (store.db.prepare(`EXPLAIN QUERY PLAN ${CLAIM_SQL.ofKey}`).all({ key: '@https://a.example', now: NOW, margin: 0, defaultTimeout: 0, afterAt: 0, afterId: '' }) as { detail: string }[]).map((r) => r.detail).join('\n')
+    const ofKey = (store.db.prepare(`EXPLAIN QUERY PLAN ${CLAIM_SQL.ofKey}`).all({ key: '@https://a.example', now: NOW, margin: 0, defaultTimeout: 0, channelTimeouts: '{}', afterAt: 0, afterId: '' }) as { detail: string }[]).map((r) => r.detail).join('\n')
     expect(ofKey).toMatch(/deliveries_endpoint_due \(<expr>=\?/)
   })
 })
