@@ -127,8 +127,8 @@ export class Postbox {
   private transactions: ReturnType<typeof createTransactionRunner> | null = null
 
   /**
-   * Runs `fn` in one transaction with the application's own SQL and Postbox's sends (SPEC §18,
-   * SQLite only; docs/outbox.md): all commit together or, when `fn` throws, none; nothing is sent before the commit.
+   * Runs `fn` in one transaction with the application's own SQL and Postbox's sends (SQLite
+   * only; docs/outbox.md): all commit together or, when `fn` throws, none; nothing is sent before the commit.
    */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     this.transactions ??= createTransactionRunner({

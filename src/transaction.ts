@@ -1,5 +1,5 @@
 /**
- * `pb.transaction(fn)` (SPEC §18, SQLite library mode; docs/outbox.md): the application's own
+ * `pb.transaction(fn)` (SQLite library mode; docs/outbox.md): the application's own
  * statements and Postbox's sends in one transaction on Postbox's connection, so "the order is
  * paid" and "tell the world" commit together or not at all.
  */
@@ -35,7 +35,7 @@ export interface Transaction {
   readonly events: Pick<WebhookService['events'], 'send' | 'sendMany'>
   /** As `pb.notifications.send`. */
   readonly notifications: Pick<NotificationService, 'send'>
-  /** As `pb.requests.create` (`send` is its name here, as SPEC §18 spells it). */
+  /** As `pb.requests.create` (`send` is its name here, beside the other sends). */
   readonly requests: { send: RequestService['create'] }
 }
 
@@ -61,7 +61,7 @@ const ended = (): AppError =>
  * run one after another, each a savepoint for the sends, as a library call would. Live inbox
  * events and the metrics of inbox deliveries written are held until the commit and dropped on a
  * rollback; the dispatcher is woken by the commit, as after any send. On PostgreSQL it throws:
- * there, the application enqueues with SPEC §18's SQL functions in its own transaction.
+ * there, the application enqueues with Postbox's SQL functions in its own transaction (docs/outbox.md).
  */
 export function createTransactionRunner(deps: TransactionDeps): <T>(fn: (tx: Transaction) => Promise<T>) => Promise<T> {
   const { store } = deps
@@ -104,7 +104,7 @@ export function createTransactionRunner(deps: TransactionDeps): <T>(fn: (tx: Tra
       throw new AppError(
         'unsupported_backend',
         409,
-        'pb.transaction runs on SQLite only; on PostgreSQL, enqueue inside your own transaction with the SQL functions of SPEC §18 (docs/outbox.md)',
+        "pb.transaction runs on SQLite only; on PostgreSQL, enqueue inside your own transaction with Postbox's SQL functions (postbox_send_event …, docs/outbox.md)",
       )
     }
     const app = (appSql ??= createAppSql(sqlite.db))

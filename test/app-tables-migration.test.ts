@@ -9,7 +9,7 @@ import { Postbox } from '../src/postbox.js'
 import { tempDir } from './helpers.js'
 
 /**
- * SPEC §18: Postbox's migrations never touch tables it did not create. An application's tables
+ * docs/outbox.md: Postbox's migrations never touch tables it did not create. An application's tables
  * (with an index, a trigger, a view and an AUTOINCREMENT key) sit in the file across every
  * upgrade path: from before Postbox's first open, from its oldest schema, and a current file.
  */

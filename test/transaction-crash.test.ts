@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3'
-import { spawn } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -10,7 +10,7 @@ import { startReceiver } from './support/receiver.js'
 import { ensureBuilt, killAllChildren, killChild, newAdminKey, ROOT, runCli, serverEnv } from './support/server-process.js'
 
 /**
- * SPEC §18: "a kill -9 between the commit and the pick-up loses nothing". A child process (the
+ * docs/outbox.md: "a kill -9 between the commit and the pick-up loses nothing". A child process (the
  * built library) commits an application row and an event in one `pb.transaction` and is killed
  * with SIGKILL as soon as it reports the commit; it never starts delivering, so the kill lands
  * between the commit and any pick-up. A Postbox opened again on the file delivers the event
@@ -103,5 +103,19 @@ describe('pb.transaction under kill -9', () => {
     expect(after.prepare(`SELECT sql FROM sqlite_schema WHERE name = 'orders'`).pluck().get()).toBe(sqlBefore)
     expect(after.prepare(`SELECT id, total FROM orders`).all()).toEqual([{ id: 'o1', total: 42 }])
     after.close()
+  }, 60_000)
+
+  it("docs/outbox.md's runnable example runs as printed", () => {
+    const t = tempDir('postbox-outbox-example-')
+    cleanups.push(t.cleanup)
+    const doc = readFileSync(join(ROOT, 'docs', 'outbox.md'), 'utf8')
+    const example = /```js\n([\s\S]*?)```/.exec(doc)![1]!
+    const dist = pathToFileURL(join(ROOT, 'dist', 'src', 'index.js')).href
+    writeFileSync(join(t.dir, 'outbox-example.mjs'), example.replace("from 'postbox'", `from '${dist}'`))
+    const r = spawnSync(process.execPath, ['outbox-example.mjs'], { cwd: t.dir, encoding: 'utf8', timeout: 30_000 })
+    expect(r.status, r.stdout + r.stderr).toBe(0)
+    expect(r.stdout).toContain('second payment rolled back: SQLITE_CONSTRAINT_PRIMARYKEY')
+    expect(r.stdout).toContain('delivered order.paid true')
+    expect(r.stdout).toContain('[ { n: 1 } ]')
   }, 60_000)
 })

@@ -14,7 +14,7 @@ import { tempDir } from './helpers.js'
 import { startReceiver, type Receiver } from './support/receiver.js'
 
 /**
- * SPEC §18, SQLite library mode: `pb.transaction` commits the application's rows and Postbox's
+ * docs/outbox.md, SQLite library mode: `pb.transaction` commits the application's rows and Postbox's
  * sends together, rolls both back on a throw, and sends nothing before the commit.
  */
 
@@ -178,7 +178,7 @@ describe('pb.transaction (SQLite)', () => {
     expect(count(`SELECT count(*) FROM events WHERE type = 'outside'`)).toBe(1)
   })
 
-  it('on PostgreSQL it throws, pointing at the SQL functions of SPEC §18', async () => {
+  it('on PostgreSQL it throws, pointing at the SQL functions of docs/outbox.md', async () => {
     const run = createTransactionRunner({
       store: { backend: 'postgres', sqlite: undefined } as unknown as Store,
       config: testConfig(),
@@ -189,6 +189,6 @@ describe('pb.transaction (SQLite)', () => {
     })
     const err = await run(async () => 1).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(AppError)
-    expect(err).toMatchObject({ code: 'unsupported_backend', message: expect.stringMatching(/SPEC §18/) })
+    expect(err).toMatchObject({ code: 'unsupported_backend', message: expect.stringMatching(/postbox_send_event.*docs\/outbox\.md/) })
   })
 })
