@@ -139,11 +139,11 @@ export function createTransactionRunner(deps: TransactionDeps): <T>(fn: (tx: Tra
         requests: { send: (input, opts = {}) => serial(() => deps.requests.create(input, { ...opts, tx: s })) },
       }
       try {
-        const out = await fn(tx)
-        // A call left unawaited still runs before the commit (its own promise reports it).
-        await tail
-        return out
+        return await fn(tx)
       } finally {
+        // A call left unawaited still runs to its end before the commit or the rollback (its own
+        // promise reports it): no savepoint of it may outlive the transaction.
+        for (let seen = null as Promise<unknown> | null; seen !== tail; ) await (seen = tail)
         live = false
         if (current === mine) current = null
       }

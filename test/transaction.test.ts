@@ -126,7 +126,10 @@ describe('pb.transaction (SQLite)', () => {
   })
 
   it("sql refuses writes to Postbox's tables, schema changes naming them and transaction control; reads and the application's DDL pass", async () => {
-    const { pb } = await fixture()
+    const { pb, path } = await fixture()
+    const raw = new Database(path, { readonly: true })
+    const postboxIndex = raw.prepare(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'deliveries' AND sql IS NOT NULL`).pluck().get() as string
+    raw.close()
     const refused = [
       `INSERT INTO events (id, type, body, created_at) VALUES ('e', 't', '{}', 0)`,
       `UPDATE deliveries SET status = 'dead'`,
@@ -136,6 +139,9 @@ describe('pb.transaction (SQLite)', () => {
       `CREATE INDEX mine ON events (type)`,
       `CREATE TRIGGER t AFTER INSERT ON orders BEGIN DELETE FROM deliveries; END`,
       `ALTER TABLE endpoints ADD COLUMN x TEXT`,
+      `REPLACE INTO events (id, type, body, created_at) VALUES ('e', 't', '{}', 0)`,
+      `UPDATE "Deliveries" SET status = 'dead'`,
+      `DROP INDEX ${postboxIndex}`,
       `COMMIT`,
       `SAVEPOINT s`,
       `PRAGMA user_version = 1`,
@@ -160,6 +166,23 @@ describe('pb.transaction (SQLite)', () => {
     await pb.transaction(async (tx) => void (kept = tx))
     await expect(kept!.sql.get('SELECT 1')).rejects.toMatchObject({ code: 'transaction_ended' })
     await expect(kept!.events.send({ type: 'a', data: {} })).rejects.toMatchObject({ code: 'transaction_ended' })
+  })
+
+  it('calls left unawaited finish inside the transaction: committed with it, or rolled back with it', async () => {
+    const { pb, count } = await fixture()
+    const early: Promise<unknown>[] = []
+    await expect(
+      pb.transaction(async (tx) => {
+        early.push(tx.sql.run(`INSERT INTO orders VALUES ('o7', 1)`), tx.events.send({ type: 'early', data: {} }))
+        throw new Error('roll back')
+      }),
+    ).rejects.toThrow('roll back')
+    await Promise.all(early)
+    expect(count(`SELECT count(*) FROM orders`) + count(`SELECT count(*) FROM events`)).toBe(0)
+    const late: Promise<unknown>[] = []
+    await pb.transaction(async (tx) => void late.push(tx.sql.run(`INSERT INTO orders VALUES ('o8', 1)`), tx.events.send({ type: 'late', data: {} })))
+    await Promise.all(late)
+    expect(count(`SELECT count(*) FROM orders`) + count(`SELECT count(*) FROM events`)).toBe(2)
   })
 
   it('a call from outside waits for the transaction to end and does not join it', async () => {
