@@ -24,6 +24,7 @@ import { createAppService, type AppService } from './apps/service.js'
 import type { Catalog } from './apps/catalog.js'
 import type { AttemptHook } from './delivery/channel.js'
 import { createRequestService, type RequestService } from './webhooks/requests.js'
+import { createTransactionRunner, type Transaction } from './transaction.js'
 
 /** Options of `Postbox.open`: any Config field in camelCase, or a whole `config`. */
 export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNetworks'>> {
@@ -121,6 +122,19 @@ export class Postbox {
       await store.close()
       throw err
     }
+  }
+
+  private transactions: ReturnType<typeof createTransactionRunner> | null = null
+
+  /**
+   * Runs `fn` in one transaction with the application's own SQL and Postbox's sends (SQLite
+   * only; docs/outbox.md): all commit together or, when `fn` throws, none; nothing is sent before the commit.
+   */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    this.transactions ??= createTransactionRunner({
+      store: this.store, config: this.config, clock: this.clock, log: this.log, requests: this.requests, hub: this.engine.notify.stream, observer: this.metrics,
+    })
+    return this.transactions(fn)
   }
 
   /** Endpoints: create, list, get, update, remove, secrets, enable, recover, test. */
