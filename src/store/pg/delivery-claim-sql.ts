@@ -34,8 +34,8 @@ export const PG_HAS_OLDER_IN_KEY = `EXISTS (SELECT 1 FROM deliveries o
 export const PG_WAITS_IN_ORDER = `(ordering_key IS NOT NULL AND (SELECT ordered FROM endpoints WHERE id = deliveries.endpoint_id) = 1
       AND ${PG_HAS_OLDER_IN_KEY})`
 
-/** SQL over `deliveries d` and `endpoints e`: the row is held back (a pause, or the ordering barrier); $1 is now. */
-const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > $1) OR (d.ordering_key IS NOT NULL AND e.ordered = 1 AND EXISTS (
+/** SQL over `deliveries d` and `endpoints e`: the row is held back (a pull endpoint's: consumers claim those; a pause, or the ordering barrier); $1 is now. */
+const BLOCKED = `(e.mode = 'pull' OR (e.paused_until IS NOT NULL AND e.paused_until > $1) OR (d.ordering_key IS NOT NULL AND e.ordered = 1 AND EXISTS (
            SELECT 1 FROM deliveries o
             WHERE o.endpoint_id = d.endpoint_id AND o.ordering_key = d.ordering_key AND o.status IN ('pending', 'in_flight')
               AND ((o.status = 'pending' AND o.id < d.id) OR (o.status = 'in_flight' AND o.id <> d.id)))))`

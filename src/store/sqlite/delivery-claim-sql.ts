@@ -58,7 +58,8 @@ export const STATE = { exhausted: 1, gone: 2, blocked: 3 } as const
 const GONE = '(e.deleted_at IS NOT NULL OR e.disabled = 1)'
 const stateOf = (blocked: string): string =>
   `CASE WHEN ${GONE} THEN ${STATE.gone} WHEN ${blocked} THEN ${STATE.blocked} WHEN d.attempts >= d.max_attempts THEN ${STATE.exhausted} ELSE 0 END`
-const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.ordering_key IS NOT NULL AND e.ordered IS 1 AND EXISTS (
+// A pull endpoint's row is never the dispatcher's: its consumers claim it (pull-claim.ts).
+const BLOCKED = `(e.mode IS 'pull' OR (e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.ordering_key IS NOT NULL AND e.ordered IS 1 AND EXISTS (
            SELECT 1 FROM deliveries o
             WHERE o.endpoint_id = d.endpoint_id AND o.ordering_key = d.ordering_key AND o.status IN ('pending', 'in_flight')
               AND ((o.status = 'pending' AND o.id < d.id) OR (o.status = 'in_flight' AND o.id <> d.id)))))`

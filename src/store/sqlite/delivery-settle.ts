@@ -186,7 +186,7 @@ export function createSettler(db: Db, claimer: Pick<Claimer, 'noteDue'>, onDue: 
           o.kind === 'snooze' || o.kind === 'release' ? row.attempts + 1 : row.attempts,
           a.startedAt,
           Math.max(0, Math.round(a.durationMs)),
-          o.kind === 'retry' && row.status === 'dead' ? 'dead' : o.kind,
+          o.kind === 'retry' && row.status === 'dead' ? 'dead' : (r.logAs ?? o.kind),
           a.statusCode ?? null,
           a.error ?? null,
           truncateBody(a.responseBody),
