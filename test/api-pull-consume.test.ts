@@ -101,7 +101,7 @@ describe('consume()', () => {
 
   it("the typed client's consume acks over HTTP with a consumer key", async () => {
     const key = (await f.json('POST', '/v1/keys', { body: { role: 'consumer' } })).body.key as string
-    const client = createPostboxClient({ baseUrl: 'http://postbox.test', token: key, fetch: (req: Request) => f.pb.app.fetch(req) })
+    const client = createPostboxClient({ baseUrl: 'http://postbox.test', token: key, fetch: async (req: Request) => f.pb.app.fetch(req) })
     await send(2)
     const done = after(2)
     const c = consume(client, ep, () => done.hit(), { concurrency: 2 })

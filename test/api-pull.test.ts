@@ -58,6 +58,7 @@ describe('pull endpoints', () => {
     const acked = await settle(ep, 'ack', { items: got.map((i) => ({ delivery_id: i.delivery_id, claim_token: i.claim_token })) })
     expect(acked).toEqual({ status: 200, body: { results: got.map((i) => ({ delivery_id: i.delivery_id, result: 'acked' })) } })
     expect(await delivery(got[0]!.delivery_id)).toMatchObject({ status: 'success', attempt_count: 1 })
+    expect(await outcomes(got[0]!.delivery_id)).toEqual(['acked'])
     // A second ack with the same token changes nothing.
     const again = await settle(ep, 'ack', { items: [{ delivery_id: got[0]!.delivery_id, claim_token: got[0]!.claim_token }] })
     expect(again.body.results).toEqual([{ delivery_id: got[0]!.delivery_id, result: 'missed' }])

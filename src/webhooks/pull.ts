@@ -139,7 +139,7 @@ export function createPullService(deps: PullDeps): PullService {
       const i = parseOrThrow(AckIn, input)
       const ep = await pullEndpoint(endpointId, scope)
       return settle(ep, i.items, (row, n) => ({
-        input: { id: row.id, claimToken: i.items[n]!.claim_token, outcome: { kind: 'success' }, attempt: attemptOf(row) },
+        input: { id: row.id, claimToken: i.items[n]!.claim_token, outcome: { kind: 'success' }, attempt: attemptOf(row), logAs: 'acked' },
         result: 'acked',
       }))
     },
