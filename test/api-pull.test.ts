@@ -157,6 +157,17 @@ describe('pull endpoints', () => {
     expect((await items(ep)).length).toBe(2)
   })
 
+  it('rate_limit bounds the claims per second across consumers', async () => {
+    const ep = await pullEndpoint({ rate_limit: 2 })
+    for (let i = 0; i < 5; i++) await send()
+    expect((await items(ep, { max: 10 })).length).toBe(2)
+    expect((await items(ep, { max: 10 })).length).toBe(0)
+    clock.advance(500)
+    expect((await items(ep, { max: 10 })).length).toBe(1)
+    clock.advance(1_000)
+    expect((await items(ep, { max: 10 })).length).toBe(2)
+  })
+
   it('narrows by event_types, and validates with stable codes', async () => {
     const ep = await pullEndpoint()
     await send('order.created')

@@ -10,6 +10,7 @@ import { inPgTransaction, endpointLockKey } from './delivery-claim.js'
 import { ENDPOINT_LOCK_SPACE, PG_DUE_KEY } from './delivery-claim-sql.js'
 import { DELIVERY_COLUMNS } from './delivery-list.js'
 import type { PgQueryable } from './queryable.js'
+import { bucketRoom } from '../pull-bucket.js'
 
 const CLAIM_COLUMNS = DELIVERY_COLUMNS.replace(/(^|,\s*)([a-z_]+)/g, '$1d.$2')
 
@@ -28,8 +29,12 @@ const SQL = {
   exhausted: `UPDATE deliveries SET status = 'dead', last_error = COALESCE(last_error, 'attempts_exhausted'),
       claim_token = NULL, completed_at = $2, updated_at = $2
     WHERE status = 'pending' AND ${PG_DUE_KEY()} = $1 AND next_attempt_at <= $2 AND attempts >= max_attempts`,
-  free: `SELECT e.max_concurrency - (SELECT count(*) FROM deliveries WHERE endpoint_id = e.id AND status = 'in_flight') AS free, e.ordered
-    FROM endpoints e WHERE e.id = $1`,
+  // Under the endpoint's lock: its free slots across all nodes, and its token bucket (the dispatcher's endpoint_tokens).
+  free: `SELECT e.max_concurrency - (SELECT count(*) FROM deliveries WHERE endpoint_id = e.id AND status = 'in_flight') AS free, e.ordered,
+      e.rate_limit AS rate, t.tokens, t.updated_at AS "tokensAt"
+    FROM endpoints e LEFT JOIN endpoint_tokens t ON t.endpoint_id = e.id WHERE e.id = $1`,
+  saveTokens: `INSERT INTO endpoint_tokens (endpoint_id, tokens, updated_at) VALUES ($1, $2, $3)
+    ON CONFLICT (endpoint_id) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`,
   // $1 endpoint, $2 now, $3 limit, $4 ordered, $5 event types (null: all), $6 token, $7 lease.
   claim: `WITH c AS (
       SELECT d.id FROM deliveries d
@@ -54,10 +59,15 @@ export function createPgPullClaimer(q: PgQueryable): Async<DeliveriesStore>['cla
       await c.query(SQL.logExpired, [ep, o.now])
       await c.query(SQL.expire, [ep, o.now])
       await c.query(SQL.exhausted, [ep, o.now])
-      const room = (await c.query<{ free: number; ordered: number }>(SQL.free, [ep])).rows[0]
-      const n = Math.min(o.max, Number(room?.free ?? 0))
+      const room = (await c.query<{ free: number; ordered: number; rate: number | null; tokens: number | null; tokensAt: number | null }>(SQL.free, [ep])).rows[0]
+      const bucket = bucketRoom(room?.rate ?? null, room?.tokens == null ? undefined : { tokens: room.tokens, at: room.tokensAt! }, o.now)
+      const n = Math.min(o.max, Number(room?.free ?? 0), bucket.room)
       if (n <= 0) return []
       const { rows } = await c.query<ClaimedDelivery>(SQL.claim, [ep, o.now, n, room!.ordered, o.eventTypes, newClaimToken({}), o.now + o.visibilityMs])
+      if (room!.rate !== null) {
+        const b = bucket.take(rows.length)
+        await c.query(SQL.saveTokens, [ep, b.tokens, b.at])
+      }
       return rows.sort((a, b) => a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : 1))
     })
 }

@@ -6,6 +6,7 @@ import { prepareAll, type Db } from './db.js'
 import { DELIVERY_COLUMNS } from '../delivery-rows.js'
 import { newClaimToken, type ClaimedDelivery, type DeliveriesStore, type PullClaimOptions } from '../deliveries.js'
 import { DUE_KEY } from './delivery-claim-sql.js'
+import { bucketRoom, type PullBucket } from '../pull-bucket.js'
 
 // The rows of one endpoint are read from deliveries_endpoint_due (DUE_KEY spelled as its index).
 const OF_ENDPOINT = `${DUE_KEY()} = @ep`
@@ -24,7 +25,8 @@ const SQL = {
   exhausted: `UPDATE deliveries SET status = 'dead', last_error = COALESCE(last_error, 'attempts_exhausted'),
       claim_token = NULL, completed_at = @now, updated_at = @now
     WHERE status = 'pending' AND ${OF_ENDPOINT} AND next_attempt_at <= @now AND attempts >= max_attempts`,
-  free: `SELECT e.max_concurrency - (SELECT count(*) FROM deliveries WHERE endpoint_id = e.id AND status = 'in_flight') AS free, e.ordered
+  free: `SELECT e.max_concurrency - (SELECT count(*) FROM deliveries WHERE endpoint_id = e.id AND status = 'in_flight') AS free, e.ordered,
+      e.rate_limit AS rate
     FROM endpoints e WHERE e.id = @ep`,
   // Oldest due first; on an ordered endpoint a row waits while an older row of its key is unfinished.
   candidates: `SELECT d.id FROM deliveries d INDEXED BY deliveries_endpoint_due
@@ -39,21 +41,27 @@ const SQL = {
     RETURNING ${DELIVERY_COLUMNS}, (SELECT body FROM events WHERE id = deliveries.event_id) AS eventBody`,
 } as const
 
-/** The claimPull of the SQLite delivery store over `db`. */
+/**
+ * The claimPull of the SQLite delivery store over `db`. One process serves a file (the lease,
+ * docs/operations.md), so the endpoints' rate buckets live in its memory.
+ */
 export function createPullClaimer(db: Db): DeliveriesStore['claimPull'] {
   const s = prepareAll(db, SQL)
+  const buckets = new Map<string, PullBucket>()
   const candidates = s.candidates.pluck()
   const tx = db.transaction((o: PullClaimOptions): ClaimedDelivery[] => {
     const ep = o.endpointId
     s.logExpired.run({ ep, now: o.now })
     s.expire.run({ ep, now: o.now })
     s.exhausted.run({ ep, now: o.now })
-    const room = s.free.get({ ep }) as { free: number; ordered: number } | undefined
-    const n = Math.min(o.max, room?.free ?? 0)
+    const room = s.free.get({ ep }) as { free: number; ordered: number; rate: number | null } | undefined
+    const bucket = bucketRoom(room?.rate ?? null, buckets.get(ep), o.now)
+    const n = Math.min(o.max, room?.free ?? 0, bucket.room)
     if (n <= 0) return []
     const ids = candidates.all({ ep, now: o.now, n, ordered: room!.ordered, types: o.eventTypes === null ? null : JSON.stringify(o.eventTypes) }) as string[]
     if (ids.length === 0) return []
     const rows = s.claim.all({ ids: JSON.stringify(ids), token: newClaimToken({}), now: o.now, lease: o.now + o.visibilityMs }) as ClaimedDelivery[]
+    if (room!.rate !== null) buckets.set(ep, bucket.take(rows.length))
     return rows.sort((a, b) => a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : 1))
   })
   return (o) => (db.inTransaction ? tx(o) : tx.immediate(o))
