@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/lib/clock.js'
 import { apiFixture, type ApiFixture } from './support/api.js'
 
-// Pull endpoints (SPEC §17, docs/pull-endpoints.md) on the backend under test. Time is a
+// Pull endpoints (docs/pull-endpoints.md) on the backend under test. Time is a
 // ManualClock: leases and snoozes are proven by moving it, never by sleeping.
 describe('pull endpoints', () => {
   let f: ApiFixture

@@ -1,5 +1,5 @@
 /**
- * Request and response schemas of the pull-endpoint routes (docs/pull-endpoints.md, SPEC §17):
+ * Request and response schemas of the pull-endpoint routes (docs/pull-endpoints.md):
  * claim, ack, nack and release. Durations are API durations (`30s`, `5m`) within each field's range.
  */
 import { z } from '@hono/zod-openapi'

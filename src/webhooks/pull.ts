@@ -1,5 +1,5 @@
 /**
- * Pull endpoints (docs/pull-endpoints.md, SPEC §17): consumers claim an endpoint's deliveries and
+ * Pull endpoints (docs/pull-endpoints.md): consumers claim an endpoint's deliveries and
  * settle them with the claim token, on the store's claim/settle engine. A claim spends an
  * attempt; ack ends the delivery as success; nack retries, ends or snoozes it; release refunds it.
  */
@@ -17,7 +17,7 @@ import {
 } from './pull-schemas.js'
 import type { AppScope } from './types.js'
 
-/** Snooze delays a nack may ask for: 1 minute to 1 hour (SPEC §17). */
+/** Snooze delays a nack may ask for: 1 minute to 1 hour (docs/pull-endpoints.md). */
 const SNOOZE_MIN_MS = 60_000
 const SNOOZE_MAX_MS = 3_600_000
 

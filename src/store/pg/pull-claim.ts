@@ -16,7 +16,7 @@ const CLAIM_COLUMNS = DELIVERY_COLUMNS.replace(/(^|,\s*)([a-z_]+)/g, '$1d.$2')
 
 const SQL = {
   lock: `SELECT pg_advisory_xact_lock(${ENDPOINT_LOCK_SPACE}, $1::integer)`,
-  // A lapsed lease: the attempt stays spent (§2); the attempt log says `expired`. $1 endpoint, $2 now.
+  // A lapsed lease: the attempt stays spent (docs/delivery.md); the attempt log says `expired`. $1 endpoint, $2 now.
   logExpired: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     SELECT id, attempts, updated_at, greatest($2::bigint - updated_at, 0), 'expired', NULL, 'lease_expired', NULL FROM deliveries
      WHERE status = 'in_flight' AND endpoint_id = $1 AND lease_until <= $2`,

@@ -12,7 +12,7 @@ import { bucketRoom, type PullBucket } from '../pull-bucket.js'
 const OF_ENDPOINT = `${DUE_KEY()} = @ep`
 
 const SQL = {
-  // A lapsed lease: the consumer died or gave up; the attempt stays spent (§2), the attempt log says `expired`.
+  // A lapsed lease: the consumer died or gave up; the attempt stays spent (docs/delivery.md), the attempt log says `expired`.
   logExpired: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
     SELECT id, attempts, updated_at, max(@now - updated_at, 0), 'expired', NULL, 'lease_expired', NULL FROM deliveries
      WHERE status = 'in_flight' AND endpoint_id = @ep AND lease_until <= @now`,
