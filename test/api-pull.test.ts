@@ -210,7 +210,11 @@ describe('pull endpoints', () => {
     await send()
     const claimed = await f.pb.store.deliveries.claimDue({ limit: 100, now: clock.now() + 60_000, defaultTimeoutMs: 1000 })
     expect(claimed).toEqual([])
-    expect((await items(ep)).length).toBe(1)
+    const [held] = await items(ep, { visibility: '5s' })
+    // The dispatcher's lease sweep ends a lapsed pull claim too, and logs it as expired.
+    await f.pb.store.deliveries.claimDue({ limit: 100, now: clock.now() + 5_000, defaultTimeoutMs: 1000 })
+    expect(await delivery(held!.delivery_id)).toMatchObject({ status: 'pending', attempt_count: 1 })
+    expect(await outcomes(held!.delivery_id)).toEqual(['expired'])
   })
 
   it('the consumer role: pull routes and endpoint reads only, of its own application when scoped', async () => {

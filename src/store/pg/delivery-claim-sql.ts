@@ -64,6 +64,12 @@ const CLAIM_COLUMNS = DELIVERY_COLUMNS.replace(/(^|,\s*)([a-z_]+)/g, '$1d.$2')
 export const PG_CLAIM_SQL = {
   hasWork: `SELECT (EXISTS (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_attempt_at <= $1)
       OR EXISTS (SELECT 1 FROM deliveries WHERE status = 'in_flight' AND lease_until <= $1)) AS work`,
+  // A pull endpoint's lapsed claim is an attempt of the log (outcome `expired`, docs/pull-endpoints.md); before expireLeases.
+  logPullExpired: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    SELECT d.id, d.attempts, d.updated_at, greatest($1::bigint - d.updated_at, 0), 'expired', NULL, 'lease_expired', NULL
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+     WHERE d.status = 'in_flight' AND d.lease_until <= $1 AND e.mode = 'pull'
+       AND d.id IN (SELECT id FROM deliveries WHERE status = 'in_flight' AND lease_until <= $1 FOR UPDATE SKIP LOCKED)`,
   // SKIP LOCKED: two nodes expiring at once never wait on each other's rows.
   expireLeases: `UPDATE deliveries ${EXPIRE_SET}
     WHERE id IN (SELECT id FROM deliveries WHERE status = 'in_flight' AND lease_until <= $1 FOR UPDATE SKIP LOCKED)`,

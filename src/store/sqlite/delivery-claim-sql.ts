@@ -153,6 +153,12 @@ export const CLAIM_SQL = {
   // the same file would wait behind it). Due rows of a paused endpoint still count as work.
   hasWork: `SELECT EXISTS (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_attempt_at <= @now)
       OR EXISTS (SELECT 1 FROM deliveries WHERE status = 'in_flight' AND lease_until <= @now)`,
+  // A pull endpoint's lapsed claim is an attempt of the log (outcome `expired`, docs/pull-endpoints.md);
+  // run before expireLeases, which the dispatcher's claims sweep for every row.
+  logPullExpired: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    SELECT d.id, d.attempts, d.updated_at, max(@now - d.updated_at, 0), 'expired', NULL, 'lease_expired', NULL
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+     WHERE d.status = 'in_flight' AND d.lease_until <= @now AND e.mode = 'pull'`,
   expireLeases: `${EXPIRE_CLAIM} WHERE status = 'in_flight' AND lease_until <= @now`,
   // A waiting row with no older unfinished row of its key left, or of an endpoint no longer
   // ordered, is due now; the trigger deliveries_next_in_order should leave none (a repair).
