@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/lib/clock.js'
-import { apiFixture, type ApiFixture } from './support/api.js'
+import { Postbox } from '../src/postbox.js'
+import { tempDir } from './helpers.js'
+import { ADMIN_KEY, apiFixture, type ApiFixture } from './support/api.js'
 
 // Pull endpoints (docs/pull-endpoints.md) on the backend under test. Time is a
 // ManualClock: leases and snoozes are proven by moving it, never by sleeping.
@@ -203,6 +205,23 @@ describe('pull endpoints', () => {
     const r = await waiting
     expect(r.status).toBe(200)
     expect(r.body.items.length).toBe(1)
+  })
+
+  it('on PostgreSQL, a long poll is answered by a commit on another node', async (ctx) => {
+    const url = f.pb.config.databaseUrl
+    if (f.pb.store.backend !== 'postgres' || !url) return ctx.skip()
+    const ep = await pullEndpoint()
+    const { dir, cleanup } = tempDir('postbox-node2-')
+    const other = await Postbox.open({ dataDir: dir, databaseUrl: url, adminKey: ADMIN_KEY, bootstrapAdminKey: false, clock })
+    try {
+      const waiting = claim(ep, { wait: '20s' })
+      await other.events.send({ type: 'order.created', data: {} })
+      const r = await waiting
+      expect(r.body.items.length).toBe(1)
+    } finally {
+      await other.close()
+      cleanup()
+    }
   })
 
   it('the dispatcher never claims a pull endpoint delivery', async () => {

@@ -84,17 +84,16 @@ export function createPullService(deps: PullDeps): PullService {
       now: clock.now(),
     })
 
-  /** Resolves when a commit makes rows due (any node: the store's onDue), at `until`, or on abort. */
-  const dueOrTimeout = (until: number, signal?: AbortSignal): Promise<void> =>
+  /** Resolves when a commit makes rows due (any node: the store's onDue), when `over` resolves, or on abort. */
+  const dueOrOver = (over: Promise<void>, signal?: AbortSignal): Promise<void> =>
     new Promise((resolve) => {
       const done = (): void => {
         off()
-        clearTimeout(timer)
         signal?.removeEventListener('abort', done)
         resolve()
       }
       const off = store.onDue(done)
-      const timer = setTimeout(done, Math.max(0, until - clock.now()))
+      void over.then(done)
       signal?.addEventListener('abort', done)
     })
 
@@ -128,11 +127,25 @@ export function createPullService(deps: PullDeps): PullService {
     async claim(endpointId, input, scope, signal) {
       const i = parseOrThrow(ClaimIn, input ?? {})
       const ep = await pullEndpoint(endpointId, scope)
-      const until = clock.now() + durationMs(i.wait ?? '0s')
-      for (;;) {
-        const claimed = await claimOnce(ep, i)
-        if (claimed.length > 0 || clock.now() >= until || signal?.aborted) return { items: claimed.map(claimedItem) }
-        await dueOrTimeout(until, signal)
+      // The wait is real time (a timer), not the injected clock, which may stand still in tests.
+      const waitMs = durationMs(i.wait ?? '0s')
+      let timedOut = waitMs === 0
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const over = new Promise<void>((resolve) => {
+        if (timedOut) return resolve()
+        timer = setTimeout(() => {
+          timedOut = true
+          resolve()
+        }, waitMs)
+      })
+      try {
+        for (;;) {
+          const claimed = await claimOnce(ep, i)
+          if (claimed.length > 0 || timedOut || signal?.aborted) return { items: claimed.map(claimedItem) }
+          await dueOrOver(over, signal)
+        }
+      } finally {
+        clearTimeout(timer)
       }
     },
     async ack(endpointId, input, scope) {
