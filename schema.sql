@@ -539,4 +539,10 @@ ALTER TABLE deliveries ADD COLUMN success_body TEXT;
 -- A new file gets it declared so above; an older one is migrated by dropping and creating it
 -- (src/store/migrations.ts).
 
-PRAGMA user_version = 13;
+-- ── v14: pull endpoints ──
+-- A pull endpoint (docs/pull-endpoints.md) gets deliveries like any endpoint, but consumers claim
+-- them over the API; the dispatcher never does. Its url and secret are ''. Never changes.
+-- Key roles gain `consumer`; pull attempts log acked | released | snoozed | expired.
+ALTER TABLE endpoints ADD COLUMN mode TEXT NOT NULL DEFAULT 'push';  -- push | pull
+
+PRAGMA user_version = 14;

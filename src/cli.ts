@@ -203,7 +203,7 @@ async function keys(rest: string[], flags: Record<string, string>, config: Confi
     const [sub, id] = rest
     if (sub === 'create') {
       const role = flags.role
-      if (role !== 'admin' && role !== 'publisher' && role !== 'viewer') throw new UsageError('keys create needs --role admin|publisher|viewer')
+      if (role !== 'admin' && role !== 'publisher' && role !== 'viewer' && role !== 'consumer') throw new UsageError('keys create needs --role admin|publisher|viewer|consumer')
       const appId = flags.app
       const { row, key } = await store.tx(async (s) => {
         if (appId !== undefined && !(await s.apps.exists(appId))) throw new UsageError(`keys create: no application ${appId} (create it with POST /v1/apps)`)

@@ -19,3 +19,4 @@ export type { RequestService, RequestInput, RequestOutput, RequestAcceptedOutput
 export type { AttemptHook, AttemptReport } from './delivery/channel.js'
 export type { Transaction, TransactionSql } from './transaction.js'
 export type { AppRunResult } from './store/sqlite/app-sql.js'
+export type { ConsumeHandler, ConsumeOptions, Consumer, PulledDelivery } from './consume.js'

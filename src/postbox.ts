@@ -25,6 +25,7 @@ import type { Catalog } from './apps/catalog.js'
 import type { AttemptHook } from './delivery/channel.js'
 import { createRequestService, type RequestService } from './webhooks/requests.js'
 import { createTransactionRunner, type Transaction } from './transaction.js'
+import { consumeInProcess, type ConsumeHandler, type ConsumeOptions, type Consumer } from './consume.js'
 
 /** Options of `Postbox.open`: any Config field in camelCase, or a whole `config`. */
 export interface PostboxOptions extends Partial<Omit<Config, 'dbPath' | 'allowNetworks'>> {
@@ -138,6 +139,11 @@ export class Postbox {
   }
 
   /** Endpoints: create, list, get, update, remove, secrets, enable, recover, test. */
+  /** Consumes pull endpoint `endpointId` in-process: a handler that resolves acks, one that throws nacks (docs/pull-endpoints.md). */
+  consume(endpointId: string, handler: ConsumeHandler, opts?: ConsumeOptions): Consumer {
+    return consumeInProcess(this.webhooks.pull, endpointId, handler, opts)
+  }
+
   get endpoints(): WebhookService['endpoints'] {
     return this.webhooks.endpoints
   }

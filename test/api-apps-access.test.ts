@@ -51,6 +51,11 @@ const ROWS: Row[] = [
   { method: 'POST', path: '/v1/endpoints/{ep}/enable', expect: APP_WRITE(200) },
   { method: 'POST', path: '/v1/endpoints/{ep}/recover', body: { since: '2020-01-01T00:00:00Z' }, expect: APP_WRITE(202) },
   { method: 'POST', path: '/v1/endpoints/{ep}/test', expect: APP_WRITE(202) },
+  // Pull routes (docs/pull-endpoints.md): consumer and admin keys; {ep} is a push endpoint, so 409.
+  { method: 'POST', path: '/v1/endpoints/{ep}/claim', body: {}, expect: [409, 403, 403, 409, 403, 403, 401] },
+  { method: 'POST', path: '/v1/endpoints/{ep}/ack', body: { items: [{ delivery_id: 'dlv_x', claim_token: 't' }] }, expect: [409, 403, 403, 409, 403, 403, 401] },
+  { method: 'POST', path: '/v1/endpoints/{ep}/nack', body: { items: [{ delivery_id: 'dlv_x', claim_token: 't' }] }, expect: [409, 403, 403, 409, 403, 403, 401] },
+  { method: 'POST', path: '/v1/endpoints/{ep}/release', body: { items: [{ delivery_id: 'dlv_x', claim_token: 't' }] }, expect: [409, 403, 403, 409, 403, 403, 401] },
   { method: 'POST', path: '/v1/events', body: { type: 'x.y', data: {} }, expect: [202, 403, 202, 202, 403, 403, 401] },
   { method: 'POST', path: '/v1/events/batch', body: { events: [{ type: 'x.y', data: {} }] }, expect: [202, 403, 202, 202, 403, 403, 401] },
   { method: 'GET', path: '/v1/events', expect: READ() },

@@ -1,5 +1,6 @@
 import createClient, { type Client, type ClientOptions } from 'openapi-fetch'
 import type { components, operations, paths } from './schema.js'
+import { startConsumer, type ConsumeHandler, type ConsumeOptions, type Consumer } from './consume-loop.js'
 
 /**
  * The typed client of the Postbox v1 API: openapi-fetch over the types generated from the
@@ -63,4 +64,25 @@ export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; respo
   const r = await call
   if (r.error !== undefined || !r.response.ok) throw new PostboxApiError(r.response.status, r.error)
   return r.data as T
+}
+
+export type { ConsumeHandler, ConsumeOptions, Consumer, PulledDelivery } from './consume-loop.js'
+
+/**
+ * Consumes pull endpoint `endpointId` over HTTP with a consumer (or admin) key
+ * (docs/pull-endpoints.md): claims with a long poll, acks what the handler resolves, nacks with
+ * `retry` and the error's message what it throws; `stop()` releases what was claimed and not started.
+ */
+export function consume(client: PostboxClient, endpointId: string, handler: ConsumeHandler, opts: ConsumeOptions = {}): Consumer {
+  const params = { path: { id: endpointId } }
+  return startConsumer(
+    {
+      claim: async (body, signal) => (await unwrap(client.POST('/v1/endpoints/{id}/claim', { params, body, signal }))).items,
+      ack: (items) => unwrap(client.POST('/v1/endpoints/{id}/ack', { params, body: { items } })),
+      nack: (items) => unwrap(client.POST('/v1/endpoints/{id}/nack', { params, body: { items } })),
+      release: (items) => unwrap(client.POST('/v1/endpoints/{id}/release', { params, body: { items } })),
+    },
+    handler,
+    opts,
+  )
 }

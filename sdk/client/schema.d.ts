@@ -265,6 +265,40 @@ export interface paths {
         patch: operations["updateEndpoint"];
         trace?: never;
     };
+    "/v1/endpoints/{id}/ack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Acknowledge claimed deliveries (consumer, admin) */
+        post: operations["ackDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{id}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Claim due deliveries of a pull endpoint, oldest first (consumer, admin) */
+        post: operations["claimDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/endpoints/{id}/enable": {
         parameters: {
             query?: never;
@@ -282,6 +316,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/endpoints/{id}/nack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fail claimed deliveries: retry, dead or snooze (consumer, admin) */
+        post: operations["nackDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/endpoints/{id}/recover": {
         parameters: {
             query?: never;
@@ -293,6 +344,23 @@ export interface paths {
         put?: never;
         /** Requeue dead deliveries created in [since, until) (admin) */
         post: operations["recoverEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Give claimed, unprocessed deliveries back; the attempt is refunded (consumer, admin) */
+        post: operations["releaseDeliveries"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1011,6 +1079,12 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AckIn: {
+            items: {
+                claim_token: string;
+                delivery_id: string;
+            }[];
+        };
         App: {
             counts?: {
                 deliveries: {
@@ -1066,6 +1140,40 @@ export interface components {
             response_body: string | null;
             started_at: string;
             status_code: number | null;
+        };
+        ClaimedItem: {
+            /** @description This claim is attempt number… */
+            attempt: number;
+            claim_token: string;
+            delivery_id: string;
+            event: {
+                data?: unknown;
+                id: string;
+                timestamp: string;
+                type: string;
+            } | null;
+            /** @description Settle before this time, or the delivery becomes claimable again */
+            lease_until: string;
+            ordering_key: string | null;
+        };
+        ClaimIn: {
+            /** @description Only these event types; an empty list is refused */
+            event_types?: string[];
+            /** @description At most this many deliveries (default 10) */
+            max?: number;
+            /**
+             * @description Lease of each claimed delivery (default 30s)
+             * @example 30s
+             */
+            visibility?: string;
+            /**
+             * @description With nothing due, wait up to this long for a delivery (default 0s)
+             * @example 10s
+             */
+            wait?: string;
+        };
+        ClaimOut: {
+            items: components["schemas"]["ClaimedItem"][];
         };
         Deleted: {
             /** @enum {boolean} */
@@ -1134,6 +1242,11 @@ export interface components {
             };
             /** @enum {string} */
             method?: "POST" | "PUT";
+            /**
+             * @description push (default): Postbox sends; pull: consumers claim (no url, secret or signature). Never changes.
+             * @enum {string}
+             */
+            mode?: "push" | "pull";
             ordered?: boolean;
             rate_limit?: number | null;
             /**
@@ -1149,7 +1262,7 @@ export interface components {
             signature?: "standard" | "hmac-sha256";
             timeout_ms?: number;
             /** @example https://example.com/hooks */
-            url: string;
+            url?: string;
         };
         EndpointDeleted: {
             cancelled: number;
@@ -1205,6 +1318,8 @@ export interface components {
             };
             /** @enum {string} */
             method: "POST" | "PUT";
+            /** @enum {string} */
+            mode: "push" | "pull";
             ordered: boolean;
             /** @description While open: when the pause ends and the probe goes out */
             paused_until: string | null;
@@ -1215,6 +1330,7 @@ export interface components {
             signature: "standard" | "hmac-sha256";
             timeout_ms: number;
             updated_at: string;
+            /** @description '' for a pull endpoint */
             url: string;
         };
         EndpointTestIn: {
@@ -1250,6 +1366,11 @@ export interface components {
             };
             /** @enum {string} */
             method?: "POST" | "PUT";
+            /**
+             * @description push (default): Postbox sends; pull: consumers claim (no url, secret or signature). Never changes.
+             * @enum {string}
+             */
+            mode?: "push" | "pull";
             ordered?: boolean;
             rate_limit?: number | null;
             /**
@@ -1480,7 +1601,7 @@ export interface components {
             revoked: boolean;
             revoked_at: string | null;
             /** @enum {string} */
-            role: "admin" | "publisher" | "viewer";
+            role: "admin" | "publisher" | "viewer" | "consumer";
         };
         KeyCreate: {
             /**
@@ -1491,7 +1612,7 @@ export interface components {
             /** @example billing-service */
             name?: string;
             /** @enum {string} */
-            role: "admin" | "publisher" | "viewer";
+            role: "admin" | "publisher" | "viewer" | "consumer";
         };
         KeyCreated: components["schemas"]["Key"] & {
             /** @description The key itself; shown only once */
@@ -1514,7 +1635,23 @@ export interface components {
             name: string;
             prefix: string;
             /** @enum {string} */
-            role: "admin" | "publisher" | "viewer";
+            role: "admin" | "publisher" | "viewer" | "consumer";
+        };
+        NackIn: {
+            items: components["schemas"]["NackItem"][];
+        };
+        NackItem: {
+            claim_token: string;
+            /** @description retry: up to 24h (else the retry schedule); snooze: 1m to 1h (default 5m) */
+            delay?: string;
+            delivery_id: string;
+            /** @description Kept in the attempt log */
+            error?: string;
+            /**
+             * @description retry (default), dead, or snooze (refunds the attempt)
+             * @enum {string}
+             */
+            outcome?: "retry" | "dead" | "snooze";
         };
         Notification: {
             app_id: string;
@@ -1655,6 +1792,14 @@ export interface components {
             data: components["schemas"]["Preference"][];
             next_cursor: string | null;
         };
+        PullSettleOut: {
+            results: components["schemas"]["PullSettleResult"][];
+        };
+        PullSettleResult: {
+            delivery_id: string;
+            /** @enum {string} */
+            result: "acked" | "retry_scheduled" | "dead" | "snoozed" | "released" | "missed";
+        };
         QuietHours: {
             end: string;
             start: string;
@@ -1694,6 +1839,17 @@ export interface components {
             id: string;
             /** @enum {string} */
             status: "pending";
+        };
+        ReleaseIn: {
+            /**
+             * @description Claimable again after this long (default 0s)
+             * @example 0s
+             */
+            delay?: string;
+            items: {
+                claim_token: string;
+                delivery_id: string;
+            }[];
         };
         RequestAccepted: components["schemas"]["RequestOut"] & {
             deduplicated: boolean;
@@ -3475,6 +3631,202 @@ export interface operations {
             };
         };
     };
+    ackDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AckIn"];
+            };
+        };
+        responses: {
+            /** @description one result per item, in input order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PullSettleOut"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict: a push endpoint */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    claimDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ClaimIn"];
+            };
+        };
+        responses: {
+            /** @description the claimed deliveries (none when nothing was due within wait) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimOut"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict: a push endpoint */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     enableEndpoint: {
         parameters: {
             query?: never;
@@ -3524,6 +3876,104 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    nackDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NackIn"];
+            };
+        };
+        responses: {
+            /** @description one result per item, in input order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PullSettleOut"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict: a push endpoint */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3621,6 +4071,104 @@ export interface operations {
                 };
             };
             /** @description conflict: the endpoint is disabled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    releaseDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReleaseIn"];
+            };
+        };
+        responses: {
+            /** @description one result per item, in input order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PullSettleOut"];
+                };
+            };
+            /** @description invalid_json or validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized or invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict: a push endpoint */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -13,6 +13,7 @@ import type { ApiDeps, ApiEnv } from './deps.js'
 import { deliveryRoutes } from './deliveries.js'
 import { requestRoutes } from './requests.js'
 import { endpointRoutes } from './endpoints.js'
+import { pullRoutes } from './pull.js'
 import { eventRoutes } from './events.js'
 import { keyRoutes } from './keys.js'
 import { opsRoutes } from './ops.js'
@@ -114,6 +115,7 @@ export function createApp(given: ApiDeps): OpenAPIHono<ApiEnv> {
   app.route('/', keyRoutes())
   app.route('/', statsRoutes())
   app.route('/', endpointRoutes())
+  app.route('/', pullRoutes())
   app.route('/', eventRoutes(deps))
   app.route('/', deliveryRoutes())
   app.route('/', appRoutes())

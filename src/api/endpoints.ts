@@ -20,7 +20,8 @@ import { bearerSecurity, DEFAULT_LIMIT, idCursorParam, ErrorBody, errorResponses
 
 // Endpoints work inside one application: scoped keys and portal tokens too (docs/applications.md).
 const admin = requireAppRole(['admin'], 'write')
-const viewer = requireAppRole(['viewer'], 'read')
+// Consumers (docs/pull-endpoints.md) may list and read endpoints too.
+const viewer = requireAppRole(['viewer', 'consumer'], 'read')
 const secretReader = requireAppRole(['admin'], 'read')
 const base = { security: bearerSecurity, tags: ['endpoints'] }
 const withErrors = { ...errorResponses, 422: jsonResponse(ErrorBody, 'destination_not_allowed') }

@@ -7,7 +7,7 @@ const KeySelf = z
   .object({
     id: z.string(),
     name: z.string(),
-    role: z.enum(['admin', 'publisher', 'viewer']),
+    role: z.enum(['admin', 'publisher', 'viewer', 'consumer']),
     prefix: z.string(),
     created_at: z.string(),
     last_used_at: z.string().nullable(),

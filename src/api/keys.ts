@@ -6,7 +6,7 @@ import { requireApp } from '../apps/service.js'
 import { requireRole } from './auth.js'
 import { bearerSecurity, DEFAULT_LIMIT, idCursorParam, errorResponses, IdParam, jsonBody, jsonResponse, newRouter, PageQuery } from './common.js'
 
-const Role = z.enum(['admin', 'publisher', 'viewer'])
+const Role = z.enum(['admin', 'publisher', 'viewer', 'consumer'])
 
 const KeyCreate = z
   .object({

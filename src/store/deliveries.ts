@@ -131,6 +131,8 @@ export interface SettleInput {
    * has an ordering key. With both, a store may settle a success without reading the row back.
    */
   claimed?: { attempts: number; keyed: boolean }
+  /** The attempt log's outcome instead of the kind's own name (a pull endpoint's `released`, `snoozed`, docs/pull-endpoints.md). */
+  logAs?: string
 }
 
 /** SettleInput.claimed for a row as its claim returned it. */
@@ -175,6 +177,18 @@ export interface ClaimOptions {
   dueHint?: boolean
 }
 
+/** Options for `claimPull`: a consumer's claim on one pull endpoint (docs/pull-endpoints.md). */
+export interface PullClaimOptions {
+  endpointId: string
+  /** At most this many rows. */
+  max: number
+  /** The lease each claimed row gets: now + visibilityMs. */
+  visibilityMs: number
+  /** Only rows of these event types; null = every type. */
+  eventTypes: readonly string[] | null
+  now: number
+}
+
 /** Filters for `list`. */
 export interface DeliveryFilter {
   status?: DeliveryStatus
@@ -212,6 +226,12 @@ export interface DeliveriesStore {
   /** Logs the one success attempt (attempt 1, no status code) of rows inserted by `insertDelivered`, in one statement. */
   logDelivered(ids: readonly string[], attempt: AttemptRecord): void
   claimDue(opts: ClaimOptions): ClaimedDelivery[]
+  /**
+   * A consumer's claim on a pull endpoint: expires its lapsed leases, ends its exhausted due rows,
+   * then claims its oldest due rows (ordering barrier, `max_concurrency` across every consumer)
+   * with one fresh token and a lease of `visibilityMs`.
+   */
+  claimPull(opts: PullClaimOptions): ClaimedDelivery[]
   /**
    * Makes due every row waiting for its ordering key's turn (WAITING_IN_ORDER) that no longer
    * has an older unfinished row, or whose endpoint is no longer ordered; returns how many. A

@@ -27,6 +27,9 @@ export interface EndpointSettings {
   breakerMaxPauseMs?: number | null
 }
 
+/** How an endpoint gets its deliveries: sent by the dispatcher (`push`) or claimed by consumers (`pull`, docs/pull-endpoints.md). */
+export type EndpointMode = 'push' | 'pull'
+
 /** An endpoint row, mapped to camelCase with its JSON columns parsed. */
 export interface EndpointRow extends EndpointSettings {
   id: string
@@ -52,11 +55,13 @@ export interface EndpointRow extends EndpointSettings {
   recentAttempts: number
   createdAt: number
   updatedAt: number
+  /** push or pull; set at create, never changes. */
+  mode: EndpointMode
 }
 
 /** The endpoints table: configuration, secrets and health. Deleted rows stay (soft delete). */
 export interface EndpointsStore {
-  insert(row: EndpointSettings & { id: string; appId?: string; secret: string; disabled: boolean; disabledReason: string | null }, now: number): void
+  insert(row: EndpointSettings & { id: string; appId?: string; secret: string; disabled: boolean; disabledReason: string | null; mode?: EndpointMode }, now: number): void
   /** A live (not deleted) endpoint, or null. */
   get(id: string): EndpointRow | null
   /** Any endpoint, deleted or not (deliveries keep pointing at deleted ones). */

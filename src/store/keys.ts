@@ -1,6 +1,6 @@
 import { type Page } from '../lib/cursor.js'
 /** The roles of docs/api.md. */
-export type KeyRole = 'admin' | 'publisher' | 'viewer'
+export type KeyRole = 'admin' | 'publisher' | 'viewer' | 'consumer'
 
 /** An API key row, mapped to camelCase. The key itself is never stored, only its hash. */
 export interface ApiKeyRow {

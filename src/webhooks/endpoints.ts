@@ -93,18 +93,21 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
   return {
     async create(input, scope) {
       const i = parseOrThrow(EndpointCreate, input)
+      const mode = i.mode ?? 'push'
+      throwIfIssues(modeIssues(mode, i))
       const appId = await appForWrite(store, scope, i.app_id)
       const patch = camel(i)
       const settings = settingsFrom(patch, {
         url: '', description: '', eventTypes: null, headers: {}, method: 'POST', timeoutMs: config.requestTimeoutMs,
         maxConcurrency: 16, rateLimit: null, ordered: false, retrySchedule: null, signature: 'standard', metadata: {},
       }, await typeIssues(patch))
-      const secret = secretOrThrow(settings.signature, i.secret)
+      // A pull endpoint signs nothing: its secret is '' (docs/pull-endpoints.md).
+      const secret = mode === 'pull' ? '' : secretOrThrow(settings.signature, i.secret)
       const now = clock.now()
       const id = newId('ep', now)
       const disabled = i.disabled ?? false
-      await store.tx((s) => s.endpoints.insert({ ...settings, id, appId, secret, disabled, disabledReason: disabled ? MANUAL_DISABLE : null }, now))
-      return { ...(await out(id)), secret }
+      await store.tx((s) => s.endpoints.insert({ ...settings, id, appId, secret, disabled, disabledReason: disabled ? MANUAL_DISABLE : null, mode }, now))
+      return mode === 'pull' ? out(id) : { ...(await out(id)), secret }
     },
     async list(opts = {}, scope) {
       const appId = await appFilter(store, scope, opts.app_id)
@@ -124,6 +127,7 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
         // Read again inside the transaction: the merge, the secret filter and the disable act on
         // the row as it is now, not as a concurrent update left it a moment before.
         const ep = await fanOut.endpointOr404(id, scope, s)
+        throwIfIssues(updateModeIssues(ep.mode, p))
         const settings = settingsFrom(changes, ep, issues)
         if (settings.signature !== ep.signature && 'error' in normaliseSecret(settings.signature, ep.secret)) {
           throw errors.validation([{ path: 'signature', message: 'the current secret does not fit this mode; rotate it with a new secret first' }])
@@ -153,6 +157,7 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       return store.tx(async (s) => {
         // One transaction from read to write: two rotations at once each keep the other's secret in the grace list.
         const ep = await fanOut.endpointOr404(id, scope, s)
+        if (ep.mode === 'pull') throw errors.conflict('A pull endpoint has no signing secret')
         const secret = secretOrThrow(ep.signature, i.secret)
         const now = clock.now()
         const grace = i.grace_seconds !== undefined ? i.grace_seconds * 1000 : config.secretGraceMs
@@ -198,6 +203,22 @@ export function createEndpointService(deps: { store: Store; config: Config; cloc
       })
     },
   }
+}
+
+/** The settings a pull endpoint cannot have (it sends no request), and a push endpoint's required url. */
+const PUSH_ONLY = ['url', 'secret', 'signature', 'headers', 'method'] as const
+
+/** What is wrong with a create body for its `mode`: a pull endpoint given push-only settings, a push endpoint without url. */
+function modeIssues(mode: 'push' | 'pull', i: Record<string, unknown>): Issue[] {
+  if (mode === 'push') return i.url === undefined ? [{ path: 'url', message: 'required for a push endpoint' }] : []
+  return PUSH_ONLY.filter((k) => i[k] !== undefined).map((k) => ({ path: k, message: 'a pull endpoint has no ' + k }))
+}
+
+/** What is wrong with a PATCH for an endpoint of `mode`: `mode` never changes, and a pull endpoint takes no push-only settings. */
+function updateModeIssues(mode: 'push' | 'pull', p: Record<string, unknown>): Issue[] {
+  const issues: Issue[] = p.mode !== undefined && p.mode !== mode ? [{ path: 'mode', message: 'never changes' }] : []
+  if (mode === 'pull') issues.push(...PUSH_ONLY.filter((k) => p[k] !== undefined).map((k) => ({ path: k, message: 'a pull endpoint has no ' + k })))
+  return issues
 }
 
 /** An ISO time, or a duration back from `now` (`1h` is an hour ago), in epoch milliseconds. */

@@ -20,6 +20,7 @@ export function endpointOut(e: EndpointRow, now: number): EndpointOutput {
   return {
     id: e.id,
     app_id: e.appId,
+    mode: e.mode,
     url: e.url,
     description: e.description,
     event_types: e.eventTypes,

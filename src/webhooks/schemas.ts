@@ -64,11 +64,12 @@ const endpointFields = {
   breaker_max_pause_ms: z.number().int().min(1000).max(3_600_000).nullable().openapi({ description: 'Longest breaker pause; null = POSTBOX_BREAKER_MAX_PAUSE' }),
 }
 
-/** `POST /v1/endpoints` body: only `url` is required. */
+/** `POST /v1/endpoints` body: `url` is required for a push endpoint; a pull endpoint has none (docs/pull-endpoints.md). */
 export const EndpointCreate = z
   .object({
     app_id: AppId.optional(),
-    url: endpointFields.url,
+    mode: z.enum(['push', 'pull']).optional().openapi({ description: 'push (default): Postbox sends; pull: consumers claim (no url, secret or signature). Never changes.' }),
+    url: endpointFields.url.optional(),
     description: endpointFields.description.optional(),
     event_types: endpointFields.event_types.optional(),
     headers: endpointFields.headers.optional(),
@@ -88,7 +89,7 @@ export const EndpointCreate = z
   })
   .openapi('EndpointCreate')
 
-/** `PATCH /v1/endpoints/:id` body: the create fields except `secret` (rotate it instead), all optional. */
+/** `PATCH /v1/endpoints/:id` body: the create fields except `secret` (rotate it instead), all optional; `mode` only as it is. */
 export const EndpointUpdate = EndpointCreate.omit({ secret: true }).partial().openapi('EndpointUpdate')
 
 /** An endpoint as the API returns it; `secret` appears only in the create response. */
@@ -96,7 +97,8 @@ export const EndpointOut = z
   .object({
     id: z.string().openapi({ example: 'ep_01jd0000000000000000000000' }),
     app_id: z.string(),
-    url: z.string(),
+    mode: z.enum(['push', 'pull']),
+    url: z.string().openapi({ description: "'' for a pull endpoint" }),
     description: z.string(),
     event_types: z.array(z.string()).nullable(),
     headers: z.record(z.string(), z.string()),

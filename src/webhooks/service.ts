@@ -7,6 +7,7 @@ import { pageSize } from '../lib/cursor.js'
 import type { Log } from '../log.js'
 import type { Store } from '../store/index.js'
 import { createEndpointService } from './endpoints.js'
+import { createPullService } from './pull.js'
 import { createFanOut, type EventToStore } from './fan-out.js'
 import { deliveryOut, eventOut, eventSummary } from './present.js'
 import { parseOrThrow } from './rules.js'
@@ -66,6 +67,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
 
   return {
     endpoints: createEndpointService({ store, config, clock, fanOut, catalog }),
+    pull: createPullService({ store, config, clock, endpointOr404: (id, scope) => fanOut.endpointOr404(id, scope) }),
     eventTypes: catalog,
     events: {
       async prepare(input, scope) {

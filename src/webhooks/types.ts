@@ -3,6 +3,7 @@ import type { Page } from '../lib/cursor.js'
 import type { Catalog } from '../apps/catalog.js'
 import type { Store } from '../store/index.js'
 import type { EventToStore } from './fan-out.js'
+import type { PullService } from './pull.js'
 import type {
   DeliveryOut as DeliveryOutSchema,
   EndpointCreate as EndpointCreateSchema,
@@ -77,6 +78,8 @@ export type PreparedEvent = EventToStore
  * not_eligible) and resolves with the API JSON representation.
  */
 export interface WebhookService {
+  /** Pull endpoints' claim, ack, nack and release (docs/pull-endpoints.md). */
+  pull: PullService
   endpoints: {
     /** Creates an endpoint in `input.app_id` (or the scope's application); the result includes its `secret`. */
     create(input: EndpointCreateInput, scope?: AppScope): Promise<EndpointOutput>

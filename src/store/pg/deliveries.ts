@@ -11,6 +11,7 @@ import { createPgDeliveryList } from './delivery-list.js'
 import type { PgQueryable } from './queryable.js'
 import { PG_DELIVERY_SQL as SQL } from './deliveries-sql.js'
 import { settleAll } from './delivery-settle.js'
+import { createPgPullClaimer } from './pull-claim.js'
 
 
 /**
@@ -134,6 +135,7 @@ export function createPgDeliveriesStore(q: PgQueryable, markDue: () => void = ()
       if (ids.length > 0) await q.query(SQL.logDelivered, [attempt.startedAt, Math.max(0, Math.round(attempt.durationMs)), ids])
     },
     claimDue: claimer.claimDue,
+    claimPull: createPgPullClaimer(q),
     releaseWaitingInOrder: claimer.releaseWaitingInOrder,
     settle: async (results, now) => (results.length === 0 ? [] : inPgTransaction(q, (c) => settleAll(c, results, now, markDue))),
     get: async (id) => (await one<Delivery>(SQL.get, [id])) ?? null,

@@ -34,8 +34,8 @@ export const PG_HAS_OLDER_IN_KEY = `EXISTS (SELECT 1 FROM deliveries o
 export const PG_WAITS_IN_ORDER = `(ordering_key IS NOT NULL AND (SELECT ordered FROM endpoints WHERE id = deliveries.endpoint_id) = 1
       AND ${PG_HAS_OLDER_IN_KEY})`
 
-/** SQL over `deliveries d` and `endpoints e`: the row is held back (a pause, or the ordering barrier); $1 is now. */
-const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > $1) OR (d.ordering_key IS NOT NULL AND e.ordered = 1 AND EXISTS (
+/** SQL over `deliveries d` and `endpoints e`: the row is held back (a pull endpoint's: consumers claim those; a pause, or the ordering barrier); $1 is now. */
+const BLOCKED = `(e.mode = 'pull' OR (e.paused_until IS NOT NULL AND e.paused_until > $1) OR (d.ordering_key IS NOT NULL AND e.ordered = 1 AND EXISTS (
            SELECT 1 FROM deliveries o
             WHERE o.endpoint_id = d.endpoint_id AND o.ordering_key = d.ordering_key AND o.status IN ('pending', 'in_flight')
               AND ((o.status = 'pending' AND o.id < d.id) OR (o.status = 'in_flight' AND o.id <> d.id)))))`
@@ -64,6 +64,12 @@ const CLAIM_COLUMNS = DELIVERY_COLUMNS.replace(/(^|,\s*)([a-z_]+)/g, '$1d.$2')
 export const PG_CLAIM_SQL = {
   hasWork: `SELECT (EXISTS (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_attempt_at <= $1)
       OR EXISTS (SELECT 1 FROM deliveries WHERE status = 'in_flight' AND lease_until <= $1)) AS work`,
+  // A pull endpoint's lapsed claim is an attempt of the log (outcome `expired`, docs/pull-endpoints.md); before expireLeases.
+  logPullExpired: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    SELECT d.id, d.attempts, d.updated_at, greatest($1::bigint - d.updated_at, 0), 'expired', NULL, 'lease_expired', NULL
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+     WHERE d.status = 'in_flight' AND d.lease_until <= $1 AND e.mode = 'pull'
+       AND d.id IN (SELECT id FROM deliveries WHERE status = 'in_flight' AND lease_until <= $1 FOR UPDATE SKIP LOCKED)`,
   // SKIP LOCKED: two nodes expiring at once never wait on each other's rows.
   expireLeases: `UPDATE deliveries ${EXPIRE_SET}
     WHERE id IN (SELECT id FROM deliveries WHERE status = 'in_flight' AND lease_until <= $1 FOR UPDATE SKIP LOCKED)`,

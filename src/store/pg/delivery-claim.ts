@@ -276,6 +276,7 @@ export function createPgClaimer(
         const { now, limit } = opts
         // A clock that went back (an injected one, a repaired one) sweeps at once.
         if (!(now >= state.expiredAt && now - state.expiredAt < EXPIRE_EVERY_MS)) {
+          await c.query(S.logPullExpired, [now])
           await c.query(S.expireLeases, [now])
           state.expiredAt = now
         }

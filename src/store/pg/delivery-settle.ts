@@ -11,7 +11,7 @@ const settleSuccesses = async (c: PgQueryable, results: readonly SettleInput[], 
   const succ = results.filter((r) => r.outcome.kind === 'success')
   const settled = new Map<string, number>()
   if (succ.length === 0) return settled
-  const inRow = succ.map((r) => (r.attempt && keptInRow(r.attempt) ? r.attempt : null))
+  const inRow = succ.map((r) => (r.attempt && keptInRow(r.attempt) && r.logAs === undefined ? r.attempt : null))
   const { rows } = await c.query<{ id: string; attempts: number; keyed: boolean }>(SQL.settleSuccessMany, [
     now,
     succ.map((r) => r.id),
@@ -25,7 +25,13 @@ const settleSuccesses = async (c: PgQueryable, results: readonly SettleInput[], 
     settled.set(r.id, r.attempts)
     if (r.keyed) keyed.ended = true
   }
-  const logged = succ.filter((r, i) => r.attempt && inRow[i] === null && settled.has(r.id))
+  const logged = succ.filter((r, i) => r.attempt && inRow[i] === null && settled.has(r.id) && r.logAs === undefined)
+  // A success logged under another name (a pull endpoint's `acked`) is its own attempts row.
+  for (const r of succ) {
+    const a = r.attempt
+    if (!a || r.logAs === undefined || !settled.has(r.id)) continue
+    await c.query(SQL.insertAttempt, [r.id, settled.get(r.id)!, a.startedAt, Math.max(0, Math.round(a.durationMs)), r.logAs, a.statusCode ?? null, a.error ?? null, truncateBody(a.responseBody)])
+  }
   if (logged.length > 0) {
     const a = logged.map((r) => r.attempt!)
     await c.query(SQL.insertSuccessAttempts, [
@@ -86,7 +92,7 @@ export const settleAll = async (c: PgQueryable, results: readonly SettleInput[],
         o.kind === 'snooze' || o.kind === 'release' ? row.attempts + 1 : row.attempts,
         a.startedAt,
         Math.max(0, Math.round(a.durationMs)),
-        o.kind === 'retry' && row.status === 'dead' ? 'dead' : o.kind,
+        o.kind === 'retry' && row.status === 'dead' ? 'dead' : (r.logAs ?? o.kind),
         a.statusCode ?? null,
         a.error ?? null,
         truncateBody(a.responseBody),

@@ -24,7 +24,7 @@ describe.each(BACKENDS)('endpoints contract (%s)', (kind) => {
     expect(await f.endpoints.get('ep_1')).toEqual({
       ...s, id: 'ep_1', appId: 'app_a', secret: 'whsec_1', previousSecrets: [], disabled: false, disabledReason: null,
       deletedAt: null, lastSuccessAt: null, lastFailureAt: null, failingSince: null, consecutiveFailures: 0,
-      failuresSinceSuccess: 0, pausedUntil: null, pauseCount: 0, recentFailures: 0, recentAttempts: 0, createdAt: 100, updatedAt: 100,
+      failuresSinceSuccess: 0, pausedUntil: null, pauseCount: 0, recentFailures: 0, recentAttempts: 0, createdAt: 100, updatedAt: 100, mode: 'push',
     })
     expect(await f.endpoints.get('ep_missing')).toBeNull()
   })

@@ -19,7 +19,7 @@ const COLUMNS = quoteAliases(`id, app_id AS appId, url, description, event_types
   failing_since AS failingSince, consecutive_failures AS consecutiveFailures,
   failures_since_success AS failuresSinceSuccess, paused_until AS pausedUntil, pause_count AS pauseCount,
   recent_failures AS recentFailures, recent_attempts AS recentAttempts, breaker_threshold AS breakerThreshold,
-  breaker_pause_ms AS breakerPauseMs, breaker_max_pause_ms AS breakerMaxPauseMs, created_at AS createdAt, updated_at AS updatedAt`)
+  breaker_pause_ms AS breakerPauseMs, breaker_max_pause_ms AS breakerMaxPauseMs, created_at AS createdAt, updated_at AS updatedAt, mode`)
 
 /** The breaker's window (delivery/breaker.ts BREAKER_WINDOW, repeated: store sits below delivery). */
 const WINDOW = 20
@@ -40,8 +40,8 @@ const SQL = {
   insert: bumping(
     `INSERT INTO endpoints (id, url, description, event_types, headers, method, timeout_ms, max_concurrency, rate_limit,
       ordered, retry_schedule, signature, metadata, breaker_threshold, breaker_pause_ms, breaker_max_pause_ms,
-      app_id, secret, disabled, disabled_reason, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21)`,
+      app_id, secret, disabled, disabled_reason, created_at, updated_at, mode)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21, $22)`,
     true,
   ),
   get: `SELECT ${COLUMNS} FROM endpoints WHERE id = $1 AND deleted_at IS NULL`,
@@ -113,7 +113,7 @@ export function createPgEndpointsStore(q: PgQueryable): Async<EndpointsStore> {
     (await q.query<{ version: number; settingsVersion: number }>(SQL.versions)).rows[0]!
   return {
     async insert(row, now) {
-      await q.query(SQL.insert, [row.id, ...settingsParams(row), row.appId ?? 'default', row.secret, row.disabled ? 1 : 0, row.disabledReason, now])
+      await q.query(SQL.insert, [row.id, ...settingsParams(row), row.appId ?? 'default', row.secret, row.disabled ? 1 : 0, row.disabledReason, now, row.mode ?? 'push'])
     },
     get: async (id) => mapEndpointRow((await q.query<RawEndpointRow>(SQL.get, [id])).rows[0]),
     getAny: async (id) => mapEndpointRow((await q.query<RawEndpointRow>(SQL.getAny, [id])).rows[0]),

@@ -85,6 +85,7 @@ describe.runIf(PG_URL)('migratePg', () => {
         ALTER TABLE deliveries DROP COLUMN success_started_at, DROP COLUMN success_duration_ms, DROP COLUMN success_body;
         DROP TRIGGER deliveries_next_in_order ON deliveries;
         CREATE TRIGGER deliveries_next_in_order AFTER UPDATE OF status ON deliveries FOR EACH ROW EXECUTE FUNCTION deliveries_next_in_order();
+        ALTER TABLE endpoints DROP COLUMN mode;
         UPDATE schema_meta SET value = 9 WHERE name = 'schema_version'`)
       await p.query(`INSERT INTO notifications (id, app_id, topic, dedup_key, request, recipients, deliveries, created_at) VALUES ('ntf_1', 'a', 't', 'k1', '{}', 2, 3, 10)`)
       expect(await migratePg(p)).toEqual({ from: 9, to: SCHEMA_VERSION })
@@ -94,6 +95,9 @@ describe.runIf(PG_URL)('migratePg', () => {
       // v10 → v11 dropped the events' created_at index.
       expect((await p.query(`SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'events' ORDER BY indexname`)).rows.map((r) => r.indexname))
         .toEqual(['events_app', 'events_client_id', 'events_pkey', 'events_type'])
+      // v13 → v14 added the endpoints' mode, push for every endpoint there was.
+      expect((await p.query(`SELECT column_default FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'endpoints' AND column_name = 'mode'`)).rows)
+        .toEqual([{ column_default: "'push'::text" }])
       // v11 → v12 added the success's attempt kept in the delivery row.
       expect((await p.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'deliveries'
         AND column_name LIKE 'success_%' ORDER BY column_name`)).rows.map((r) => r.column_name)).toEqual(['success_body', 'success_duration_ms', 'success_started_at'])

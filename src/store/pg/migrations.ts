@@ -47,6 +47,10 @@ ALTER TABLE deliveries ADD COLUMN success_body text;
 DROP TRIGGER deliveries_next_in_order ON deliveries;
 ${NEXT_IN_ORDER_TRIGGER}
 `,
+  /* v13 → v14: pull endpoints (docs/pull-endpoints.md): consumers claim, the dispatcher never does. */
+  `
+ALTER TABLE endpoints ADD COLUMN mode text NOT NULL DEFAULT 'push';
+`,
 ]
 
 /** The whole current schema of a new database, the version row included. */

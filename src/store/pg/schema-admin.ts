@@ -24,7 +24,7 @@ export const ADMIN_DDL = `
 CREATE TABLE api_keys (
   id            text COLLATE "C" PRIMARY KEY, -- key_…
   name          text NOT NULL,
-  role          text NOT NULL,                -- admin | publisher | viewer
+  role          text NOT NULL,                -- admin | publisher | viewer | consumer
   hash          text NOT NULL UNIQUE,         -- hex SHA-256 of the key; the key itself is never stored
   prefix        text NOT NULL,                -- first characters, to recognise a key in lists
   created_at    bigint NOT NULL,

@@ -72,7 +72,8 @@ CREATE TABLE endpoints (
   breaker_pause_ms       bigint,
   breaker_max_pause_ms   bigint,
   created_at             bigint NOT NULL,
-  updated_at             bigint NOT NULL
+  updated_at             bigint NOT NULL,
+  mode                   text NOT NULL DEFAULT 'push' -- push | pull (v14, docs/pull-endpoints.md)
 );
 CREATE INDEX endpoints_app ON endpoints (app_id, id) WHERE deleted_at IS NULL;
 -- One row: what endpoints' version() and settingsVersion() read (a cache on any node compares them).

@@ -3,6 +3,7 @@ import { newId } from '../../lib/ids.js'
 import { createDeliveryList } from './delivery-list.js'
 import { DELIVERY_COLUMNS, ROW_ATTEMPT } from '../delivery-rows.js'
 import { createClaimer } from './delivery-claim.js'
+import { createPullClaimer } from './pull-claim.js'
 import { DUE_KEY, WAITS_IN_ORDER } from './delivery-claim-sql.js'
 import { createSettler, INSERT_ATTEMPT } from './delivery-settle.js'
 import { dueKey, truncateBody, WAITING_IN_ORDER, type Attempt, type DeliveriesStore, type Delivery, type DeliveryStatus, type NewDelivery } from '../deliveries.js'
@@ -245,6 +246,7 @@ export function createDeliveriesStore(db: Db, onDue: () => void = () => {}): Del
       if (ids.length > 0) s.logDelivered.run(attempt.startedAt, Math.max(0, Math.round(attempt.durationMs)), JSON.stringify(ids))
     },
     claimDue: claimer.claimDue,
+    claimPull: createPullClaimer(db),
     releaseWaitingInOrder: claimer.releaseWaitingInOrder,
     settle: createSettler(db, claimer, onDue),
     get: (id) => (s.get.get(id) as Delivery | undefined) ?? null,

@@ -58,7 +58,8 @@ export const STATE = { exhausted: 1, gone: 2, blocked: 3 } as const
 const GONE = '(e.deleted_at IS NOT NULL OR e.disabled = 1)'
 const stateOf = (blocked: string): string =>
   `CASE WHEN ${GONE} THEN ${STATE.gone} WHEN ${blocked} THEN ${STATE.blocked} WHEN d.attempts >= d.max_attempts THEN ${STATE.exhausted} ELSE 0 END`
-const BLOCKED = `((e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.ordering_key IS NOT NULL AND e.ordered IS 1 AND EXISTS (
+// A pull endpoint's row is never the dispatcher's: its consumers claim it (pull-claim.ts).
+const BLOCKED = `(e.mode IS 'pull' OR (e.paused_until IS NOT NULL AND e.paused_until > @now) OR (d.ordering_key IS NOT NULL AND e.ordered IS 1 AND EXISTS (
            SELECT 1 FROM deliveries o
             WHERE o.endpoint_id = d.endpoint_id AND o.ordering_key = d.ordering_key AND o.status IN ('pending', 'in_flight')
               AND ((o.status = 'pending' AND o.id < d.id) OR (o.status = 'in_flight' AND o.id <> d.id)))))`
@@ -152,6 +153,12 @@ export const CLAIM_SQL = {
   // the same file would wait behind it). Due rows of a paused endpoint still count as work.
   hasWork: `SELECT EXISTS (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_attempt_at <= @now)
       OR EXISTS (SELECT 1 FROM deliveries WHERE status = 'in_flight' AND lease_until <= @now)`,
+  // A pull endpoint's lapsed claim is an attempt of the log (outcome `expired`, docs/pull-endpoints.md);
+  // run before expireLeases, which the dispatcher's claims sweep for every row.
+  logPullExpired: `INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, status_code, error, response_body)
+    SELECT d.id, d.attempts, d.updated_at, max(@now - d.updated_at, 0), 'expired', NULL, 'lease_expired', NULL
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+     WHERE d.status = 'in_flight' AND d.lease_until <= @now AND e.mode = 'pull'`,
   expireLeases: `${EXPIRE_CLAIM} WHERE status = 'in_flight' AND lease_until <= @now`,
   // A waiting row with no older unfinished row of its key left, or of an endpoint no longer
   // ordered, is due now; the trigger deliveries_next_in_order should leave none (a repair).

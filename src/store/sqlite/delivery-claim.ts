@@ -237,6 +237,7 @@ export function createClaimer(db: Db, onDue: () => void): Claimer {
 
   const claimTx = db.transaction((opts: ClaimOptions): ClaimedDelivery[] => {
     const { now, limit } = opts
+    s.logPullExpired.run({ now })
     s.expireLeases.run({ now })
     if (limit <= 0) return []
     const lease: LeaseParams = { now, margin: leaseMarginOf(opts), defaultTimeout: opts.defaultTimeoutMs, channelTimeouts: JSON.stringify(opts.channelTimeoutsMs ?? {}) }

@@ -95,7 +95,7 @@ export function createSettler(db: Db, claimer: Pick<Claimer, 'noteDue'>, onDue: 
     for (let i = from; i < from + n; i++) {
       const r = rows[i]!.r
       const a = r.attempt
-      if (a && keptInRow(a)) args.push(r.id, r.claimToken, a.statusCode ?? null, a.startedAt, Math.max(0, Math.round(a.durationMs)), a.responseBody ?? null)
+      if (a && keptInRow(a) && r.logAs === undefined) args.push(r.id, r.claimToken, a.statusCode ?? null, a.startedAt, Math.max(0, Math.round(a.durationMs)), a.responseBody ?? null)
       else args.push(r.id, r.claimToken, a?.statusCode ?? null, null, null, null)
     }
     return args
@@ -153,10 +153,13 @@ export function createSettler(db: Db, claimer: Pick<Claimer, 'noteDue'>, onDue: 
     } else settleSuccessRows(rows, now, readBack)
     const logged: Success[] = []
     for (const row of rows) {
-      const n = row.r.attempt && !keptInRow(row.r.attempt) ? settled.get(row.r.id) : undefined
+      const a = row.r.attempt
+      const n = a && (!keptInRow(a) || row.r.logAs !== undefined) ? settled.get(row.r.id) : undefined
       if (n === undefined) continue
       row.attempts = n
-      logged.push(row)
+      // A success logged under another name (a pull endpoint's `acked`) is its own attempts row.
+      if (row.r.logAs !== undefined) s.insertAttempt.run(row.r.id, n, a!.startedAt, Math.max(0, Math.round(a!.durationMs)), row.r.logAs, a!.statusCode ?? null, a!.error ?? null, truncateBody(a!.responseBody))
+      else logged.push(row)
     }
     successAttemptRows(logged, undefined, (st, args) => st.run(...args))
     return settled
@@ -186,7 +189,7 @@ export function createSettler(db: Db, claimer: Pick<Claimer, 'noteDue'>, onDue: 
           o.kind === 'snooze' || o.kind === 'release' ? row.attempts + 1 : row.attempts,
           a.startedAt,
           Math.max(0, Math.round(a.durationMs)),
-          o.kind === 'retry' && row.status === 'dead' ? 'dead' : o.kind,
+          o.kind === 'retry' && row.status === 'dead' ? 'dead' : (r.logAs ?? o.kind),
           a.statusCode ?? null,
           a.error ?? null,
           truncateBody(a.responseBody),

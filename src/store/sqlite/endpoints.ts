@@ -9,7 +9,7 @@ const COLUMNS = `id, app_id AS appId, url, description, event_types AS eventType
   failing_since AS failingSince, consecutive_failures AS consecutiveFailures,
   failures_since_success AS failuresSinceSuccess, paused_until AS pausedUntil, pause_count AS pauseCount,
   recent_failures AS recentFailures, recent_attempts AS recentAttempts, breaker_threshold AS breakerThreshold,
-  breaker_pause_ms AS breakerPauseMs, breaker_max_pause_ms AS breakerMaxPauseMs, created_at AS createdAt, updated_at AS updatedAt`
+  breaker_pause_ms AS breakerPauseMs, breaker_max_pause_ms AS breakerMaxPauseMs, created_at AS createdAt, updated_at AS updatedAt, mode`
 
 /** The breaker's window (delivery/breaker.ts BREAKER_WINDOW, repeated: store sits below delivery). */
 const WINDOW = 20
@@ -18,10 +18,10 @@ const WINDOW_MASK = (1 << WINDOW) - 1
 const SQL = {
   insert: `INSERT INTO endpoints (id, app_id, url, description, event_types, headers, method, timeout_ms, max_concurrency,
       rate_limit, ordered, retry_schedule, signature, secret, metadata, disabled, disabled_reason, breaker_threshold,
-      breaker_pause_ms, breaker_max_pause_ms, created_at, updated_at)
+      breaker_pause_ms, breaker_max_pause_ms, created_at, updated_at, mode)
     VALUES (@id, @appId, @url, @description, @eventTypes, @headers, @method, @timeoutMs, @maxConcurrency, @rateLimit, @ordered,
       @retrySchedule, @signature, @secret, @metadata, @disabled, @disabledReason, @breakerThreshold, @breakerPauseMs,
-      @breakerMaxPauseMs, @now, @now)`,
+      @breakerMaxPauseMs, @now, @now, @mode)`,
   get: `SELECT ${COLUMNS} FROM endpoints WHERE id = ? AND deleted_at IS NULL`,
   getAny: `SELECT ${COLUMNS} FROM endpoints WHERE id = ?`,
   active: `SELECT ${COLUMNS} FROM endpoints WHERE disabled = 0 AND deleted_at IS NULL ORDER BY id`,
@@ -116,7 +116,7 @@ export function createEndpointsStore(db: Db, opts: { foreignCheckMs?: number } =
   }
   return {
     insert(row, now) {
-      s.insert.run({ ...settingsParams(row), id: row.id, appId: row.appId ?? 'default', secret: row.secret, disabled: row.disabled ? 1 : 0, disabledReason: row.disabledReason, now })
+      s.insert.run({ ...settingsParams(row), id: row.id, appId: row.appId ?? 'default', secret: row.secret, disabled: row.disabled ? 1 : 0, disabledReason: row.disabledReason, mode: row.mode ?? 'push', now })
       bumpSettings(0)
     },
     get: (id) => mapEndpointRow(s.get.get(id) as RawEndpointRow | undefined),

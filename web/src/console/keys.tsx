@@ -10,7 +10,7 @@ export function KeysPage() {
   const { api, canWrite } = useSession()
   const { list, setCursor } = usePagedList((cursor) => unwrap(api.GET('/v1/keys', { params: { query: { limit: 50, cursor } } })), [])
   const [name, setName] = useState('')
-  const [role, setRole] = useState<'admin' | 'publisher' | 'viewer'>('viewer')
+  const [role, setRole] = useState<'admin' | 'publisher' | 'viewer' | 'consumer'>('viewer')
   const [created, setCreated] = useState<string | null>(null)
   return (
     <>
@@ -28,6 +28,7 @@ export function KeysPage() {
                 options={[
                   ['viewer', 'viewer (read only)'],
                   ['publisher', 'publisher (send events)'],
+                  ['consumer', 'consumer (claim from pull endpoints)'],
                   ['admin', 'admin (everything)'],
                 ]}
               />
