@@ -113,8 +113,8 @@ describe('npm start', () => {
       // What a terminal does on Ctrl-C: SIGINT to every process of the foreground group.
       process.kill(-run.npm.pid!, 'SIGINT')
       await logged(run.output, /"msg":"shutting down"/)
-      // npm's forwarded copy reached node while the delivery is still in flight, and was ignored.
-      await logged(run.output, /"signal":"SIGINT"[^\n]*"msg":"ignored: a copy of the first signal/)
+      // npm forwards its copy, which node ignores (logged as such) unless the kernel merged it
+      // with the terminal's own while both were pending: either way the node is still draining.
       expect(existsSync(`/proc/${run.node}`)).toBe(true)
       expect(run.output()).toMatch(/press Ctrl-C again \(or send SIGTERM\) 2 s or more after the first/)
       for (const answer of held) answer()

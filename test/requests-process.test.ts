@@ -60,7 +60,12 @@ describe('delayed events and requests across kill -9', () => {
       const at = due.get(`${q.path.startsWith('/events') ? 'evt' : 'req'}:${i}`)!
       expect(q.at).toBeGreaterThanOrEqual(at - 5)
     }
-    const list = await call('GET', '/v1/requests?status=success&limit=100')
+    // Received, then settled: a receiver's answer comes before the settle that records it.
+    let list = await call('GET', '/v1/requests?status=success&limit=100')
+    for (const deadline = Date.now() + 20_000; (list.json.data as unknown[]).length < 30 && Date.now() < deadline; ) {
+      await sleep(20)
+      list = await call('GET', '/v1/requests?status=success&limit=100')
+    }
     expect(list.json.data).toHaveLength(30)
     await server.stop()
   }, 60_000)
